@@ -1,0 +1,141 @@
+package buffers
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"unsafe"
+)
+
+// FieldType is the type of a named field in an MBuf.
+type FieldType uint8
+
+const (
+	U32 FieldType = iota + 1
+	U64
+	I64
+	F64
+)
+
+func (t FieldType) size() int {
+	if t == U32 {
+		return 4
+	}
+	return 8
+}
+
+// Field names a typed value at a byte offset of an MBuf. Count > 1 makes it
+// an array of Count consecutive values (a sketch row, a histogram).
+type Field struct {
+	Name   string
+	Type   FieldType
+	Offset int
+	Count  int
+}
+
+// MBuf is a function's persistent state: plain bytes with a declared byte
+// order and a layout of named fields, so a reader on any side of a barrier
+// (a BPF map, a device, a plugin process) can decode it without knowing the
+// function's code. The memory is 8-byte aligned.
+//
+// Counters in a native-order MBuf are updated atomically (Add64), so state
+// can be read while the datapath runs.
+type MBuf struct {
+	words  []uint64
+	order  binary.ByteOrder
+	fields []Field
+}
+
+// Native is the byte order of this machine.
+var Native binary.ByteOrder = binary.NativeEndian
+
+// NewMBuf allocates size bytes (rounded up to 8) in the given byte order.
+func NewMBuf(size int, order binary.ByteOrder, fields ...Field) *MBuf {
+	m := &MBuf{words: make([]uint64, (size+7)/8), order: order, fields: fields}
+	for _, f := range fields {
+		n := max(f.Count, 1)
+		if f.Offset < 0 || f.Offset+n*f.Type.size() > len(m.words)*8 || f.Offset%f.Type.size() != 0 {
+			panic(fmt.Sprintf("buffers: MBuf field %q out of bounds or unaligned", f.Name))
+		}
+	}
+	return m
+}
+
+// Bytes returns the state as bytes.
+func (m *MBuf) Bytes() []byte {
+	if len(m.words) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&m.words[0])), len(m.words)*8)
+}
+
+// Order returns the declared byte order.
+func (m *MBuf) Order() binary.ByteOrder { return m.order }
+
+// Fields returns the layout.
+func (m *MBuf) Fields() []Field { return m.fields }
+
+func (m *MBuf) word(off int) *uint64 {
+	if off%8 != 0 {
+		panic("buffers: unaligned 64-bit MBuf access")
+	}
+	return &m.words[off/8]
+}
+
+// Add64 atomically adds v to the native-order 64-bit counter at off.
+func (m *MBuf) Add64(off int, v uint64) { atomic.AddUint64(m.word(off), v) }
+
+// Load64 atomically reads the native-order 64-bit value at off.
+func (m *MBuf) Load64(off int) uint64 { return atomic.LoadUint64(m.word(off)) }
+
+// Store64 atomically writes the native-order 64-bit value at off.
+func (m *MBuf) Store64(off int, v uint64) { atomic.StoreUint64(m.word(off), v) }
+
+// Uint64 decodes the 64-bit value at off in the declared byte order.
+func (m *MBuf) Uint64(off int) uint64 {
+	if m.order == Native {
+		return m.Load64(off)
+	}
+	return m.order.Uint64(m.Bytes()[off:])
+}
+
+// Uint32 decodes the 32-bit value at off in the declared byte order.
+func (m *MBuf) Uint32(off int) uint32 {
+	if m.order == Native {
+		return atomic.LoadUint32((*uint32)(unsafe.Pointer(&m.Bytes()[off])))
+	}
+	return m.order.Uint32(m.Bytes()[off:])
+}
+
+// Snapshot decodes every field into a map: a scalar field becomes a number,
+// an array a slice. It is control-plane code and allocates.
+func (m *MBuf) Snapshot() map[string]any {
+	out := make(map[string]any, len(m.fields))
+	for _, f := range m.fields {
+		if f.Count > 1 {
+			vals := make([]any, f.Count)
+			for i := range vals {
+				vals[i] = m.decode(f.Type, f.Offset+i*f.Type.size())
+			}
+			out[f.Name] = vals
+			continue
+		}
+		out[f.Name] = m.decode(f.Type, f.Offset)
+	}
+	return out
+}
+
+func (m *MBuf) decode(t FieldType, off int) any {
+	switch t {
+	case U32:
+		return m.Uint32(off)
+	case U64:
+		return m.Uint64(off)
+	case I64:
+		return int64(m.Uint64(off))
+	case F64:
+		return math.Float64frombits(m.Uint64(off))
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package functions
+
+import (
+	"sync/atomic"
+
+	"github.com/ffpf-go/ffpf/buffers"
+)
+
+// Function is an instantiated function in the userspace flowspace.
+type Function interface {
+	// Process keeps the entries of the packets that pass (in order, setting
+	// each entry's class result as the function defines it) and sets b.N to
+	// their number. Entries removed because of an error rather than by the
+	// function's choice are counted in b.Dropped.
+	Process(b *buffers.Batch)
+}
+
+// Stateful is a function with persistent state readable from above.
+type Stateful interface {
+	MBuf() *buffers.MBuf
+}
+
+// Closer is a function that holds resources (files, handles) to release
+// when the flowgraph is torn down. Close reports an error that happened on
+// the datapath (e.g. a write that failed) if there was one.
+type Closer interface {
+	Close() error
+}
+
+// Source is an instantiated source function: it brings packets into the
+// flowgraph by filling batches.
+type Source interface {
+	// Info describes the packets the source produces; it is known from
+	// instantiation on.
+	Info() SourceInfo
+	// Fill appends up to b.Room() packets to b. It returns io.EOF when the
+	// input is exhausted (b may still hold the last packets), or another
+	// error after which nothing more will come. A live source returns within
+	// about 100 ms even when no packet arrives, so that stop is prompt.
+	Fill(b *buffers.Batch) error
+	// Close releases the source. It may be called while Fill runs in another
+	// goroutine and must make that Fill return promptly.
+	Close() error
+}
+
+// SourceInfo describes a source's packets.
+type SourceInfo struct {
+	Name      string   // the file or interface, for messages
+	LinkType  LinkType // link-layer header type of every packet
+	MaxCapLen int      // the longest capture it can deliver (sizes PBuf slots)
+	Size      int64    // input size in bytes when known (files), for progress; 0 otherwise
+}
+
+// Progresser is a source that can say how far through its input it is.
+type Progresser interface {
+	Progress() (done, total int64)
+}
+
+// Dropper is a source that knows of packets lost before they reached it
+// (e.g. the kernel's capture drops).
+type Dropper interface {
+	Drops() uint64
+}
+
+// Counters is the accounting every function and bridge keeps:
+// In = Out + Filtered + Dropped, always.
+type Counters struct {
+	In, Out, Filtered, Dropped atomic.Uint64
+}
+
+// Add accounts for one batch: in entries arrived, out left, dropped were
+// lost to errors; the rest were filtered.
+func (c *Counters) Add(in, out, dropped int) {
+	c.In.Add(uint64(in))
+	c.Out.Add(uint64(out))
+	if f := in - out - dropped; f != 0 {
+		c.Filtered.Add(uint64(f))
+	}
+	if dropped != 0 {
+		c.Dropped.Add(uint64(dropped))
+	}
+}
+
+// Snapshot returns the four counters.
+func (c *Counters) Snapshot() (in, out, filtered, dropped uint64) {
+	// Read out before in so that a concurrent reader never sees out > in.
+	out, filtered, dropped = c.Out.Load(), c.Filtered.Load(), c.Dropped.Load()
+	return c.In.Load(), out, filtered, dropped
+}

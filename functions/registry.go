@@ -1,0 +1,165 @@
+package functions
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Target is a kind of flowspace a class has an implementation for.
+type Target string
+
+const (
+	TargetUser   Target = "user"   // Go, in the ffpf process
+	TargetKernel Target = "kernel" // tc eBPF
+	TargetXDP    Target = "xdp"    // XDP eBPF at the driver
+	TargetP4     Target = "p4"     // a P4 switch
+)
+
+// Class is a function class: what an expression names in "(class,...)".
+type Class struct {
+	Name    string // lower case
+	Summary string // one line, for 'ffpf classes'
+	Params  []Param
+	// MinInputs and MaxInputs bound how many functions may feed this one;
+	// both are 0 for a source, MaxInputs < 0 means no limit.
+	MinInputs, MaxInputs int
+	Targets              []Target
+
+	// Validate, when set, checks a function at populate time, once the link
+	// type of its input is known (a filter compiles its expression here), so
+	// that a bad request fails before anything is instantiated.
+	Validate func(ctx *Context) error
+
+	// New instantiates a function; NewSource a source. Exactly one is set.
+	New       func(ctx *Context) (Function, error)
+	NewSource func(ctx *Context) (Source, error)
+}
+
+// IsSource reports whether the class brings packets into the graph.
+func (c *Class) IsSource() bool { return c.NewSource != nil }
+
+// Param returns the parameter named name.
+func (c *Class) Param(name string) (*Param, bool) {
+	for i := range c.Params {
+		if c.Params[i].Name == name {
+			return &c.Params[i], true
+		}
+	}
+	return nil, false
+}
+
+// Supports reports whether the class has an implementation for t.
+func (c *Class) Supports(t Target) bool {
+	for _, x := range c.Targets {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Context is what a class gets when it is instantiated.
+type Context struct {
+	ID        string   // the function's id, for messages
+	Params    Params   // bound and validated parameters
+	LinkType  LinkType // link type of the packets that reach the function
+	Snaplen   int      // most bytes a PBuf slot holds
+	Flowspace string   // where it runs
+}
+
+// Registry holds function classes by name.
+type Registry struct {
+	mu      sync.RWMutex
+	classes map[string]*Class
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{classes: map[string]*Class{}} }
+
+// Default is the registry the class packages register into.
+var Default = NewRegistry()
+
+// Register adds c to the default registry; class packages call it from init.
+func Register(c *Class) {
+	if err := Default.Register(c); err != nil {
+		panic(err)
+	}
+}
+
+// Register adds a class. The name must be new and the class well formed.
+func (r *Registry) Register(c *Class) error {
+	if c.Name == "" || c.Name != strings.ToLower(c.Name) {
+		return fmt.Errorf("functions: class name %q must be non-empty lower case", c.Name)
+	}
+	if (c.New == nil) == (c.NewSource == nil) {
+		return fmt.Errorf("functions: class %s must set exactly one of New and NewSource", c.Name)
+	}
+	if c.IsSource() && (c.MinInputs != 0 || c.MaxInputs != 0) {
+		return fmt.Errorf("functions: source class %s cannot have inputs", c.Name)
+	}
+	seen := map[string]bool{}
+	for _, p := range c.Params {
+		if seen[p.Name] {
+			return fmt.Errorf("functions: class %s declares parameter %q twice", c.Name, p.Name)
+		}
+		seen[p.Name] = true
+		if p.Default != "" {
+			if _, err := p.parse(literalRaw(p.Default)); err != nil {
+				return fmt.Errorf("functions: class %s parameter %s: bad default: %v", c.Name, p.Name, err)
+			}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.classes[c.Name]; dup {
+		return fmt.Errorf("functions: class %s registered twice", c.Name)
+	}
+	r.classes[c.Name] = c
+	return nil
+}
+
+// Lookup returns the class named name (case-insensitive).
+func (r *Registry) Lookup(name string) (*Class, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c, ok := r.classes[strings.ToLower(name)]
+	return c, ok
+}
+
+// All returns the classes sorted by name.
+func (r *Registry) All() []*Class {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Class, 0, len(r.classes))
+	for _, c := range r.classes {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Class returns the parameter names of a class in declaration order; with
+// Classes it lets the expression checker (lang.Schema) suggest names.
+func (r *Registry) Class(name string) ([]string, bool) {
+	c, ok := r.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	names := make([]string, len(c.Params))
+	for i, p := range c.Params {
+		names[i] = p.Name
+	}
+	return names, true
+}
+
+// Classes returns the class names, sorted.
+func (r *Registry) Classes() []string {
+	all := r.All()
+	names := make([]string, len(all))
+	for i, c := range all {
+		names[i] = c.Name
+	}
+	return names
+}
