@@ -98,7 +98,7 @@ func (v Value) String() string {
 	case Duration:
 		return formatDuration(v.Dur)
 	case Float:
-		return strconv.FormatFloat(v.Float, 'g', -1, 64)
+		return strconv.FormatFloat(v.Float, 'f', -1, 64) // no exponent: it must lex as a number
 	case Bool:
 		return strconv.FormatBool(v.Bool)
 	}

@@ -1,0 +1,269 @@
+package flowgraph
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/lang"
+)
+
+// lnode is a function of one request before it is overlaid on the graph.
+type lnode struct {
+	class  *functions.Class
+	params functions.Params
+	label  string
+	pos    lang.Pos
+	inputs []*lnode
+	lt     functions.LinkType
+	fn     *Function // its function in the flowgraph, after overlay
+}
+
+// ports are a term's inputs and outputs: "A > B" connects A's outputs to
+// B's inputs.
+type ports struct{ ins, outs []*lnode }
+
+// builder evaluates the AST of one request into lnodes and edges.
+type builder struct {
+	src    string
+	reg    *functions.Registry
+	nodes  []*lnode
+	memo   map[lang.Term]ports
+	labels map[string]lang.Term
+	active map[lang.Term]bool
+	bound  map[*lang.Func]functions.Params
+}
+
+func (b *builder) errorf(p lang.Pos, format string, args ...any) error {
+	return &lang.Error{Pos: p, Msg: fmt.Sprintf(format, args...), Src: b.src}
+}
+
+func (b *builder) collectLabels(cs []*lang.Chain) {
+	for _, c := range cs {
+		for _, t := range c.Terms {
+			switch t := t.(type) {
+			case *lang.Func:
+				if t.Label != "" {
+					b.labels[t.Label] = t
+				}
+			case *lang.Group:
+				if t.Label != "" {
+					b.labels[t.Label] = t
+				}
+				b.collectLabels(t.Chains)
+			}
+		}
+	}
+}
+
+func (b *builder) chain(c *lang.Chain) (ports, error) {
+	var first, cur ports
+	for i, t := range c.Terms {
+		p, err := b.term(t)
+		if err != nil {
+			return ports{}, err
+		}
+		if i == 0 {
+			first = p
+		} else if err := b.connect(cur.outs, p.ins, t.TermPos()); err != nil {
+			return ports{}, err
+		}
+		cur = p
+	}
+	return ports{ins: first.ins, outs: cur.outs}, nil
+}
+
+func (b *builder) connect(outs, ins []*lnode, at lang.Pos) error {
+	for _, in := range ins {
+		for _, o := range outs {
+			if o == in {
+				return b.errorf(at, "%s feeds itself: a flowgraph cannot have cycles", in.class.Name)
+			}
+			if !containsNode(in.inputs, o) {
+				in.inputs = append(in.inputs, o)
+			}
+		}
+	}
+	return nil
+}
+
+func (b *builder) term(t lang.Term) (ports, error) {
+	if r, ok := t.(*lang.Ref); ok {
+		def, ok := b.labels[r.Name]
+		if !ok {
+			return ports{}, b.errorf(r.Pos, "label %q is not defined in this request", r.Name)
+		}
+		if b.active[def] {
+			return ports{}, b.errorf(r.Pos, "label %q refers to the term that contains it: a flowgraph cannot have cycles", r.Name)
+		}
+		t = def
+	}
+	if p, ok := b.memo[t]; ok {
+		return p, nil
+	}
+	b.active[t] = true
+	defer delete(b.active, t)
+	var p ports
+	switch t := t.(type) {
+	case *lang.Func:
+		n, err := b.fn(t)
+		if err != nil {
+			return ports{}, err
+		}
+		p = ports{ins: []*lnode{n}, outs: []*lnode{n}}
+	case *lang.Group:
+		for _, c := range t.Chains {
+			q, err := b.chain(c)
+			if err != nil {
+				return ports{}, err
+			}
+			p.ins = appendNew(p.ins, q.ins...)
+			p.outs = appendNew(p.outs, q.outs...)
+		}
+	}
+	b.memo[t] = p
+	return p, nil
+}
+
+func (b *builder) fn(f *lang.Func) (*lnode, error) {
+	c, ok := b.reg.Lookup(f.Class)
+	if !ok {
+		return nil, b.errorf(f.ClassPos, "unknown class %q", f.Class)
+	}
+	args := make([]functions.Arg, len(f.Args))
+	for i, a := range f.Args {
+		args[i] = functions.Arg{Key: a.Key, Value: rawOf(a.Value)}
+	}
+	params, err := c.Bind(args)
+	if err != nil {
+		pos := f.ClassPos
+		if be, ok := err.(*functions.BindError); ok && be.Arg >= 0 {
+			pos = f.Args[be.Arg].Value.Pos
+		}
+		return nil, b.errorf(pos, "%v", err)
+	}
+	n := &lnode{class: c, params: params, label: f.Label, pos: f.Pos}
+	b.bound[f] = params
+	b.nodes = append(b.nodes, n)
+	return n, nil
+}
+
+func rawOf(v lang.Value) functions.Raw {
+	k := functions.RawWord
+	switch v.Kind {
+	case lang.String:
+		k = functions.RawString
+	case lang.Number:
+		k = functions.RawNumber
+	}
+	return functions.Raw{Kind: k, Text: v.Text, Unit: v.Unit}
+}
+
+// checkGraph validates arity and acyclicity and returns the nodes in
+// topological order.
+func (b *builder) checkGraph() ([]*lnode, error) {
+	for _, n := range b.nodes {
+		c := n.class
+		switch k := len(n.inputs); {
+		case c.IsSource() && k > 0:
+			return nil, b.errorf(n.pos, "%s is a source: nothing can feed it", c.Name)
+		case k < c.MinInputs:
+			return nil, b.errorf(n.pos, "%s needs at least %d input(s), has %d", c.Name, c.MinInputs, k)
+		case c.MaxInputs >= 0 && k > c.MaxInputs:
+			return nil, b.errorf(n.pos, "%s takes at most %d input(s), has %d", c.Name, c.MaxInputs, k)
+		}
+	}
+	state := map[*lnode]int{} // 1 visiting, 2 done
+	order := make([]*lnode, 0, len(b.nodes))
+	var path []*lnode
+	var visit func(n *lnode) error
+	visit = func(n *lnode) error {
+		switch state[n] {
+		case 1:
+			var names []string
+			for i := len(path) - 1; i >= 0; i-- {
+				names = append(names, path[i].class.Name)
+				if path[i] == n {
+					break
+				}
+			}
+			return b.errorf(n.pos, "cycle %s > %s: a flowgraph cannot have cycles", strings.Join(names, " > "), n.class.Name)
+		case 2:
+			return nil
+		}
+		state[n] = 1
+		path = append(path, n)
+		for _, in := range n.inputs {
+			if err := visit(in); err != nil {
+				return err
+			}
+		}
+		path = path[:len(path)-1]
+		state[n] = 2
+		order = append(order, n)
+		return nil
+	}
+	for _, n := range b.nodes {
+		if err := visit(n); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
+}
+
+// linkTypes gives every node the link type of its packets and lets classes
+// validate themselves with it; sources report theirs through Validate.
+func (b *builder) linkTypes(order []*lnode, snaplen int) error {
+	for _, n := range order {
+		ctx := &functions.Context{Params: n.params, Snaplen: snaplen, Flowspace: "user"}
+		if !n.class.IsSource() {
+			for i, in := range n.inputs {
+				if i > 0 && in.lt != n.inputs[0].lt {
+					return b.errorf(n.pos, "the inputs of %s carry different link types (%s and %s)",
+						n.class.Name, n.inputs[0].lt, in.lt)
+				}
+			}
+			ctx.LinkType = functions.LinkEthernet // assumed when checking without a source
+			if len(n.inputs) > 0 {
+				ctx.LinkType = n.inputs[0].lt
+			}
+		}
+		if n.class.Validate != nil {
+			if err := n.class.Validate(ctx); err != nil {
+				return b.errorf(n.pos, "%v", err)
+			}
+		}
+		n.lt = ctx.LinkType
+	}
+	return nil
+}
+
+func containsNode(list []*lnode, n *lnode) bool {
+	for _, x := range list {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+func appendNew(list []*lnode, ns ...*lnode) []*lnode {
+	for _, n := range ns {
+		if !containsNode(list, n) {
+			list = append(list, n)
+		}
+	}
+	return list
+}
+
+// identity is what makes two functions the same function: class, canonical
+// parameters, inputs and flowgroup (FFPF §6.2 reuses only identical ones).
+func identity(n *lnode, group string) string {
+	ins := make([]string, len(n.inputs))
+	for i, in := range n.inputs {
+		ins[i] = in.fn.ID
+	}
+	sort.Strings(ins)
+	return n.class.Name + "(" + n.params.Canonical() + ")<" + strings.Join(ins, ",") + "@" + group
+}

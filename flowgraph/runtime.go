@@ -1,0 +1,516 @@
+package flowgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/flowspaces/user"
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/lang"
+)
+
+// DefaultSnaplen is the most bytes of a packet a PBuf slot keeps, as in
+// tcpdump.
+const DefaultSnaplen = 262144
+
+// Config configures a Runtime.
+type Config struct {
+	Registry *functions.Registry // nil: functions.Default
+	Snaplen  int                 // 0: DefaultSnaplen
+	Limit    int64               // stop after this many packets (ffpf run -c); 0: no limit
+}
+
+// RequestOptions configure one request.
+type RequestOptions struct {
+	// DefaultSource is a source term, e.g. `(pcap,file="trace.pcap")`,
+	// that feeds every chain starting with a function that is not a source.
+	DefaultSource string
+	// Unfed accepts chains that start with a non-source when there is no
+	// default source, for checking an expression without running it.
+	Unfed bool
+	// Group is the flowgroup (see the placement issue); functions are shared
+	// only within one group.
+	Group string
+}
+
+type phase int
+
+const (
+	populated phase = iota
+	instantiated
+	active
+	closed
+)
+
+// Runtime is a flowgraph and the flowspaces it runs in.
+type Runtime struct {
+	cfg Config
+
+	mu       sync.Mutex
+	phase    phase
+	funcs    []*Function
+	byKey    map[string]*Function
+	perClass map[string]int
+	reqs     []*Request
+	fs       flowspaces.Flowspace
+
+	start, end time.Time
+}
+
+// Function is one function of the flowgraph.
+type Function struct {
+	ID    string
+	Label string
+	Pos   lang.Pos // where the first request that has it defines it
+	node  *flowspaces.Node
+	refs  int
+}
+
+// Class returns the function's class.
+func (f *Function) Class() *functions.Class { return f.node.Class }
+
+// Request is one populated expression.
+type Request struct {
+	rt    *Runtime
+	Expr  string
+	ast   *lang.Request
+	bound map[*lang.Func]functions.Params
+	funcs []*Function // in topological order
+}
+
+// New returns an empty runtime.
+func New(cfg Config) *Runtime {
+	if cfg.Registry == nil {
+		cfg.Registry = functions.Default
+	}
+	if cfg.Snaplen <= 0 {
+		cfg.Snaplen = DefaultSnaplen
+	}
+	return &Runtime{cfg: cfg, byKey: map[string]*Function{}, perClass: map[string]int{}}
+}
+
+// Populate parses and validates expr, binds its parameters and overlays it
+// on the flowgraph. It has no side effects beyond the flowgraph: nothing is
+// opened or allocated until Instantiate.
+func (rt *Runtime) Populate(expr string, opts RequestOptions) (*Request, error) {
+	ast, err := lang.Parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	if err := lang.Check(ast, rt.cfg.Registry); err != nil {
+		return nil, err
+	}
+	b := &builder{src: expr, reg: rt.cfg.Registry, memo: map[lang.Term]ports{},
+		labels: map[string]lang.Term{}, active: map[lang.Term]bool{}, bound: map[*lang.Func]functions.Params{}}
+	b.collectLabels(ast.Chains)
+	for _, c := range ast.Chains {
+		if _, err := b.chain(c); err != nil {
+			return nil, err
+		}
+	}
+	if err := rt.feed(b, opts); err != nil {
+		return nil, err
+	}
+	order, err := b.checkGraph()
+	if err != nil {
+		return nil, err
+	}
+	if err := b.linkTypes(order, rt.cfg.Snaplen); err != nil {
+		return nil, err
+	}
+
+	return rt.overlay(expr, ast, b.bound, order, opts.Group)
+}
+
+// overlay adds the request's nodes (in topological order) to the
+// flowgraph, sharing every function that is already there.
+func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]functions.Params, order []*lnode, group string) (*Request, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.phase != populated {
+		return nil, &InvalidError{"the flowgraph is already instantiated: populate every request before Instantiate"}
+	}
+	req := &Request{rt: rt, Expr: expr, ast: ast, bound: bound}
+	for _, n := range order {
+		key := identity(n, group)
+		f, ok := rt.byKey[key]
+		if !ok {
+			rt.perClass[n.class.Name]++
+			f = &Function{
+				ID:    fmt.Sprintf("%s#%d", n.class.Name, rt.perClass[n.class.Name]),
+				Label: n.label,
+				Pos:   n.pos,
+				node: &flowspaces.Node{Class: n.class, Ctx: functions.Context{
+					Params: n.params, LinkType: n.lt, Snaplen: rt.cfg.Snaplen,
+				}},
+			}
+			f.node.ID = f.ID
+			f.node.Ctx.ID = f.ID
+			for _, in := range n.inputs {
+				f.node.Inputs = append(f.node.Inputs, in.fn.node)
+			}
+			rt.byKey[key] = f
+			rt.funcs = append(rt.funcs, f)
+		}
+		if f.Label == "" {
+			f.Label = n.label
+		}
+		n.fn = f
+		if !containsFunc(req.funcs, f) {
+			f.refs++
+			req.funcs = append(req.funcs, f)
+		}
+	}
+	rt.reqs = append(rt.reqs, req)
+	return req, nil
+}
+
+// feed gives every function without inputs that is not a source the
+// request's default source.
+func (rt *Runtime) feed(b *builder, opts RequestOptions) error {
+	var src *lnode
+	for _, n := range append([]*lnode(nil), b.nodes...) {
+		if len(n.inputs) > 0 || n.class.IsSource() {
+			continue
+		}
+		if opts.DefaultSource == "" {
+			if opts.Unfed {
+				continue
+			}
+			return b.errorf(n.pos, "%s has no input: start the chain with a source such as (pcap,file=F), or give one with -r FILE or -i IFACE", n.class.Name)
+		}
+		if src == nil {
+			var err error
+			if src, err = rt.defaultSource(b, opts.DefaultSource); err != nil {
+				return err
+			}
+		}
+		n.inputs = append(n.inputs, src)
+	}
+	return nil
+}
+
+func (rt *Runtime) defaultSource(b *builder, expr string) (*lnode, error) {
+	n, err := rt.singleFunc(&builder{src: expr, reg: b.reg, bound: map[*lang.Func]functions.Params{}}, expr)
+	if err != nil {
+		return nil, err
+	}
+	if !n.class.IsSource() {
+		return nil, &InvalidError{fmt.Sprintf("default source %s: class %s is not a source", expr, n.class.Name)}
+	}
+	b.nodes = append(b.nodes, n)
+	return n, nil
+}
+
+// singleFunc parses expr, which must be one function term, into an lnode.
+func (rt *Runtime) singleFunc(b *builder, expr string) (*lnode, error) {
+	ast, err := lang.Parse(expr)
+	if err == nil {
+		err = lang.Check(ast, rt.cfg.Registry)
+	}
+	if err != nil {
+		return nil, &InvalidError{fmt.Sprintf("%s: %v", expr, err)}
+	}
+	f, ok := ast.Chains[0].Terms[0].(*lang.Func)
+	if len(ast.Chains) != 1 || len(ast.Chains[0].Terms) != 1 || !ok {
+		return nil, &InvalidError{fmt.Sprintf("%s is not a single function", expr)}
+	}
+	n, err := b.fn(f)
+	if err != nil {
+		return nil, &InvalidError{fmt.Sprintf("%s: %v", expr, err)}
+	}
+	return n, nil
+}
+
+// Instantiate creates every function, buffer and bridge of the flowgraph.
+// It is all or nothing: on error nothing stays open.
+func (rt *Runtime) Instantiate() error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.phase != populated {
+		return errors.New("flowgraph: Instantiate called twice")
+	}
+	if len(rt.funcs) == 0 {
+		return &InvalidError{"nothing to instantiate: populate a request first"}
+	}
+	fs := user.New(user.Options{Limit: rt.cfg.Limit})
+	nodes := make([]*flowspaces.Node, len(rt.funcs))
+	for i, f := range rt.funcs {
+		nodes[i] = f.node
+	}
+	if err := fs.Instantiate(nodes); err != nil {
+		return err
+	}
+	rt.fs = fs
+	rt.phase = instantiated
+	return nil
+}
+
+// Activate starts the datapath. It returns at once; Wait waits for the
+// sources to end. Cancelling ctx stops them.
+func (rt *Runtime) Activate(ctx context.Context) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.phase != instantiated {
+		return errors.New("flowgraph: Activate needs an instantiated, inactive flowgraph")
+	}
+	rt.start = time.Now()
+	rt.phase = active
+	return rt.fs.Activate(ctx)
+}
+
+// Wait blocks until every source has ended or the activation context is
+// done, and returns what the sources reported (a truncated file, say).
+func (rt *Runtime) Wait() error {
+	rt.mu.Lock()
+	fs := rt.fs
+	rt.mu.Unlock()
+	if fs == nil {
+		return errors.New("flowgraph: Wait before Activate")
+	}
+	err := fs.Wait()
+	rt.mu.Lock()
+	rt.end = time.Now()
+	rt.mu.Unlock()
+	return err
+}
+
+// Close stops the datapath and releases everything. It returns the first
+// error a function reported on release (a sink that could not write).
+func (rt *Runtime) Close() error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.phase == closed {
+		return nil
+	}
+	rt.phase = closed
+	if rt.fs == nil {
+		return nil
+	}
+	if rt.end.IsZero() {
+		rt.end = time.Now()
+	}
+	return rt.fs.Close()
+}
+
+// Elapsed is the time from activation to the end of the sources (or now).
+func (rt *Runtime) Elapsed() time.Duration {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	switch {
+	case rt.start.IsZero():
+		return 0
+	case rt.end.IsZero():
+		return time.Since(rt.start)
+	}
+	return rt.end.Sub(rt.start)
+}
+
+// Packets returns how many packets the sources brought into the graph.
+func (rt *Runtime) Packets() uint64 {
+	var n uint64
+	for _, f := range rt.snapshotFuncs() {
+		if f.node.Class.IsSource() {
+			n += f.node.Counters.Out.Load()
+		}
+	}
+	return n
+}
+
+// Progress sums how far the sources that know it are through their input.
+func (rt *Runtime) Progress() (done, total int64) {
+	for _, f := range rt.snapshotFuncs() {
+		if p, ok := f.node.Source.(functions.Progresser); ok {
+			d, t := p.Progress()
+			done, total = done+d, total+t
+		}
+	}
+	return done, total
+}
+
+func (rt *Runtime) snapshotFuncs() []*Function {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return append([]*Function(nil), rt.funcs...)
+}
+
+// Requests returns the populated requests.
+func (rt *Runtime) Requests() []*Request {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return append([]*Request(nil), rt.reqs...)
+}
+
+// Functions returns the state of every function of the flowgraph, in the
+// order they were created (inputs before the functions they feed).
+func (rt *Runtime) Functions() []FunctionState {
+	fs := rt.snapshotFuncs()
+	out := make([]FunctionState, len(fs))
+	for i, f := range fs {
+		out[i] = f.State()
+	}
+	return out
+}
+
+// Functions returns the state of the request's functions, shared ones
+// included.
+func (r *Request) Functions() []FunctionState {
+	out := make([]FunctionState, len(r.funcs))
+	for i, f := range r.funcs {
+		out[i] = f.State()
+	}
+	return out
+}
+
+// FunctionState is a function's identity, counters and state, as the CLI
+// prints them.
+type FunctionState struct {
+	ID        string         `json:"id"`
+	Label     string         `json:"label"`
+	Class     string         `json:"class"`
+	Flowspace string         `json:"flowspace"`
+	Params    map[string]any `json:"params"`
+	In        uint64         `json:"in"`
+	Out       uint64         `json:"out"`
+	Filtered  uint64         `json:"filtered"`
+	Dropped   uint64         `json:"dropped"`
+	State     map[string]any `json:"state"`
+}
+
+// State reads the function's counters and state.
+func (f *Function) State() FunctionState {
+	n := f.node
+	s := FunctionState{ID: f.ID, Label: f.Label, Class: n.Class.Name, Flowspace: n.Ctx.Flowspace,
+		Params: map[string]any{}, State: map[string]any{}}
+	if s.Flowspace == "" {
+		s.Flowspace = "user"
+	}
+	n.Ctx.Params.Each(func(name string, v functions.Value) { s.Params[name] = v.JSON() })
+	s.In, s.Out, s.Filtered, s.Dropped = n.Counters.Snapshot()
+	if n.Function != nil {
+		if st := n.State(); st != nil {
+			s.State = st
+		}
+	}
+	return s
+}
+
+// Canonical returns the request in canonical form: classes in lower case,
+// every argument as key=value, parameters at their default left out.
+// Parsing it gives the same flowgraph.
+func (r *Request) Canonical() string {
+	if r.ast == nil {
+		return r.Expr
+	}
+	return lang.Format(&lang.Request{Chains: r.canonChains(r.ast.Chains)})
+}
+
+func (r *Request) canonChains(cs []*lang.Chain) []*lang.Chain {
+	out := make([]*lang.Chain, len(cs))
+	for i, c := range cs {
+		nc := &lang.Chain{Terms: make([]lang.Term, len(c.Terms))}
+		for j, t := range c.Terms {
+			switch t := t.(type) {
+			case *lang.Func:
+				nc.Terms[j] = &lang.Func{Label: t.Label, Class: strings.ToLower(t.Class), Args: canonArgs(r.bound[t])}
+			case *lang.Group:
+				nc.Terms[j] = &lang.Group{Label: t.Label, Chains: r.canonChains(t.Chains)}
+			default:
+				nc.Terms[j] = t
+			}
+		}
+		out[i] = nc
+	}
+	return out
+}
+
+func canonArgs(p functions.Params) []*lang.Arg {
+	var args []*lang.Arg
+	c := p.Class()
+	p.Each(func(name string, v functions.Value) {
+		par, _ := c.Param(name)
+		if par.Default != "" {
+			if d, err := c.Bind([]functions.Arg{{Key: name, Value: literal(par.Default)}}); err == nil &&
+				d.Get(name).String() == v.String() {
+				return
+			}
+		}
+		args = append(args, &lang.Arg{Key: name, Value: canonValue(v)})
+	})
+	return args
+}
+
+func canonValue(v functions.Value) lang.Value {
+	s := v.String()
+	switch v.Type {
+	case functions.Int, functions.Size, functions.Duration, functions.Float:
+		i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != '-' })
+		if i < 0 {
+			i = len(s)
+		}
+		return lang.Value{Kind: lang.Number, Text: s[:i], Unit: s[i:]}
+	case functions.String:
+		return lang.Value{Kind: lang.Word, Text: s}
+	}
+	return lang.Value{Kind: lang.Word, Text: s}
+}
+
+// literal reads a parameter default as the lexer would read it bare.
+func literal(s string) functions.Raw {
+	ast, err := lang.Parse("(x," + s + ")")
+	if err != nil {
+		return functions.Raw{Kind: functions.RawWord, Text: s}
+	}
+	return rawOf(ast.Chains[0].Terms[0].(*lang.Func).Args[0].Value)
+}
+
+func containsFunc(list []*Function, f *Function) bool {
+	for _, x := range list {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// AttachSink adds the function term expr (e.g. `(export,file="out.pcap")`)
+// fed by every end of the flowgraph: each function that feeds no other.
+// Because a join sees each packet once, the sink gets every packet that
+// reaches an end exactly once. Call it after the requests are populated.
+func (rt *Runtime) AttachSink(expr string) (*Request, error) {
+	rt.mu.Lock()
+	fed := map[*flowspaces.Node]bool{}
+	for _, f := range rt.funcs {
+		for _, in := range f.node.Inputs {
+			fed[in] = true
+		}
+	}
+	b := &builder{src: expr, reg: rt.cfg.Registry, bound: map[*lang.Func]functions.Params{}}
+	var ends []*lnode
+	for _, f := range rt.funcs {
+		if !fed[f.node] {
+			ends = append(ends, &lnode{class: f.node.Class, fn: f, lt: f.node.Ctx.LinkType})
+		}
+	}
+	rt.mu.Unlock()
+	if len(ends) == 0 {
+		return nil, &InvalidError{"no flowgraph to attach " + expr + " to"}
+	}
+	sink, err := rt.singleFunc(b, expr)
+	if err != nil {
+		return nil, err
+	}
+	if sink.class.IsSource() {
+		return nil, &InvalidError{fmt.Sprintf("%s is a source, not a sink", expr)}
+	}
+	sink.inputs = ends
+	if err := b.linkTypes([]*lnode{sink}, rt.cfg.Snaplen); err != nil {
+		return nil, err
+	}
+	return rt.overlay(expr, nil, b.bound, []*lnode{sink}, "")
+}
