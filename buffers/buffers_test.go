@@ -1,0 +1,215 @@
+package buffers
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestPBufStoreTruncatesLikeASnapLength(t *testing.T) {
+	p := NewPBuf(4, 16)
+	pkt := make([]byte, 40)
+	for i := range pkt {
+		pkt[i] = byte(i)
+	}
+	if n := p.Store(2, pkt, 40, 7, 3); n != 16 {
+		t.Fatalf("caplen %d, want 16", n)
+	}
+	m := p.Meta(2)
+	if m.CapLen != 16 || m.WireLen != 40 || m.Timestamp != 7 || m.Source != 3 {
+		t.Errorf("meta %+v", *m)
+	}
+	if d := p.Data(2); len(d) != 16 || d[15] != 15 {
+		t.Errorf("data %v", d)
+	}
+	// Data must not reach into the next slot even through append.
+	if d := p.Data(2); cap(d) != 16 {
+		t.Errorf("cap %d leaks into the next slot", cap(d))
+	}
+	p.Store(1, pkt[:5], 0, 0, 0)
+	if p.Meta(1).WireLen != 5 {
+		t.Errorf("wire length below caplen not raised: %d", p.Meta(1).WireLen)
+	}
+}
+
+func TestBatchAppendCommitAndRoom(t *testing.T) {
+	p := NewPBuf(8, 64)
+	b := NewBatch(p, 4, 4, 9)
+	for i := 0; b.Room() > 0; i++ {
+		if i%2 == 0 {
+			b.Append([]byte{byte(i)}, 100, int64(i))
+		} else {
+			s := b.NextSlot()
+			s[0] = byte(i)
+			b.Commit(1, 100, int64(i))
+		}
+	}
+	if b.N != 4 {
+		t.Fatalf("N=%d", b.N)
+	}
+	for i, e := range b.Entries() {
+		if e.Slot != uint32(4+i) || p.Data(e.Slot)[0] != byte(i) || p.Meta(e.Slot).Source != 9 {
+			t.Errorf("entry %d: %+v", i, e)
+		}
+	}
+}
+
+func TestUnionKeepsSlotOrderAndFirstClass(t *testing.T) {
+	p := NewPBuf(MaxBatch, 8)
+	mk := func(class uint32, slots ...uint32) *Batch {
+		b := NewBatch(p, 0, MaxBatch, 0)
+		for _, s := range slots {
+			b.E[b.N] = Entry{Slot: s, Class: class}
+			b.N++
+		}
+		return b
+	}
+	a, b, c := mk(1, 0, 3, 5, 255), mk(2, 1, 3, 7), mk(3)
+	var out Batch
+	out.Union([]*Batch{a, b, c})
+	want := []Entry{{0, 1}, {1, 2}, {3, 1}, {5, 1}, {7, 2}, {255, 1}}
+	if out.N != len(want) {
+		t.Fatalf("union %v", out.Entries())
+	}
+	for i, e := range out.Entries() {
+		if e != want[i] {
+			t.Errorf("entry %d = %+v, want %+v", i, e, want[i])
+		}
+	}
+	out.Union([]*Batch{c, mk(0)})
+	if out.N != 0 {
+		t.Errorf("union of empties has %d", out.N)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { out.Union([]*Batch{a, b}) }); allocs != 0 {
+		// The slice literal escapes only if Union keeps it; it must not.
+		t.Errorf("Union allocates %v", allocs)
+	}
+}
+
+func TestIBufWrapsAndRefusesWhenFull(t *testing.T) {
+	q := NewIBuf(4)
+	b := &Batch{N: 3}
+	for i := range 3 {
+		b.E[i] = Entry{Slot: uint32(i)}
+	}
+	if n := q.PushBatch(b); n != 3 {
+		t.Fatal(n)
+	}
+	if n := q.PushBatch(b); n != 1 {
+		t.Fatalf("pushed %d into 1 free entry", n)
+	}
+	dst := make([]Entry, 8)
+	if n := q.Pop(dst[:2]); n != 2 || dst[1].Slot != 1 {
+		t.Fatal(n, dst)
+	}
+	q.PushBatch(b) // wraps
+	if n := q.Pop(dst); n != 4 || dst[0].Slot != 2 || dst[1].Slot != 0 || dst[2].Slot != 0 || dst[3].Slot != 1 {
+		t.Fatalf("%d %v", n, dst[:n])
+	}
+}
+
+func TestMBufDecodesDeclaredOrder(t *testing.T) {
+	m := NewMBuf(24, binary.BigEndian,
+		Field{Name: "a", Type: U32, Offset: 0}, Field{Name: "b", Type: U64, Offset: 8},
+		Field{Name: "row", Type: U32, Offset: 16, Count: 2})
+	raw := m.Bytes()
+	binary.BigEndian.PutUint32(raw[0:], 7)
+	binary.BigEndian.PutUint64(raw[8:], 1<<40)
+	binary.BigEndian.PutUint32(raw[16:], 1)
+	binary.BigEndian.PutUint32(raw[20:], 2)
+	s := m.Snapshot()
+	if s["a"] != uint32(7) || s["b"] != uint64(1<<40) {
+		t.Errorf("snapshot %v", s)
+	}
+	if row := s["row"].([]any); row[0] != uint32(1) || row[1] != uint32(2) {
+		t.Errorf("row %v", row)
+	}
+	n := NewMBuf(16, Native, Field{Name: "c", Type: U64}, Field{Name: "f", Type: F64, Offset: 8})
+	n.Add64(0, 5)
+	n.Add64(0, 6)
+	n.Store64(8, math.Float64bits(2.5))
+	if s := n.Snapshot(); s["c"] != uint64(11) || s["f"] != 2.5 {
+		t.Errorf("native snapshot %v", s)
+	}
+}
+
+func TestMBufRejectsBadLayout(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("field past the end accepted")
+		}
+	}()
+	NewMBuf(8, Native, Field{Name: "x", Type: U64, Offset: 8})
+}
+
+func TestRingHandsOverInOrder(t *testing.T) {
+	r := NewRing(4)
+	const n = 20000
+	batches := make([]*Batch, n)
+	for i := range batches {
+		batches[i] = &Batch{N: i}
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i, b := range batches {
+			if i%1000 == 0 {
+				time.Sleep(time.Millisecond) // let the consumer fall asleep
+			}
+			if err := r.Push(ctx, b); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		r.Close()
+	}()
+	for i := 0; ; i++ {
+		b := r.Pop(ctx)
+		if b == nil {
+			if i != n {
+				t.Errorf("closed after %d of %d", i, n)
+			}
+			break
+		}
+		if b.N != i {
+			t.Fatalf("got batch %d at %d", b.N, i)
+		}
+	}
+	wg.Wait()
+}
+
+func TestRingPushRespectsContext(t *testing.T) {
+	r := NewRing(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.Push(ctx, &Batch{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
+	if err := r.Push(ctx, &Batch{}); err == nil {
+		t.Error("push into a full ring returned without the context ending")
+	}
+	if r.Pop(context.Background()) == nil || r.Len() != 0 {
+		t.Error("first batch lost")
+	}
+}
+
+func BenchmarkRing(b *testing.B) {
+	r := NewRing(64)
+	ctx := context.Background()
+	batch := &Batch{N: MaxBatch}
+	go func() {
+		for range b.N {
+			r.Push(ctx, batch)
+		}
+		r.Close()
+	}()
+	b.ReportAllocs()
+	for r.Pop(ctx) != nil {
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/MaxBatch, "ns/pkt")
+}
