@@ -33,6 +33,7 @@ type builder struct {
 	labels map[string]lang.Term
 	active map[lang.Term]bool
 	bound  map[*lang.Func]functions.Params
+	unfed  bool // chains may start without a source (ffpf check)
 }
 
 func (b *builder) errorf(p lang.Pos, format string, args ...any) error {
@@ -168,6 +169,8 @@ func (b *builder) checkGraph() ([]*lnode, error) {
 		switch k := len(n.inputs); {
 		case c.IsSource() && k > 0:
 			return nil, b.errorf(n.pos, "%s is a source: nothing can feed it", c.Name)
+		case k == 0 && !c.IsSource() && b.unfed:
+			// checked without a source: the run's default source will feed it
 		case k < c.MinInputs:
 			return nil, b.errorf(n.pos, "%s needs at least %d input(s), has %d", c.Name, c.MinInputs, k)
 		case c.MaxInputs >= 0 && k > c.MaxInputs:

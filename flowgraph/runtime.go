@@ -106,7 +106,8 @@ func (rt *Runtime) Populate(expr string, opts RequestOptions) (*Request, error) 
 		return nil, err
 	}
 	b := &builder{src: expr, reg: rt.cfg.Registry, memo: map[lang.Term]ports{},
-		labels: map[string]lang.Term{}, active: map[lang.Term]bool{}, bound: map[*lang.Func]functions.Params{}}
+		labels: map[string]lang.Term{}, active: map[lang.Term]bool{}, bound: map[*lang.Func]functions.Params{},
+		unfed: opts.Unfed && opts.DefaultSource == ""}
 	b.collectLabels(ast.Chains)
 	for _, c := range ast.Chains {
 		if _, err := b.chain(c); err != nil {

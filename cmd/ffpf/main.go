@@ -1,0 +1,168 @@
+// Command ffpf runs packet-processing flowgraphs written in the ffpf
+// expression language.
+//
+//	ffpf run -r trace.pcap '(bpf,expr="tcp and dst port 80") > [(pktcount)|(bytecount)]'
+//	ffpf check '[(bpf,"tcp")|(bpf,"udp")] > (pktcount)'
+//	ffpf classes
+//	ffpf gen -o trace.pcap --packets 1000000 --seed 1
+//
+// Exit status: 0 success, 1 runtime error, 2 usage, syntax or validation
+// error.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ffpf-go/ffpf/flowgraph"
+	_ "github.com/ffpf-go/ffpf/functions/builtin"
+	"github.com/ffpf-go/ffpf/lang"
+)
+
+const usage = `ffpf runs packet-processing flowgraphs (Fairly Fast Packet Filters, in Go).
+
+Usage:
+  ffpf run [-r FILE | -i IFACE] [-c N] [-w OUT.pcap] [--json] [-e EXPR]... [EXPR]
+  ffpf check [-r FILE | -i IFACE] [-e EXPR]... [EXPR]
+  ffpf classes [--json]
+  ffpf gen -o FILE [--packets N] [--seed N] [--malformed F] [--vlan F] [--ipv6 F] [--flows N]
+
+An expression is a graph of functions:
+  (bpf,expr="tcp and dst port 80") > [(pktcount)|(bytecount)]
+  A > B feeds B from A; [X | Y] runs X and Y side by side (a fork after
+  A, a join before B); label:term names a term that a later chain, after ";",
+  reuses by its label. 'ffpf classes' lists the functions.
+
+Run 'ffpf COMMAND -h' for a command's flags.
+Exit status: 0 success, 1 runtime error, 2 usage, syntax or validation error.
+`
+
+// exitError carries an exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{2, fmt.Errorf(format, args...)}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "run":
+		err = cmdRun(rest, stdout, stderr)
+	case "check":
+		err = cmdCheck(rest, stdout, stderr)
+	case "classes":
+		err = cmdClasses(rest, stdout, stderr)
+	case "gen":
+		err = cmdGen(rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		err = usageErrorf("unknown command %q%s; see 'ffpf help'", cmd, suggestCommand(cmd))
+	}
+	return report(err, stderr)
+}
+
+func suggestCommand(cmd string) string {
+	for _, c := range []string{"run", "check", "classes", "gen", "help"} {
+		if strings.HasPrefix(c, cmd) || strings.HasPrefix(cmd, c) {
+			return fmt.Sprintf(" (did you mean %q?)", c)
+		}
+	}
+	return ""
+}
+
+// report prints err the way users read it (one sentence, the caret under a
+// syntax error) and returns the exit status.
+func report(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	} else if flowgraph.IsInvalid(err) {
+		code = 2
+	}
+	fmt.Fprintf(stderr, "ffpf: %v\n", err)
+	var le *lang.Error
+	if errors.As(err, &le) {
+		if c := le.Caret(); c != "" {
+			fmt.Fprintf(stderr, "  %s\n", strings.ReplaceAll(c, "\n", "\n  "))
+		}
+	}
+	return code
+}
+
+// flagSet is a command's flags and the help that -h prints.
+type flagSet struct {
+	*flag.FlagSet
+	help func()
+}
+
+// parseInterleaved parses flags that may come before or after the
+// positional arguments (ffpf run EXPR -c 10), as users of tcpdump expect.
+func parseInterleaved(fs *flagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.help()
+				return nil, err
+			}
+			return nil, usageErrorf("%v; see 'ffpf %s -h'", err, fs.Name())
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// newFlagSet returns the flags of a command; errors in them are reported in
+// one sentence by parseInterleaved (exit status 2), help goes to stderr.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &flagSet{fs, func() {
+		fs.SetOutput(stderr)
+		fmt.Fprintf(stderr, "Usage: ffpf %s %s\n\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}}
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, "; ") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ffpf-go/ffpf/flowgraph"
+)
+
+const runSynopsis = `[-r FILE | -i IFACE] [-c N] [-w OUT.pcap] [--json] [-e EXPR]... [EXPR]...
+
+Runs the flowgraph until the sources end, -c packets have been read, or
+SIGINT; then prints every function's counters and state. Several
+expressions (-e, or several arguments) are several requests, overlaid:
+identical functions are shared. A chain that starts with a function that is
+not a source is fed by -r FILE or -i IFACE.`
+
+// runOptions are the flags shared by run and check.
+type runOptions struct {
+	file, iface string
+	exprs       multiFlag
+}
+
+func (o *runOptions) register(fs *flagSet) {
+	fs.StringVar(&o.file, "r", "", "read packets from `FILE` (pcap or pcapng) for chains without a source")
+	fs.StringVar(&o.iface, "i", "", "capture on `IFACE` for chains without a source")
+	fs.Var(&o.exprs, "e", "an expression (repeatable: each is one request)")
+}
+
+// requests returns the expressions and the default source.
+func (o *runOptions) requests(pos []string) ([]string, string, error) {
+	exprs := append(append([]string(nil), o.exprs...), pos...)
+	if len(exprs) == 0 {
+		return nil, "", usageErrorf("no expression given")
+	}
+	switch {
+	case o.file != "" && o.iface != "":
+		return nil, "", usageErrorf("-r and -i exclude each other")
+	case o.file != "":
+		return exprs, "(pcap,file=" + strconv.Quote(o.file) + ")", nil
+	case o.iface != "":
+		return exprs, "(dev,expr=" + strconv.Quote(o.iface) + ")", nil
+	}
+	return exprs, "", nil
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", runSynopsis, stderr)
+	var o runOptions
+	o.register(fs)
+	count := fs.Int64("c", 0, "stop after `N` packets in total")
+	out := fs.String("w", "", "write the packets that reach the end of the flowgraph to `OUT.pcap`")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	snaplen := fs.Int("s", flowgraph.DefaultSnaplen, "keep at most `SNAPLEN` bytes of each packet")
+	progress := fs.Bool("progress", true, "show progress on stderr when it is a terminal and the input is a file")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	exprs, src, err := o.requests(pos)
+	if err != nil {
+		return err
+	}
+	if *count < 0 || *snaplen <= 0 {
+		return usageErrorf("-c and -s must be positive")
+	}
+
+	rt := flowgraph.New(flowgraph.Config{Limit: *count, Snaplen: *snaplen})
+	for _, e := range exprs {
+		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src}); err != nil {
+			return err
+		}
+	}
+	if *out != "" {
+		if _, err := rt.AttachSink("(export,file=" + strconv.Quote(*out) + ")"); err != nil {
+			return err
+		}
+	}
+	if err := rt.Instantiate(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := rt.Activate(ctx); err != nil {
+		rt.Close()
+		return err
+	}
+	var bar *progressBar
+	if *progress && isTerminal(stderr) {
+		bar = startProgress(rt, stderr)
+	}
+	runErr := rt.Wait()
+	stop() // a second ^C now kills the process
+	bar.finish()
+	closeErr := rt.Close()
+
+	if err := printResult(rt, *asJSON, stdout); err != nil {
+		return err
+	}
+	return errors.Join(runErr, closeErr)
+}
+
+// result is the --json document (DESIGN.md §7).
+type result struct {
+	Packets   uint64                    `json:"packets"`
+	ElapsedNS int64                     `json:"elapsed_ns"`
+	Functions []flowgraph.FunctionState `json:"functions"`
+	Bridges   []any                     `json:"bridges"`
+}
+
+func printResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
+	r := result{Packets: rt.Packets(), ElapsedNS: rt.Elapsed().Nanoseconds(), Functions: rt.Functions(), Bridges: []any{}}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	el := time.Duration(r.ElapsedNS)
+	rate := 0.0
+	if el > 0 {
+		rate = float64(r.Packets) / el.Seconds() / 1e6
+	}
+	fmt.Fprintf(w, "%d packets in %v (%.2f Mpps)\n", r.Packets, el.Round(time.Microsecond), rate)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FUNCTION\tFLOWSPACE\tIN\tOUT\tFILTERED\tDROPPED\tSTATE")
+	for _, f := range r.Functions {
+		id := f.ID
+		if f.Label != "" {
+			id += " (" + f.Label + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", id, f.Flowspace, f.In, f.Out, f.Filtered, f.Dropped, formatState(f.State))
+	}
+	return tw.Flush()
+}
+
+func formatState(s map[string]any) string {
+	keys := sortedKeys(s)
+	out := ""
+	for i, k := range keys {
+		if i > 0 {
+			out += " "
+		}
+		out += fmt.Sprintf("%s=%v", k, s[k])
+	}
+	return out
+}

@@ -1,0 +1,13 @@
+// Package builtin links every function class that ships with ffpf into a
+// program: import it for its side effect, as cmd/ffpf does. A class outside
+// this list is linked by importing its package the same way.
+package builtin
+
+import (
+	_ "github.com/ffpf-go/ffpf/functions/bpf"      // bpf: pcap-filter expressions
+	_ "github.com/ffpf-go/ffpf/functions/counters" // pktcount, bytecount
+	_ "github.com/ffpf-go/ffpf/functions/dev"      // dev: live interface
+	_ "github.com/ffpf-go/ffpf/functions/export"   // export: write pcap
+	_ "github.com/ffpf-go/ffpf/functions/gen"      // gen: synthetic traffic
+	_ "github.com/ffpf-go/ffpf/functions/pcap"     // pcap: capture files
+)

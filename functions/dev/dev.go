@@ -1,0 +1,336 @@
+package dev
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/gopacket/pcap"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+)
+
+func init() {
+	functions.Register(&functions.Class{
+		Name:    "dev",
+		Summary: "capture packets live from a network interface (libpcap)",
+		Params: []functions.Param{
+			{Name: "expr", Type: functions.String, Required: true,
+				Summary: "the interface to capture on (eth0, any…)", Check: ifaceName},
+			{Name: "snaplen", Type: functions.Size, Default: "262144", Unit: "bytes",
+				Summary: "most bytes captured per packet", Check: snapRange},
+			{Name: "promisc", Type: functions.Bool, Default: "true",
+				Summary: "put the interface in promiscuous mode"},
+			{Name: "buffer", Type: functions.Size, Default: "8MB", Unit: "bytes",
+				Summary: "kernel capture buffer: packets arriving while it is full are dropped", Check: bufRange},
+		},
+		Targets: []functions.Target{functions.TargetUser},
+		// Validate reports the interface's link type. A missing
+		// interface is a runtime error, not a bad request: NewSource
+		// reports it.
+		Validate: func(ctx *functions.Context) error {
+			ctx.LinkType = functions.LinkEthernet
+			if lt, err := Probe(ctx.Params.Str("expr")); err == nil {
+				ctx.LinkType = lt
+			}
+			return nil
+		},
+		NewSource: func(ctx *functions.Context) (functions.Source, error) {
+			p := ctx.Params
+			s, err := Open(p.Str("expr"), Options{
+				Snaplen: int(p.Int("snaplen")), Promisc: p.Bool("promisc"), Buffer: int(p.Int("buffer")),
+			})
+			if err == nil && ctx.LinkType != 0 && ctx.LinkType != s.link {
+				s.Close() // the graph was checked for another link type
+				return nil, fmt.Errorf("cannot capture on %s: its link type is %v, but the request was checked for %v",
+					s.iface, s.link, ctx.LinkType)
+			}
+			return s, err
+		},
+	})
+}
+
+func ifaceName(v functions.Value) error {
+	if v.Str == "" || len(v.Str) > 255 || strings.ContainsAny(v.Str, "/\x00") {
+		return fmt.Errorf("%q is not an interface name", v.Str)
+	}
+	return nil
+}
+
+func snapRange(v functions.Value) error {
+	if v.Int < 64 || v.Int > MaxSnaplen {
+		return fmt.Errorf("snap length %d is not between 64 and %d bytes", v.Int, MaxSnaplen)
+	}
+	return nil
+}
+
+func bufRange(v functions.Value) error {
+	if v.Int < 64<<10 || v.Int > 2<<30 {
+		return fmt.Errorf("capture buffer %d is not between 64KB and 2GB", v.Int)
+	}
+	return nil
+}
+
+const (
+	// MaxSnaplen is libpcap's largest snap length.
+	MaxSnaplen = 262144
+	// ReadTimeout is libpcap's packet buffer timeout: how long the kernel
+	// holds packets before handing a partly filled block over.
+	ReadTimeout = 50 * time.Millisecond
+	// fillBudget bounds how long Fill keeps reading once it started; a
+	// read blocks at most ReadTimeout, so Fill returns within about
+	// fillBudget + ReadTimeout.
+	fillBudget = 40 * time.Millisecond
+	// statsEvery is how often Fill refreshes the drop counter.
+	statsEvery = 100 * time.Millisecond
+)
+
+// Options of a live capture.
+type Options struct {
+	Snaplen int  // bytes per packet (0: MaxSnaplen)
+	Promisc bool // promiscuous mode
+	Buffer  int  // kernel buffer in bytes (0: libpcap's default)
+}
+
+// Source is the dev class's source function: a libpcap handle on one
+// interface, read with zero-copy reads and copied once into PBuf slots.
+type Source struct {
+	iface   string
+	link    functions.LinkType
+	snaplen int
+
+	mu     sync.Mutex // held by Fill while it reads, and by Close
+	h      *pcap.Handle
+	err    error // pending, returned once the batch is empty
+	statAt time.Time
+
+	closed atomic.Bool
+	drops  atomic.Uint64
+}
+
+// Probe returns the link type a capture on iface will have, and an error
+// naming the interface if libpcap does not know it. It starts no capture
+// for network interfaces (it reads their ARP hardware type from sysfs, as
+// libpcap does); only for other devices (usbmon, nflog…) it opens and
+// closes a capture, which needs the privileges capturing needs.
+func Probe(iface string) (functions.LinkType, error) {
+	if iface == "any" {
+		return functions.LinkLinuxSLL, nil
+	}
+	if _, err := net.InterfaceByName(iface); err == nil {
+		if b, err := os.ReadFile("/sys/class/net/" + iface + "/type"); err == nil {
+			if t, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				if lt, ok := arphrdLink[t]; ok {
+					return lt, nil
+				}
+			}
+		}
+	} else if devs, err := pcap.FindAllDevs(); err == nil && !hasDev(devs, iface) {
+		return 0, fmt.Errorf("cannot capture on %s: no such device", iface)
+	}
+	s, err := Open(iface, Options{Snaplen: 64, Buffer: 64 << 10})
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	return s.link, nil
+}
+
+func hasDev(devs []pcap.Interface, name string) bool {
+	for _, d := range devs {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// arphrdLink maps the ARP hardware types of Linux network interfaces to the
+// link type libpcap gives their captures (pcap-linux.c); others are probed.
+var arphrdLink = map[int]functions.LinkType{
+	1:     functions.LinkEthernet, // ARPHRD_ETHER
+	23:    functions.LinkEthernet, // ARPHRD_METRICOM
+	772:   functions.LinkEthernet, // ARPHRD_LOOPBACK
+	65534: functions.LinkRaw,      // ARPHRD_NONE: tun, wireguard
+	256:   functions.LinkRaw,      // ARPHRD_SLIP
+	257:   functions.LinkRaw,      // ARPHRD_CSLIP
+	258:   functions.LinkRaw,      // ARPHRD_SLIP6
+	259:   functions.LinkRaw,      // ARPHRD_CSLIP6
+	264:   functions.LinkRaw,      // ARPHRD_ADAPT
+	512:   functions.LinkLinuxSLL, // ARPHRD_PPP: cooked
+	776:   functions.LinkRaw,      // ARPHRD_SIT
+	768:   functions.LinkRaw,      // ARPHRD_TUNNEL
+}
+
+// Open activates a capture on iface. Errors name the interface and give
+// libpcap's reason.
+func Open(iface string, o Options) (*Source, error) {
+	if o.Snaplen <= 0 || o.Snaplen > MaxSnaplen {
+		o.Snaplen = MaxSnaplen
+	}
+	in, err := pcap.NewInactiveHandle(iface)
+	if err != nil {
+		return nil, fmt.Errorf("cannot capture on %s: %v", iface, err)
+	}
+	defer in.CleanUp()
+	set := func(what string, err error) error {
+		if err != nil {
+			return fmt.Errorf("cannot capture on %s: setting the %s: %v", iface, what, err)
+		}
+		return nil
+	}
+	if err := set("snap length", in.SetSnapLen(o.Snaplen)); err != nil {
+		return nil, err
+	}
+	if err := set("promiscuous mode", in.SetPromisc(o.Promisc)); err != nil {
+		return nil, err
+	}
+	if err := set("read timeout", in.SetTimeout(ReadTimeout)); err != nil {
+		return nil, err
+	}
+	if o.Buffer > 0 {
+		if err := set("buffer size", in.SetBufferSize(o.Buffer)); err != nil {
+			return nil, err
+		}
+	}
+	if err := set("immediate mode", in.SetImmediateMode(false)); err != nil {
+		return nil, err
+	}
+	h, err := in.Activate()
+	if err != nil {
+		return nil, fmt.Errorf("cannot capture on %s: %s", iface, activateReason(err))
+	}
+	s := &Source{iface: iface, h: h, link: linkType(int(h.LinkType())), snaplen: o.Snaplen, statAt: time.Now()}
+	if n := h.SnapLen(); n > 0 && n < s.snaplen {
+		s.snaplen = n
+	}
+	return s, nil
+}
+
+// activateReason turns gopacket's activation errors into lower-case reasons.
+func activateReason(err error) string {
+	switch msg := err.Error(); msg {
+	case "No Such Device":
+		return "no such device"
+	case "Permission Denied":
+		return "permission denied (capturing needs root or CAP_NET_RAW and CAP_NET_ADMIN)"
+	case "Interface Not Up":
+		return "the interface is not up"
+	case "Cannot set as promisc":
+		return "cannot set promiscuous mode"
+	default:
+		msg = strings.TrimPrefix(msg, "Error: ")
+		msg = strings.TrimPrefix(msg, "Warning: ")
+		return msg
+	}
+}
+
+// linkType maps libpcap's DLT_ value to the LINKTYPE_ value pcap files and
+// ffpf use. They differ only for a few old values, of which Linux uses
+// DLT_RAW (12, or 14 on OpenBSD).
+func linkType(dlt int) functions.LinkType {
+	switch dlt {
+	case 12, 14:
+		return functions.LinkRaw
+	}
+	return functions.LinkType(dlt)
+}
+
+// Info describes the capture: the interface, its link type and the snap
+// length.
+func (s *Source) Info() functions.SourceInfo {
+	return functions.SourceInfo{Name: s.iface, LinkType: s.link, MaxCapLen: s.snaplen}
+}
+
+// Fill reads packets until the batch is full or no packet has arrived for
+// a read timeout, and returns within about 100 ms even on an idle link.
+// After Close it returns io.EOF; a capture error (the interface went away)
+// is returned once, with an empty batch, and after it nothing more comes.
+func (s *Source) Fill(b *buffers.Batch) error {
+	if s.closed.Load() {
+		return io.EOF
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.h == nil {
+		return io.EOF
+	}
+	if s.err != nil {
+		return s.err
+	}
+	n0 := b.N
+	start := time.Now()
+	for b.Room() > 0 && !s.closed.Load() {
+		data, ci, err := s.h.ZeroCopyReadPacketData()
+		if err != nil {
+			if !errors.Is(err, pcap.NextErrorTimeoutExpired) {
+				if err == io.EOF || s.closed.Load() {
+					s.err = io.EOF
+				} else {
+					if errors.Is(err, pcap.NextErrorReadError) {
+						if e := s.h.Error(); e != nil && e.Error() != "" {
+							err = e // libpcap's reason, rather than "Read Error"
+						}
+					}
+					s.err = fmt.Errorf("capture on %s failed: %v", s.iface, err)
+				}
+			}
+			break
+		}
+		// data points into libpcap's ring: copy it before the next read
+		b.Append(data, uint32(ci.Length), ci.Timestamp.UnixNano())
+		if time.Since(start) > fillBudget {
+			break
+		}
+	}
+	if time.Since(s.statAt) > statsEvery {
+		s.updateDrops()
+	}
+	if b.N == n0 && s.err != nil {
+		return s.err
+	}
+	return nil
+}
+
+// updateDrops reads the kernel's counters; s.mu must be held.
+func (s *Source) updateDrops() {
+	s.statAt = time.Now()
+	if st, err := s.h.Stats(); err == nil {
+		s.drops.Store(uint64(st.PacketsDropped) + uint64(st.PacketsIfDropped))
+	}
+}
+
+// Drops returns the packets lost before they reached the source: dropped
+// by the kernel because the capture buffer was full, or by the interface.
+// It is refreshed every 100 ms while Fill runs, and at Close.
+func (s *Source) Drops() uint64 { return s.drops.Load() }
+
+// Close stops the capture. It may run while Fill runs in another goroutine:
+// it makes that Fill return (within a read timeout) and then closes the
+// handle, so the packet bytes Fill is copying are never freed under it.
+func (s *Source) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.h != nil {
+		s.updateDrops()
+		s.h.Close()
+		s.h = nil
+	}
+	return nil
+}
+
+var (
+	_ functions.Source  = (*Source)(nil)
+	_ functions.Dropper = (*Source)(nil)
+)

@@ -1,0 +1,201 @@
+package export
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+)
+
+func init() {
+	functions.Register(&functions.Class{
+		Name:      "export",
+		Summary:   "write every packet that reaches it to a pcap file and pass it on",
+		MinInputs: 1, MaxInputs: -1,
+		Params: []functions.Param{
+			{Name: "file", Type: functions.String, Required: true,
+				Summary: "the pcap file to write (created or truncated)"},
+		},
+		Targets: []functions.Target{functions.TargetUser},
+		New: func(ctx *functions.Context) (functions.Function, error) {
+			return Create(ctx.Params.Str("file"), ctx.LinkType, ctx.Snaplen)
+		},
+	})
+}
+
+// DefaultSnaplen is written in the file header when the snap length is
+// unknown (0).
+const DefaultSnaplen = 262144
+
+const (
+	recHdr  = 16
+	bufSize = 1 << 20
+)
+
+// Exporter writes packets to a classic pcap file: little-endian,
+// microsecond timestamps (magic a1b2c3d4), the form every pcap reader
+// accepts.
+type Exporter struct {
+	name    string
+	w       io.Writer
+	closer  io.Closer
+	buf     []byte
+	ends    [buffers.MaxBatch]int // end of each pending record in buf
+	snaplen int
+	err     error // first write error
+	closed  bool
+}
+
+// Create creates (or truncates) the file at path and writes the pcap file
+// header with the given link type and snap length.
+func Create(path string, link functions.LinkType, snaplen int) (*Exporter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create %s: %w", path, reason(err))
+	}
+	e, err := New(f, path, link, snaplen)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	e.closer = f
+	return e, nil
+}
+
+// New writes a pcap file to w; name is used in messages.
+func New(w io.Writer, name string, link functions.LinkType, snaplen int) (*Exporter, error) {
+	if snaplen <= 0 {
+		snaplen = DefaultSnaplen
+	}
+	e := &Exporter{name: name, w: w, snaplen: snaplen, buf: make([]byte, max(bufSize, recHdr+snaplen))}
+	h := e.buf[:24]
+	binary.LittleEndian.PutUint32(h[0:], 0xa1b2c3d4)
+	binary.LittleEndian.PutUint16(h[4:], 2)
+	binary.LittleEndian.PutUint16(h[6:], 4)
+	binary.LittleEndian.PutUint32(h[8:], 0)  // thiszone
+	binary.LittleEndian.PutUint32(h[12:], 0) // sigfigs
+	binary.LittleEndian.PutUint32(h[16:], uint32(snaplen))
+	binary.LittleEndian.PutUint32(h[20:], uint32(link))
+	if _, err := w.Write(h); err != nil {
+		return nil, e.wrap(err)
+	}
+	return e, nil
+}
+
+func reason(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func (e *Exporter) wrap(err error) error {
+	return fmt.Errorf("cannot write %s: %w", e.name, reason(err))
+}
+
+// Process appends the batch's packets to the file and passes them on (a
+// packet longer than the snap length is written truncated to it). The
+// batch is written with one write call (more for batches larger than the
+// 1 MB buffer), so that a failed write is charged exactly to the packets
+// it carried: those, and every later one, are removed from the batch and
+// counted in b.Dropped; Close reports the error.
+func (e *Exporter) Process(b *buffers.Batch) {
+	if e.err != nil {
+		b.Dropped += b.N
+		b.N = 0
+		return
+	}
+	p := b.PBuf
+	n, start := 0, 0
+	for i := 0; i < b.N; i++ {
+		slot := b.E[i].Slot
+		data := p.Data(slot)
+		if len(data) > e.snaplen {
+			data = data[:e.snaplen]
+		}
+		if n+recHdr+len(data) > len(e.buf) {
+			if !e.flush(b, start, i, n) {
+				return
+			}
+			n, start = 0, i
+		}
+		m := p.Meta(slot)
+		sec, usec := micros(m.Timestamp)
+		h := e.buf[n : n+recHdr]
+		binary.LittleEndian.PutUint32(h[0:], uint32(sec))
+		binary.LittleEndian.PutUint32(h[4:], uint32(usec))
+		binary.LittleEndian.PutUint32(h[8:], uint32(len(data)))
+		binary.LittleEndian.PutUint32(h[12:], max(m.WireLen, uint32(len(data))))
+		n += recHdr + copy(e.buf[n+recHdr:], data)
+		e.ends[i] = n
+	}
+	e.flush(b, start, b.N, n)
+}
+
+// micros splits a timestamp in nanoseconds into seconds and microseconds,
+// rounding down (also before 1970).
+func micros(ts int64) (sec, usec int64) {
+	us := ts / 1e3
+	if ts%1e3 < 0 {
+		us--
+	}
+	sec = us / 1e6
+	usec = us % 1e6
+	if usec < 0 {
+		sec, usec = sec-1, usec+1e6
+	}
+	return sec, usec
+}
+
+// flush writes the records of entries [from, to), which occupy buf[:n]. On
+// failure it keeps only the entries whose records were written whole and
+// reports false.
+func (e *Exporter) flush(b *buffers.Batch, from, to, n int) bool {
+	if n == 0 {
+		return true
+	}
+	k, err := e.w.Write(e.buf[:n])
+	if err == nil && k == n {
+		return true
+	}
+	if err == nil {
+		err = io.ErrShortWrite
+	}
+	e.err = e.wrap(err)
+	kept := from
+	for kept < to && e.ends[kept] <= k {
+		kept++
+	}
+	b.Dropped += b.N - kept
+	b.N = kept
+	return false
+}
+
+// Err returns the first write error, if any.
+func (e *Exporter) Err() error { return e.err }
+
+// Close closes the file and returns the first write error (naming the
+// file), or the error of closing it.
+func (e *Exporter) Close() error {
+	if e.closed {
+		return e.err
+	}
+	e.closed = true
+	if e.closer != nil {
+		if err := e.closer.Close(); err != nil && e.err == nil {
+			e.err = fmt.Errorf("cannot close %s: %w", e.name, reason(err))
+		}
+	}
+	return e.err
+}
+
+var (
+	_ functions.Function = (*Exporter)(nil)
+	_ functions.Closer   = (*Exporter)(nil)
+)

@@ -1,0 +1,668 @@
+package pcap
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/bits"
+	"os"
+
+	"github.com/ffpf-go/ffpf/functions"
+)
+
+const (
+	// MaxRecordLen is the longest record accepted: libpcap's
+	// MAXIMUM_SNAPLEN. A longer captured length means a corrupt file.
+	MaxRecordLen = 262144
+	// SlotLimit caps the MaxCapLen a file source announces (which sizes the
+	// PBuf slots): a snaplen of 262144 would make every slot 256 KB. Longer
+	// records are truncated by the slot, as a snap length would, and keep
+	// their wire length.
+	SlotLimit = 65535
+
+	bufSize   = 2 << 20 // read buffer
+	maxEnsure = 1 << 20 // the longest block held whole in the buffer
+)
+
+// Format is the kind of capture file.
+type Format uint8
+
+const (
+	Classic Format = iota + 1 // libpcap's pcap, any of its four magics
+	NG                        // pcapng
+)
+
+func (f Format) String() string {
+	if f == NG {
+		return "pcapng"
+	}
+	return "pcap"
+}
+
+// classic magics as read little-endian
+const (
+	magicMicros    = 0xa1b2c3d4
+	magicNanos     = 0xa1b23c4d
+	magicMicrosBE  = 0xd4c3b2a1
+	magicNanosBE   = 0x4d3cb2a1
+	magicNG        = 0x0a0d0d0a
+	ngByteOrder    = 0x1a2b3c4d
+	ngBlockIDB     = 1
+	ngBlockPB      = 2 // obsolete packet block
+	ngBlockSPB     = 3
+	ngBlockEPB     = 6
+	ngOptEnd       = 0
+	ngOptTsResol   = 9
+	ngOptTsOffset  = 14
+	ngMaxIfaces    = 1 << 16
+	gzipMagic      = 0x8b1f
+	classicHdrLen  = 24
+	classicRecHdr  = 16
+	ngMinBlock     = 12
+	ngEPBHeaderLen = 28
+)
+
+// Reader reads the records of a pcap or pcapng file. It keeps one read
+// buffer, allocated by Open: the data Next returns points into it and is
+// valid until the next call.
+type Reader struct {
+	name   string
+	rd     io.Reader
+	closer io.Closer
+	size   int64
+
+	buf  []byte
+	r, w int   // unread bytes are buf[r:w]
+	base int64 // file offset of buf[0]
+	eof  bool  // rd returned io.EOF
+	rerr error // rd failed otherwise
+
+	format   Format
+	big      bool // byte order of the file (pcapng: of the current section)
+	nanos    bool
+	linkType functions.LinkType
+	snaplen  int
+	records  int64
+	skip     int64 // pcapng: bytes left of the block of the last record
+	ifaces   []ngIface
+	haveLink bool // an interface has set linkType
+	sections int
+	err      error // sticky
+}
+
+type ngIface struct {
+	linkType functions.LinkType
+	snaplen  uint32
+	// timestamp units: 10^-exp (dec) or 2^-exp seconds
+	exp    uint8
+	binary bool
+	offset int64 // seconds
+}
+
+// Open opens a capture file and reads its header (and, for pcapng, the
+// blocks before the first packet) so that its link type is known.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open %s: %w", path, reason(err))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot read %s: %w", path, reason(err))
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("cannot read %s: is a directory", path)
+	}
+	var size int64
+	if st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	r, err := NewReader(f, path, size)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.closer = f
+	return r, nil
+}
+
+// reason strips the operation and path from an *fs.PathError, which the
+// caller's message already names.
+func reason(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// NewReader reads a capture from rd; name is used in messages and size
+// (0 if unknown) for progress.
+func NewReader(rd io.Reader, name string, size int64) (*Reader, error) {
+	n := bufSize
+	if size > 0 && size < bufSize {
+		n = max(int(size), 4096) // a small file needs no large buffer
+	}
+	r := &Reader{name: name, rd: rd, size: size, buf: make([]byte, n), ifaces: make([]ngIface, 0, 8)}
+	if err := r.ensure(4); err != nil || r.w-r.r < 4 {
+		if r.rerr != nil {
+			return nil, fmt.Errorf("cannot read %s: %w", name, reason(r.rerr))
+		}
+		if r.w == 0 {
+			return nil, fmt.Errorf("%s is empty, not a pcap or pcapng file", name)
+		}
+		return nil, fmt.Errorf("%s is not a pcap or pcapng file (only %d bytes long)", name, r.w)
+	}
+	magic := binary.LittleEndian.Uint32(r.buf)
+	switch magic {
+	case magicMicros, magicNanos, magicMicrosBE, magicNanosBE:
+		return r, r.openClassic(magic)
+	case magicNG:
+		return r, r.openNG()
+	}
+	if uint16(magic) == gzipMagic {
+		return nil, fmt.Errorf("%s is gzip-compressed: decompress it first (pcap and pcapng files are read uncompressed)", name)
+	}
+	return nil, fmt.Errorf("%s is not a pcap or pcapng file (it starts with %#08x)", name, binary.BigEndian.Uint32(r.buf))
+}
+
+func (r *Reader) openClassic(magic uint32) error {
+	r.format = Classic
+	r.big = magic == magicMicrosBE || magic == magicNanosBE
+	r.nanos = magic == magicNanos || magic == magicNanosBE
+	if err := r.ensure(classicHdrLen); err != nil {
+		return r.headerErr(err)
+	}
+	h := r.buf[r.r:]
+	if v := r.u16(h[4:]); v != 2 {
+		return fmt.Errorf("%s: unsupported pcap format version %d.%d (want 2.x)", r.name, v, r.u16(h[6:]))
+	}
+	snap := r.u32(h[16:])
+	r.linkType = functions.LinkType(r.u32(h[20:]) & 0x03ffffff) // upper bits: FCS length
+	r.snaplen = slotFor(snap)
+	r.r += classicHdrLen
+	return nil
+}
+
+func slotFor(snaplen uint32) int {
+	if snaplen == 0 || snaplen > SlotLimit {
+		return SlotLimit
+	}
+	return int(snaplen)
+}
+
+func (r *Reader) headerErr(err error) error {
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		return fmt.Errorf("%s: truncated file header: unexpected end of file", r.name)
+	}
+	return err
+}
+
+// openNG reads the section header and the blocks before the first packet,
+// to learn the link type and snap length.
+func (r *Reader) openNG() error {
+	r.format = NG
+	r.linkType = functions.LinkEthernet // for a capture without interfaces
+	for {
+		off := r.offset()
+		err := r.ensure(8)
+		if err == io.EOF && r.sections > 0 {
+			break // no packets
+		}
+		if err != nil {
+			return r.headerErr(err)
+		}
+		typ := r.u32(r.buf[r.r:])
+		if typ == ngBlockEPB || typ == ngBlockSPB || typ == ngBlockPB {
+			if len(r.ifaces) == 0 {
+				return fmt.Errorf("%s: packet block at byte offset %d before any interface description block: the file is corrupt", r.name, off)
+			}
+			break
+		}
+		if err := r.ngBlock(); err != nil {
+			if err == io.EOF {
+				break
+			}
+			return err
+		}
+	}
+	var snap uint32
+	for _, ifc := range r.ifaces {
+		if ifc.snaplen == 0 {
+			snap = 0
+			break
+		}
+		snap = max(snap, ifc.snaplen)
+	}
+	r.snaplen = slotFor(snap)
+	return nil
+}
+
+// Name returns the file name given to Open.
+func (r *Reader) Name() string { return r.name }
+
+// Format returns the file's format.
+func (r *Reader) Format() Format { return r.format }
+
+// LinkType returns the link type of every record.
+func (r *Reader) LinkType() functions.LinkType { return r.linkType }
+
+// Snaplen returns the longest record the file announces, capped at
+// SlotLimit.
+func (r *Reader) Snaplen() int { return r.snaplen }
+
+// Size returns the file size, or 0 when it is not a regular file.
+func (r *Reader) Size() int64 { return r.size }
+
+// Offset returns how many bytes of the file have been consumed.
+func (r *Reader) Offset() int64 { return r.offset() }
+
+// Records returns how many records Next has returned.
+func (r *Reader) Records() int64 { return r.records }
+
+// Close closes the file.
+func (r *Reader) Close() error {
+	if r.closer != nil {
+		return r.closer.Close()
+	}
+	return nil
+}
+
+func (r *Reader) offset() int64 { return r.base + int64(r.r) }
+
+func (r *Reader) u16(b []byte) uint16 {
+	if r.big {
+		return binary.BigEndian.Uint16(b)
+	}
+	return binary.LittleEndian.Uint16(b)
+}
+
+func (r *Reader) u32(b []byte) uint32 {
+	if r.big {
+		return binary.BigEndian.Uint32(b)
+	}
+	return binary.LittleEndian.Uint32(b)
+}
+
+// ensure makes at least n (≤ maxEnsure + a packet block header) bytes
+// readable at buf[r:]. It returns io.EOF if the file ends exactly at r, and
+// io.ErrUnexpectedEOF if it ends before r+n.
+func (r *Reader) ensure(n int) error {
+	if r.w-r.r >= n {
+		return nil
+	}
+	if n > len(r.buf) {
+		// only for a file smaller than the buffer Open would allocate
+		// that has grown since, or a block as large as the file
+		nb := make([]byte, max(n, min(2*len(r.buf), bufSize)))
+		r.w = copy(nb, r.buf[r.r:r.w])
+		r.base += int64(r.r)
+		r.r = 0
+		r.buf = nb
+	}
+	if r.r > 0 {
+		copy(r.buf, r.buf[r.r:r.w])
+		r.base += int64(r.r)
+		r.w -= r.r
+		r.r = 0
+	}
+	for empty := 0; r.w < n; {
+		if r.eof || r.rerr != nil {
+			break
+		}
+		m, err := r.rd.Read(r.buf[r.w:])
+		r.w += m
+		if err == io.EOF {
+			r.eof = true
+		} else if err != nil {
+			r.rerr = err
+		} else if m == 0 {
+			if empty++; empty == 100 {
+				r.rerr = io.ErrNoProgress
+			}
+		}
+	}
+	if r.w >= n {
+		return nil
+	}
+	if r.rerr != nil {
+		return fmt.Errorf("cannot read %s: %w", r.name, reason(r.rerr))
+	}
+	if r.w == 0 {
+		return io.EOF
+	}
+	return io.ErrUnexpectedEOF
+}
+
+// discard skips n bytes, reading through the buffer.
+func (r *Reader) discard(n int64) error {
+	for n > 0 {
+		if r.w == r.r {
+			if err := r.ensure(1); err != nil {
+				if err == io.EOF {
+					return io.ErrUnexpectedEOF
+				}
+				return err
+			}
+		}
+		k := min(int64(r.w-r.r), n)
+		r.r += int(k)
+		n -= k
+	}
+	return nil
+}
+
+// Next returns the next record: its captured bytes (valid until the next
+// call to Next), wire length and timestamp in nanoseconds since the Unix
+// epoch. It returns io.EOF at the end of the file, and a descriptive error
+// (naming the file, the record and its byte offset) for a truncated or
+// corrupt file; after an error it returns that error again.
+func (r *Reader) Next() (data []byte, wireLen int, ts int64, err error) {
+	if r.err != nil {
+		return nil, 0, 0, r.err
+	}
+	if r.format == Classic {
+		data, wireLen, ts, err = r.nextClassic()
+	} else {
+		data, wireLen, ts, err = r.nextNG()
+	}
+	if err != nil {
+		r.err = err
+		return nil, 0, 0, err
+	}
+	r.records++
+	return data, wireLen, ts, nil
+}
+
+func (r *Reader) nextClassic() ([]byte, int, int64, error) {
+	off := r.offset()
+	if err := r.ensure(classicRecHdr); err != nil {
+		return nil, 0, 0, r.recordErr(err, off)
+	}
+	h := r.buf[r.r : r.r+classicRecHdr]
+	var sec, frac, incl, orig uint32
+	if r.big {
+		sec, frac = binary.BigEndian.Uint32(h), binary.BigEndian.Uint32(h[4:])
+		incl, orig = binary.BigEndian.Uint32(h[8:]), binary.BigEndian.Uint32(h[12:])
+	} else {
+		sec, frac = binary.LittleEndian.Uint32(h), binary.LittleEndian.Uint32(h[4:])
+		incl, orig = binary.LittleEndian.Uint32(h[8:]), binary.LittleEndian.Uint32(h[12:])
+	}
+	if incl > MaxRecordLen {
+		return nil, 0, 0, r.tooLong(incl, off)
+	}
+	n := classicRecHdr + int(incl)
+	if err := r.ensure(n); err != nil {
+		return nil, 0, 0, r.recordErr(err, off)
+	}
+	data := r.buf[r.r+classicRecHdr : r.r+n : r.r+n]
+	r.r += n
+	ts := int64(sec) * 1e9
+	if r.nanos {
+		ts += int64(frac)
+	} else {
+		ts += int64(frac) * 1e3
+	}
+	return data, int(max(orig, incl)), ts, nil
+}
+
+func (r *Reader) recordErr(err error, off int64) error {
+	switch err {
+	case io.EOF:
+		return io.EOF
+	case io.ErrUnexpectedEOF:
+		return fmt.Errorf("%s: truncated at record %d (byte offset %d): unexpected end of file", r.name, r.records+1, off)
+	}
+	return err
+}
+
+func (r *Reader) tooLong(incl uint32, off int64) error {
+	return fmt.Errorf("%s: record %d (byte offset %d) claims %d captured bytes, more than the %d a record may hold: the file is corrupt",
+		r.name, r.records+1, off, incl, MaxRecordLen)
+}
+
+func (r *Reader) corrupt(off int64, format string, args ...any) error {
+	return fmt.Errorf("%s: corrupt block at byte offset %d (before record %d): %s", r.name, off, r.records+1, fmt.Sprintf(format, args...))
+}
+
+func (r *Reader) nextNG() ([]byte, int, int64, error) {
+	if r.skip > 0 {
+		if err := r.discard(r.skip); err != nil {
+			return nil, 0, 0, r.recordErr(err, r.offset())
+		}
+		r.skip = 0
+	}
+	for {
+		off := r.offset()
+		if err := r.ensure(8); err != nil {
+			return nil, 0, 0, r.recordErr(err, off)
+		}
+		typ := r.u32(r.buf[r.r:])
+		switch typ {
+		case ngBlockEPB, ngBlockPB, ngBlockSPB:
+			return r.ngPacket(typ, off)
+		}
+		if err := r.ngBlock(); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+}
+
+// ngPacket reads a packet block at off.
+func (r *Reader) ngPacket(typ uint32, off int64) ([]byte, int, int64, error) {
+	blen := r.u32(r.buf[r.r+4:])
+	hdr := ngEPBHeaderLen
+	if typ == ngBlockSPB {
+		hdr = 12
+	}
+	if blen < uint32(hdr)+4 || blen%4 != 0 {
+		return nil, 0, 0, r.corrupt(off, "block length %d", blen)
+	}
+	if err := r.ensure(hdr); err != nil {
+		return nil, 0, 0, r.recordErr(err, off)
+	}
+	b := r.buf[r.r : r.r+hdr]
+	var ifc int
+	var incl, orig uint32
+	var tsRaw uint64
+	switch typ {
+	case ngBlockEPB:
+		ifc = int(r.u32(b[8:]))
+		tsRaw = uint64(r.u32(b[12:]))<<32 | uint64(r.u32(b[16:]))
+		incl, orig = r.u32(b[20:]), r.u32(b[24:])
+	case ngBlockPB:
+		ifc = int(r.u16(b[8:]))
+		tsRaw = uint64(r.u32(b[12:]))<<32 | uint64(r.u32(b[16:]))
+		incl, orig = r.u32(b[20:]), r.u32(b[24:])
+	default: // simple packet block: interface 0, no timestamp
+		orig = r.u32(b[8:])
+		incl = min(orig, blen-16)
+		if len(r.ifaces) > 0 && r.ifaces[0].snaplen != 0 {
+			incl = min(incl, r.ifaces[0].snaplen)
+		}
+	}
+	if ifc >= len(r.ifaces) {
+		return nil, 0, 0, r.corrupt(off, "record %d refers to interface %d, but the section declares %d", r.records+1, ifc, len(r.ifaces))
+	}
+	if incl > MaxRecordLen {
+		return nil, 0, 0, r.tooLong(incl, off)
+	}
+	padded := (incl + 3) &^ 3
+	if uint32(hdr)+padded+4 > blen {
+		return nil, 0, 0, r.corrupt(off, "a block of %d bytes cannot hold %d captured bytes", blen, incl)
+	}
+	whole := blen <= maxEnsure
+	need := hdr + int(incl)
+	if whole {
+		need = int(blen)
+	}
+	if err := r.ensure(need); err != nil {
+		return nil, 0, 0, r.recordErr(err, off)
+	}
+	if whole {
+		if t := r.u32(r.buf[r.r+int(blen)-4:]); t != blen {
+			return nil, 0, 0, r.corrupt(off, "block length %d at the start, %d at the end", blen, t)
+		}
+	}
+	data := r.buf[r.r+hdr : r.r+hdr+int(incl) : r.r+hdr+int(incl)]
+	if whole {
+		r.r += int(blen)
+	} else {
+		r.r += need
+		r.skip = int64(blen) - int64(need)
+	}
+	var ts int64
+	if typ != ngBlockSPB {
+		ts = r.ifaces[ifc].nanos(tsRaw)
+	}
+	return data, int(max(orig, incl)), ts, nil
+}
+
+// nanos converts a timestamp in the interface's units to nanoseconds since
+// the epoch.
+func (i *ngIface) nanos(t uint64) int64 {
+	off := i.offset * 1e9
+	if i.binary {
+		if i.exp == 0 {
+			return int64(t)*1e9 + off
+		}
+		if i.exp >= 64 {
+			return off
+		}
+		secs := t >> i.exp
+		frac := t & (1<<i.exp - 1)
+		hi, lo := bits.Mul64(frac, 1e9)
+		return int64(secs)*1e9 + int64(hi<<(64-i.exp)|lo>>i.exp) + off
+	}
+	switch {
+	case i.exp == 9:
+		return int64(t) + off
+	case i.exp < 9:
+		return int64(t)*pow10[9-i.exp] + off
+	case i.exp <= 19:
+		return int64(t/uint64(pow10[i.exp-9])) + off
+	}
+	return off
+}
+
+var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18}
+
+// ngBlock reads one non-packet block: a section header, an interface
+// description, or anything else (skipped).
+func (r *Reader) ngBlock() error {
+	off := r.offset()
+	if err := r.ensure(8); err != nil {
+		return r.recordErr(err, off)
+	}
+	typ := r.u32(r.buf[r.r:])
+	if typ == magicNG {
+		if err := r.ensure(ngMinBlock); err != nil {
+			return r.recordErr(err, off)
+		}
+		switch binary.LittleEndian.Uint32(r.buf[r.r+8:]) {
+		case ngByteOrder:
+			r.big = false
+		case 0x4d3c2b1a:
+			r.big = true
+		default:
+			if r.sections == 0 {
+				return fmt.Errorf("%s is not a pcapng file (bad byte-order magic)", r.name)
+			}
+			return r.corrupt(off, "section header with a bad byte-order magic")
+		}
+	}
+	blen := r.u32(r.buf[r.r+4:])
+	if blen < ngMinBlock || blen%4 != 0 {
+		return r.corrupt(off, "block length %d", blen)
+	}
+	switch typ {
+	case magicNG, ngBlockIDB:
+		if blen > maxEnsure {
+			return r.corrupt(off, "a %d-byte header block", blen)
+		}
+		if err := r.ensure(int(blen)); err != nil {
+			return r.recordErr(err, off)
+		}
+		b := r.buf[r.r : r.r+int(blen)]
+		if t := r.u32(b[blen-4:]); t != blen {
+			return r.corrupt(off, "block length %d at the start, %d at the end", blen, t)
+		}
+		var err error
+		if typ == magicNG {
+			err = r.ngSection(b, off)
+		} else {
+			err = r.ngInterface(b, off)
+		}
+		if err != nil {
+			return err
+		}
+		r.r += int(blen)
+		return nil
+	}
+	return r.discardBlock(blen, off)
+}
+
+func (r *Reader) discardBlock(blen uint32, off int64) error {
+	if err := r.discard(int64(blen)); err != nil {
+		return r.recordErr(err, off)
+	}
+	return nil
+}
+
+func (r *Reader) ngSection(b []byte, off int64) error {
+	if len(b) < 28 {
+		return r.corrupt(off, "section header of %d bytes", len(b))
+	}
+	if v := r.u16(b[12:]); v != 1 {
+		return fmt.Errorf("%s: unsupported pcapng version %d.%d in the section at byte offset %d", r.name, v, r.u16(b[14:]), off)
+	}
+	r.sections++
+	r.ifaces = r.ifaces[:0]
+	return nil
+}
+
+func (r *Reader) ngInterface(b []byte, off int64) error {
+	if len(b) < 20 {
+		return r.corrupt(off, "interface description of %d bytes", len(b))
+	}
+	if len(r.ifaces) >= ngMaxIfaces {
+		return r.corrupt(off, "more than %d interfaces", ngMaxIfaces)
+	}
+	ifc := ngIface{linkType: functions.LinkType(r.u16(b[8:])), snaplen: r.u32(b[12:]), exp: 6}
+	opts := b[16 : len(b)-4]
+	for len(opts) >= 4 {
+		code, n := r.u16(opts), int(r.u16(opts[2:]))
+		if code == ngOptEnd {
+			break
+		}
+		if 4+n > len(opts) {
+			return r.corrupt(off, "interface option %d runs past its block", code)
+		}
+		v := opts[4 : 4+n]
+		switch {
+		case code == ngOptTsResol && n >= 1:
+			ifc.binary = v[0]&0x80 != 0
+			ifc.exp = v[0] & 0x7f
+		case code == ngOptTsOffset && n >= 8:
+			if r.big {
+				ifc.offset = int64(binary.BigEndian.Uint64(v))
+			} else {
+				ifc.offset = int64(binary.LittleEndian.Uint64(v))
+			}
+		}
+		opts = opts[min(len(opts), 4+(n+3)&^3):]
+	}
+	// All interfaces must share one link type: the first one's.
+	if !r.haveLink {
+		r.linkType, r.haveLink = ifc.linkType, true
+	} else if ifc.linkType != r.linkType {
+		return fmt.Errorf("%s: interface %d (byte offset %d, before record %d) has link type %v but the file began with %v; a pcap source carries one link type (split the file with editcap or tshark)",
+			r.name, len(r.ifaces), off, r.records+1, ifc.linkType, r.linkType)
+	}
+	r.ifaces = append(r.ifaces, ifc)
+	return nil
+}
