@@ -73,6 +73,14 @@ func (b *Batch) Append(pkt []byte, wireLen uint32, ts int64) {
 	b.N++
 }
 
+// AppendSlot appends an entry for a packet already stored in slot, for a
+// source that owns its PBuf (zero-copy). A batch's slots must ascend and lie
+// in [Base, Base+MaxBatch): set Base before the first AppendSlot.
+func (b *Batch) AppendSlot(slot uint32) {
+	b.E[b.N] = Entry{Slot: slot}
+	b.N++
+}
+
 // CopyFrom makes b's entries a copy of src's (same PBuf).
 func (b *Batch) CopyFrom(src *Batch) {
 	b.PBuf, b.Base, b.Source = src.PBuf, src.Base, src.Source

@@ -51,6 +51,14 @@ type SourceInfo struct {
 	Size      int64    // input size in bytes when known (files), for progress; 0 otherwise
 }
 
+// PBufOwner is a source whose packets already sit in memory it owns (a
+// trace held in memory, later AF_XDP UMEM frames): it exposes that memory as
+// the PBuf, and its Fill refers to slots with Batch.AppendSlot instead of
+// copying packets (zero-copy). The flowspace then allocates no PBuf for it.
+type PBufOwner interface {
+	PBuf() *buffers.PBuf
+}
+
 // Progresser is a source that can say how far through its input it is.
 type Progresser interface {
 	Progress() (done, total int64)

@@ -25,7 +25,7 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 	vlan := fs.Float64("vlan", 0.05, "fraction of VLAN-tagged frames (0..1)")
 	ipv6 := fs.Float64("ipv6", 0.2, "fraction of IPv6 among IP packets (0..1)")
 	flows := fs.Int("flows", 10000, "number of distinct flows")
-	snaplen := fs.Int("s", 65535, "snap length recorded in the file header")
+	snaplen := fs.Int("s", 0, "snap length recorded in the file header (0: the longest frame generated)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err

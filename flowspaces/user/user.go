@@ -65,12 +65,13 @@ type step struct {
 
 // worker carries one source's batches through the functions it reaches.
 type worker struct {
-	fs    *Flowspace
-	node  *flowspaces.Node
-	batch *buffers.Batch
-	steps []step
-	drops uint64 // the source's drop count already accounted
-	err   error
+	fs     *Flowspace
+	node   *flowspaces.Node
+	batch  *buffers.Batch
+	window int // most packets per batch: MaxBatch, or fewer in a tiny PBuf
+	steps  []step
+	drops  uint64 // the source's drop count already accounted
+	err    error
 }
 
 // Instantiate creates the functions of nodes and, per source, its PBuf and
@@ -82,6 +83,17 @@ func (fs *Flowspace) Instantiate(nodes []*flowspaces.Node) error {
 	}
 	for i, n := range order {
 		n.Ctx.Flowspace = fs.Name()
+		if !n.Class.IsSource() {
+			// Slots hold no more than the sources deliver; a sink that records
+			// a snap length (export) records that one.
+			snap := 0
+			for _, in := range n.Inputs {
+				snap = max(snap, in.Ctx.Snaplen)
+			}
+			if snap > 0 {
+				n.Ctx.Snaplen = snap
+			}
+		}
 		if err := instantiate(n); err != nil {
 			release(order[:i])
 			return fmt.Errorf("%s: %w", n.ID, err)
@@ -120,7 +132,9 @@ func (fs *Flowspace) Instantiate(nodes []*flowspaces.Node) error {
 
 func instantiate(n *flowspaces.Node) (err error) {
 	if n.Class.IsSource() {
-		n.Source, err = n.Class.NewSource(&n.Ctx)
+		if n.Source, err = n.Class.NewSource(&n.Ctx); err == nil {
+			n.Ctx.Snaplen = slotSize(n.Ctx.Snaplen, n.Source.Info().MaxCapLen)
+		}
 	} else {
 		n.Function, err = n.Class.New(&n.Ctx)
 	}
@@ -129,18 +143,16 @@ func instantiate(n *flowspaces.Node) (err error) {
 
 func newWorker(fs *Flowspace, idx uint16, src *flowspaces.Node, order []*flowspaces.Node,
 	succ map[*flowspaces.Node][]*flowspaces.Node, locks map[*flowspaces.Node]*sync.Mutex) *worker {
-	info := src.Source.Info()
-	slot := src.Ctx.Snaplen
-	if info.MaxCapLen > 0 && (slot <= 0 || info.MaxCapLen < slot) {
-		slot = info.MaxCapLen
+	var pbuf *buffers.PBuf
+	if o, ok := src.Source.(functions.PBufOwner); ok {
+		pbuf = o.PBuf() // zero-copy: the packets are already in memory
+	} else {
+		// One batch of slots: run to completion frees every slot before the
+		// next fill, and a small PBuf stays in cache (FFPF §4.2).
+		pbuf = buffers.NewPBuf(buffers.MaxBatch, src.Ctx.Snaplen)
 	}
-	if slot <= 0 {
-		slot = 65535
-	}
-	// One batch of slots: run to completion frees every slot before the next
-	// fill, and a small PBuf stays in cache (FFPF §4.2).
-	pbuf := buffers.NewPBuf(buffers.MaxBatch, slot)
-	w := &worker{fs: fs, node: src, batch: buffers.NewBatch(pbuf, 0, buffers.MaxBatch, idx)}
+	window := min(buffers.MaxBatch, pbuf.Slots())
+	w := &worker{fs: fs, node: src, batch: buffers.NewBatch(pbuf, 0, window, idx), window: window}
 	reach := reachable(src, succ)
 	outOf := map[*flowspaces.Node]*buffers.Batch{src: w.batch}
 	for _, n := range order {
@@ -194,6 +206,18 @@ func (fs *Flowspace) Close() error {
 	return release(fs.nodes)
 }
 
+// slotSize is the PBuf slot size of a source: the run's snap length, or
+// less when the source cannot deliver longer packets.
+func slotSize(snaplen, maxCapLen int) int {
+	if maxCapLen > 0 && (snaplen <= 0 || maxCapLen < snaplen) {
+		return maxCapLen
+	}
+	if snaplen <= 0 {
+		return 65535
+	}
+	return snaplen
+}
+
 func release(nodes []*flowspaces.Node) error {
 	var first error
 	for _, n := range nodes {
@@ -233,7 +257,7 @@ func (w *worker) run(ctx context.Context) {
 	defer w.accountDrops(dropper)
 	for i := 0; ctx.Err() == nil; i++ {
 		b.Reset()
-		b.Cap = w.fs.claim(buffers.MaxBatch)
+		b.Cap = w.fs.claim(w.window)
 		if b.Cap == 0 {
 			return
 		}

@@ -59,7 +59,9 @@ func graph(src functions.Source) []*flowspaces.Node {
 	s := &flowspaces.Node{ID: "src", Class: &functions.Class{Name: "src",
 		NewSource: func(*functions.Context) (functions.Source, error) { return src, nil }}}
 	f := &flowspaces.Node{ID: "filter", Class: cls("filter", dropOdd{}), Inputs: []*flowspaces.Node{s}}
-	mk := func() sum { return sum{buffers.NewMBuf(8, buffers.Native, buffers.Field{Name: "n", Type: buffers.U64})} }
+	mk := func() sum {
+		return sum{buffers.NewMBuf(8, buffers.Native, buffers.Field{Name: "n", Type: buffers.U64})}
+	}
 	a := &flowspaces.Node{ID: "a", Class: cls("a", mk()), Inputs: []*flowspaces.Node{f}}
 	b := &flowspaces.Node{ID: "b", Class: cls("b", mk()), Inputs: []*flowspaces.Node{f}}
 	j := &flowspaces.Node{ID: "j", Class: cls("j", mk()), Inputs: []*flowspaces.Node{a, b}}

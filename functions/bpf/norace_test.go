@@ -1,0 +1,5 @@
+//go:build !race
+
+package bpf
+
+const raceEnabled = false
