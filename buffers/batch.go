@@ -59,7 +59,20 @@ func (b *Batch) Commit(capLen, wireLen uint32, ts int64) {
 	if wireLen < capLen {
 		wireLen = capLen
 	}
-	b.PBuf.meta[slot] = Meta{Timestamp: ts, CapLen: capLen, WireLen: wireLen, Source: b.Source}
+	b.PBuf.meta[slot] = Meta{Timestamp: ts, Offset: uint64(int(slot) * b.PBuf.slotSize),
+		CapLen: capLen, WireLen: wireLen, Source: b.Source}
+	b.E[b.N] = Entry{Slot: slot}
+	b.N++
+}
+
+// AppendRef appends a packet that is already in the memory of a view PBuf
+// at off (zero-copy): the next slot becomes a descriptor of it.
+func (b *Batch) AppendRef(off uint64, capLen, wireLen uint32, ts int64) {
+	slot := b.Base + uint32(b.N)
+	if wireLen < capLen {
+		wireLen = capLen
+	}
+	b.PBuf.meta[slot] = Meta{Timestamp: ts, Offset: off, CapLen: capLen, WireLen: wireLen, Source: b.Source}
 	b.E[b.N] = Entry{Slot: slot}
 	b.N++
 }

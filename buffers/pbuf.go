@@ -5,15 +5,20 @@ import "fmt"
 // Meta describes the packet stored in one PBuf slot.
 type Meta struct {
 	Timestamp int64  // nanoseconds since the Unix epoch
-	CapLen    uint32 // bytes stored in the slot
+	Offset    uint64 // where the packet's bytes start in the PBuf's memory
+	CapLen    uint32 // bytes captured
 	WireLen   uint32 // bytes the packet had on the wire (≥ CapLen)
 	Source    uint16 // index of the source that stored it
 }
 
 // PBuf is a circular packet buffer of fixed-size slots. Slot i occupies
 // bytes [i*SlotSize, (i+1)*SlotSize) of one contiguous allocation.
+//
+// A view PBuf (NewPBufView) owns no slot memory: its slots are descriptors
+// into memory a source already holds (a mapped capture file, AF_XDP UMEM),
+// which is how a packet reaches the functions without being copied.
 type PBuf struct {
-	slotSize int
+	slotSize int // 0 for a view
 	data     []byte
 	meta     []Meta
 }
@@ -23,12 +28,28 @@ func NewPBuf(slots, slotSize int) *PBuf {
 	if slots <= 0 || slotSize <= 0 {
 		panic(fmt.Sprintf("buffers: bad PBuf geometry %d×%d", slots, slotSize))
 	}
-	return &PBuf{
+	p := &PBuf{
 		slotSize: slotSize,
 		data:     make([]byte, slots*slotSize),
 		meta:     make([]Meta, slots),
 	}
+	for i := range p.meta {
+		p.meta[i].Offset = uint64(i * slotSize)
+	}
+	return p
 }
+
+// NewPBufView returns a PBuf of slots descriptors into mem, filled with
+// Batch.AppendRef; mem must outlive every batch that refers to it.
+func NewPBufView(mem []byte, slots int) *PBuf {
+	if slots <= 0 {
+		panic(fmt.Sprintf("buffers: bad PBuf view of %d slots", slots))
+	}
+	return &PBuf{data: mem, meta: make([]Meta, slots)}
+}
+
+// IsView reports whether the PBuf refers to memory it does not own.
+func (p *PBuf) IsView() bool { return p.slotSize == 0 }
 
 // Slots returns the number of slots.
 func (p *PBuf) Slots() int { return len(p.meta) }
@@ -36,17 +57,21 @@ func (p *PBuf) Slots() int { return len(p.meta) }
 // SlotSize returns the size of a slot in bytes: the most a slot can capture.
 func (p *PBuf) SlotSize() int { return p.slotSize }
 
-// Slot returns the whole memory of slot i, for a writer that fills it in
-// place and then records the lengths with SetMeta.
+// Slot returns the whole memory of slot i, for a source that writes a
+// packet in place (Batch.NextSlot). A view has no slot memory of its own.
 func (p *PBuf) Slot(i uint32) []byte {
+	if p.slotSize == 0 {
+		panic("buffers: a view PBuf has no slots to write")
+	}
 	off := int(i) * p.slotSize
 	return p.data[off : off+p.slotSize : off+p.slotSize]
 }
 
 // Data returns the captured bytes of slot i.
 func (p *PBuf) Data(i uint32) []byte {
-	off := int(i) * p.slotSize
-	return p.data[off : off+int(p.meta[i].CapLen) : off+p.slotSize]
+	m := &p.meta[i]
+	end := m.Offset + uint64(m.CapLen)
+	return p.data[m.Offset:end:end]
 }
 
 // Meta returns the descriptor of slot i.
@@ -59,6 +84,6 @@ func (p *PBuf) Store(i uint32, pkt []byte, wireLen uint32, ts int64, src uint16)
 	if wireLen < uint32(n) {
 		wireLen = uint32(n)
 	}
-	p.meta[i] = Meta{Timestamp: ts, CapLen: uint32(n), WireLen: wireLen, Source: src}
+	p.meta[i] = Meta{Timestamp: ts, Offset: uint64(int(i) * p.slotSize), CapLen: uint32(n), WireLen: wireLen, Source: src}
 	return uint32(n)
 }

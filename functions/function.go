@@ -55,6 +55,8 @@ type SourceInfo struct {
 // trace held in memory, later AF_XDP UMEM frames): it exposes that memory as
 // the PBuf, and its Fill refers to slots with Batch.AppendSlot instead of
 // copying packets (zero-copy). The flowspace then allocates no PBuf for it.
+// PBuf returns nil when the source copies after all (a file it could not
+// map, say).
 type PBufOwner interface {
 	PBuf() *buffers.PBuf
 }

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -70,7 +71,8 @@ type worker struct {
 	batch  *buffers.Batch
 	window int // most packets per batch: MaxBatch, or fewer in a tiny PBuf
 	steps  []step
-	drops  uint64 // the source's drop count already accounted
+	drops  uint64      // the source's drop count already accounted
+	held   *sync.Mutex // the join lock held during Process, if any
 	err    error
 }
 
@@ -146,7 +148,8 @@ func newWorker(fs *Flowspace, idx uint16, src *flowspaces.Node, order []*flowspa
 	var pbuf *buffers.PBuf
 	if o, ok := src.Source.(functions.PBufOwner); ok {
 		pbuf = o.PBuf() // zero-copy: the packets are already in memory
-	} else {
+	}
+	if pbuf == nil {
 		// One batch of slots: run to completion frees every slot before the
 		// next fill, and a small PBuf stays in cache (FFPF §4.2).
 		pbuf = buffers.NewPBuf(buffers.MaxBatch, src.Ctx.Snaplen)
@@ -255,6 +258,23 @@ func (w *worker) run(ctx context.Context) {
 	b := w.batch
 	dropper, _ := w.node.Source.(functions.Dropper)
 	defer w.accountDrops(dropper)
+	// A zero-copy source's memory can vanish under us (a mapped file
+	// truncated by another process): make that an error of the source, not
+	// a crash of the process.
+	debug.SetPanicOnFault(true)
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if _, fault := r.(interface{ Addr() uintptr }); !fault {
+			panic(r)
+		}
+		if w.held != nil {
+			w.held.Unlock()
+		}
+		w.err = fmt.Errorf("%s: packet memory became unreadable (%v): was the input changed while being read?", w.node.ID, r)
+	}()
 	for i := 0; ctx.Err() == nil; i++ {
 		b.Reset()
 		b.Cap = w.fs.claim(w.window)
@@ -293,9 +313,11 @@ func (w *worker) process() {
 		}
 		if st.mu != nil {
 			st.mu.Lock()
+			w.held = st.mu
 		}
 		st.node.Function.Process(out)
 		if st.mu != nil {
+			w.held = nil
 			st.mu.Unlock()
 		}
 		st.node.Counters.Add(n, out.N, out.Dropped)

@@ -3,7 +3,11 @@ package user
 import (
 	"context"
 	"io"
+	"os"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
@@ -140,4 +144,54 @@ func BenchmarkGraph(b *testing.B) {
 		w.process()
 	}
 	b.ReportMetric(float64(b.N*buffers.MaxBatch)/b.Elapsed().Seconds()/1e6, "Mpps")
+}
+
+// viewSource refers to packets in memory it owns, as a mapped file does.
+type viewSource struct {
+	pbuf *buffers.PBuf
+	done bool
+}
+
+func (s *viewSource) Info() functions.SourceInfo {
+	return functions.SourceInfo{LinkType: functions.LinkEthernet, MaxCapLen: 128}
+}
+func (s *viewSource) PBuf() *buffers.PBuf { return s.pbuf }
+func (s *viewSource) Close() error        { return nil }
+func (s *viewSource) Fill(b *buffers.Batch) error {
+	if s.done {
+		return io.EOF
+	}
+	s.done = true
+	b.Base = 0
+	b.AppendRef(8192, 64, 64, 0)
+	return nil
+}
+
+func TestVanishedMemoryIsAnErrorNotACrash(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(1 << 16); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, 1<<16, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	f.Truncate(0) // another process cuts the file: its pages are gone
+
+	nodes := graph(&viewSource{pbuf: buffers.NewPBufView(mem, 4)})
+	fs := New(Options{})
+	if err := fs.Instantiate(nodes); err != nil {
+		t.Fatal(err)
+	}
+	fs.Activate(context.Background())
+	err = fs.Wait()
+	if err == nil || !strings.Contains(err.Error(), "packet memory became unreadable") {
+		t.Fatalf("err = %v", err)
+	}
+	fs.Close()
 }

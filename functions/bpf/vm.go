@@ -674,8 +674,7 @@ func (p *Program) Filter(b *buffers.Batch) {
 	pb := b.PBuf
 	n := 0
 	for _, e := range b.E[:b.N] {
-		m := pb.Meta(e.Slot)
-		if p.Run(pb.Slot(e.Slot)[:m.CapLen], m.WireLen) != 0 {
+		if p.Run(pb.Data(e.Slot), pb.Meta(e.Slot).WireLen) != 0 {
 			b.E[n] = e
 			n++
 		}

@@ -2,7 +2,9 @@ package pcap
 
 import (
 	"io"
+	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
@@ -33,30 +35,55 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return NewSource(r), nil
+			s := NewSource(r)
+			if ctx.Snaplen > 0 {
+				s.snaplen = uint32(ctx.Snaplen)
+			}
+			return s, nil
 		},
 	})
 }
 
-// Source is the pcap class's source function: it copies each record of a
-// Reader once, from the read buffer into a PBuf slot.
+// Source is the pcap class's source function. When the file is mapped
+// into memory its PBuf is a view of the mapping and Fill refers to each
+// record where it lies (zero-copy); otherwise Fill copies each record once,
+// from the read buffer into a PBuf slot.
 type Source struct {
-	r      *Reader
-	err    error // from the Reader, returned once the batch is empty
-	done   atomic.Int64
-	closed atomic.Bool
+	r       *Reader
+	view    *buffers.PBuf // non-nil when the file is mapped
+	ahead   *readahead    // streams the mapping into cache ahead of Fill
+	snaplen uint32        // most bytes of a record a view refers to
+	err     error         // from the Reader, returned once the batch is empty
+	done    atomic.Int64
+	closed  atomic.Bool
+	mu      sync.Mutex // a mapping must not vanish under a running Fill
 }
 
 // NewSource returns a source that reads r; closing it closes r.
-func NewSource(r *Reader) *Source { return &Source{r: r} }
+func NewSource(r *Reader) *Source {
+	s := &Source{r: r, snaplen: MaxRecordLen}
+	if r.Mapped() != nil {
+		s.view = buffers.NewPBufView(r.Mapped(), buffers.MaxBatch)
+		s.ahead = startReadahead(r.Mapped())
+	}
+	return s
+}
 
 // Reader returns the underlying reader.
 func (s *Source) Reader() *Reader { return s.r }
 
+// PBuf returns the view of the mapped file, or nil when the source copies
+// into the flowspace's PBuf.
+func (s *Source) PBuf() *buffers.PBuf { return s.view }
+
 // Info describes the file: its name, link type, snap length (capped at
-// SlotLimit) and size.
+// SlotLimit when records are copied into slots) and size.
 func (s *Source) Info() functions.SourceInfo {
-	return functions.SourceInfo{Name: s.r.name, LinkType: s.r.linkType, MaxCapLen: s.r.snaplen, Size: s.r.size}
+	maxCap := s.r.snaplen
+	if s.view != nil && s.r.fileSnaplen > 0 {
+		maxCap = int(min(s.snaplen, s.r.fileSnaplen)) // no slot to fit in
+	}
+	return functions.SourceInfo{Name: s.r.name, LinkType: s.r.linkType, MaxCapLen: maxCap, Size: s.r.size}
 }
 
 // Fill appends the next records to b. At the end of the file it returns
@@ -64,6 +91,10 @@ func (s *Source) Info() functions.SourceInfo {
 // record and then returns the error. Either comes with an empty batch:
 // Fill never returns an error together with packets.
 func (s *Source) Fill(b *buffers.Batch) error {
+	if s.view != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
 	if s.closed.Load() {
 		return io.EOF
 	}
@@ -71,6 +102,13 @@ func (s *Source) Fill(b *buffers.Batch) error {
 		return s.err
 	}
 	n0 := b.N
+	// Refer to records in place only in a batch on our own view; a caller
+	// that gives us its own PBuf gets copies.
+	zeroCopy := s.view != nil && b.PBuf == s.view
+	var base uintptr
+	if zeroCopy {
+		base = uintptr(unsafe.Pointer(unsafe.SliceData(s.r.Mapped())))
+	}
 	for b.Room() > 0 {
 		data, wire, ts, err := s.r.Next()
 		if err != nil {
@@ -80,9 +118,18 @@ func (s *Source) Fill(b *buffers.Batch) error {
 			s.err = err
 			break
 		}
-		b.Append(data, uint32(wire), ts)
+		if !zeroCopy {
+			b.Append(data, uint32(wire), ts)
+			continue
+		}
+		var off uint64
+		if len(data) > 0 {
+			off = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(data))) - base)
+		}
+		b.AppendRef(off, min(uint32(len(data)), s.snaplen), uint32(wire), ts)
 	}
 	s.done.Store(s.r.offset())
+	s.ahead.advance(s.r.offset())
 	if b.N == n0 {
 		return s.err
 	}
@@ -94,9 +141,17 @@ func (s *Source) Progress() (done, total int64) { return s.done.Load(), s.r.size
 
 // Close closes the file; a Fill running concurrently returns promptly and
 // the next one returns io.EOF.
+//
+// A mapped file is unmapped: the flowspace closes a source only once no
+// batch of it is being processed.
 func (s *Source) Close() error {
 	if s.closed.Swap(true) {
 		return nil
+	}
+	if s.view != nil {
+		s.mu.Lock() // a read from a pipe may block; a mapped Fill does not
+		defer s.mu.Unlock()
+		s.ahead.close()
 	}
 	return s.r.Close()
 }
@@ -104,4 +159,5 @@ func (s *Source) Close() error {
 var (
 	_ functions.Source     = (*Source)(nil)
 	_ functions.Progresser = (*Source)(nil)
+	_ functions.PBufOwner  = (*Source)(nil)
 )

@@ -73,23 +73,27 @@ type Reader struct {
 	closer io.Closer
 	size   int64
 
-	buf  []byte
-	r, w int   // unread bytes are buf[r:w]
-	base int64 // file offset of buf[0]
-	eof  bool  // rd returned io.EOF
-	rerr error // rd failed otherwise
+	buf    []byte
+	mapped []byte // the whole file, when it is mapped (then buf is mapped)
+	r, w   int    // unread bytes are buf[r:w]
+	base   int64  // file offset of buf[0]
+	eof    bool   // rd returned io.EOF
+	rerr   error  // rd failed otherwise
 
 	format   Format
 	big      bool // byte order of the file (pcapng: of the current section)
 	nanos    bool
 	linkType functions.LinkType
 	snaplen  int
-	records  int64
-	skip     int64 // pcapng: bytes left of the block of the last record
-	ifaces   []ngIface
-	haveLink bool // an interface has set linkType
-	sections int
-	err      error // sticky
+	// fileSnaplen is the snap length the file declares (0 when unknown or
+	// zero), before SlotLimit.
+	fileSnaplen uint32
+	records     int64
+	skip        int64 // pcapng: bytes left of the block of the last record
+	ifaces      []ngIface
+	haveLink    bool // an interface has set linkType
+	sections    int
+	err         error // sticky
 }
 
 type ngIface struct {
@@ -121,6 +125,15 @@ func Open(path string) (*Reader, error) {
 	if st.Mode().IsRegular() {
 		size = st.Size()
 	}
+	if mem, err := mapFile(f, size); err == nil {
+		f.Close() // the mapping keeps the file's pages
+		r, err := newReader(nil, path, size, mem)
+		if err != nil {
+			unmap(mem)
+			return nil, err
+		}
+		return r, nil
+	}
 	r, err := NewReader(f, path, size)
 	if err != nil {
 		f.Close()
@@ -143,11 +156,22 @@ func reason(err error) error {
 // NewReader reads a capture from rd; name is used in messages and size
 // (0 if unknown) for progress.
 func NewReader(rd io.Reader, name string, size int64) (*Reader, error) {
-	n := bufSize
-	if size > 0 && size < bufSize {
-		n = max(int(size), 4096) // a small file needs no large buffer
+	return newReader(rd, name, size, nil)
+}
+
+// newReader reads from rd, or, when mem is not nil, from a whole file
+// mapped into memory (then the data Next returns stays valid until Close).
+func newReader(rd io.Reader, name string, size int64, mem []byte) (*Reader, error) {
+	r := &Reader{name: name, rd: rd, size: size, ifaces: make([]ngIface, 0, 8)}
+	if mem != nil {
+		r.buf, r.w, r.eof, r.mapped = mem, len(mem), true, mem
+	} else {
+		n := bufSize
+		if size > 0 && size < bufSize {
+			n = max(int(size), 4096) // a small file needs no large buffer
+		}
+		r.buf = make([]byte, n)
 	}
-	r := &Reader{name: name, rd: rd, size: size, buf: make([]byte, n), ifaces: make([]ngIface, 0, 8)}
 	if err := r.ensure(4); err != nil || r.w-r.r < 4 {
 		if r.rerr != nil {
 			return nil, fmt.Errorf("cannot read %s: %w", name, reason(r.rerr))
@@ -184,6 +208,7 @@ func (r *Reader) openClassic(magic uint32) error {
 	snap := r.u32(h[16:])
 	r.linkType = functions.LinkType(r.u32(h[20:]) & 0x03ffffff) // upper bits: FCS length
 	r.snaplen = slotFor(snap)
+	r.fileSnaplen = min(snap, MaxRecordLen)
 	r.r += classicHdrLen
 	return nil
 }
@@ -266,11 +291,22 @@ func (r *Reader) Records() int64 { return r.records }
 
 // Close closes the file.
 func (r *Reader) Close() error {
+	if r.mapped != nil {
+		m := r.mapped
+		r.mapped, r.buf, r.r, r.w = nil, nil, 0, 0
+		r.err = io.EOF
+		return unmap(m)
+	}
 	if r.closer != nil {
 		return r.closer.Close()
 	}
 	return nil
 }
+
+// Mapped returns the whole file when it is mapped into memory: the data
+// Next returns points into it, so a source can refer to packets there
+// instead of copying them.
+func (r *Reader) Mapped() []byte { return r.mapped }
 
 func (r *Reader) offset() int64 { return r.base + int64(r.r) }
 
@@ -295,6 +331,24 @@ func (r *Reader) ensure(n int) error {
 	if r.w-r.r >= n {
 		return nil
 	}
+	if r.mapped == nil { // a mapped file is all in buf, and buf is read-only
+		r.fill(n)
+		if r.w-r.r >= n {
+			return nil
+		}
+	}
+	if r.rerr != nil {
+		return fmt.Errorf("cannot read %s: %w", r.name, reason(r.rerr))
+	}
+	if r.w == r.r {
+		return io.EOF
+	}
+	return io.ErrUnexpectedEOF
+}
+
+// fill moves the unread bytes to the front of buf and reads until n are
+// there or the input ends.
+func (r *Reader) fill(n int) {
 	if n > len(r.buf) {
 		// only for a file smaller than the buffer Open would allocate
 		// that has grown since, or a block as large as the file
@@ -326,16 +380,6 @@ func (r *Reader) ensure(n int) error {
 			}
 		}
 	}
-	if r.w >= n {
-		return nil
-	}
-	if r.rerr != nil {
-		return fmt.Errorf("cannot read %s: %w", r.name, reason(r.rerr))
-	}
-	if r.w == 0 {
-		return io.EOF
-	}
-	return io.ErrUnexpectedEOF
 }
 
 // discard skips n bytes, reading through the buffer.
