@@ -35,6 +35,8 @@ bench: build
 
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./lang/
+	$(GO) test -run '^$$' -fuzz FuzzPopulate -fuzztime 60s ./flowgraph/
+	$(GO) test -run '^$$' -fuzz FuzzRun -fuzztime 60s ./functions/bpf/
 
 clean:
 	rm -rf bin $(OUT)

@@ -1,7 +1,9 @@
 package pcap
 
 import (
+	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -16,15 +18,22 @@ func init() {
 		Summary: "read packets from a pcap or pcapng file",
 		Params: []functions.Param{
 			{Name: "file", Type: functions.String, Required: true,
-				Summary: "the capture file (pcap with µs or ns timestamps in either byte order, or pcapng)"},
+				Summary: `the capture file (pcap with µs or ns timestamps in either byte order, or pcapng); "-" is standard input`},
 		},
 		Targets: []functions.Target{functions.TargetUser},
 		// Validate reads the file header to report the file's link type.
 		// A file that cannot be read is a runtime error, not a bad
 		// request: NewSource reports it.
+		// Only a regular file is peeked at: reading a pipe would consume it
+		// (and block), so a pipe or stdin is assumed to carry Ethernet and
+		// NewSource checks the assumption.
 		Validate: func(ctx *functions.Context) error {
 			ctx.LinkType = functions.LinkEthernet
-			if r, err := Open(ctx.Params.Str("file")); err == nil {
+			path := ctx.Params.Str("file")
+			if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+				return nil
+			}
+			if r, err := Open(path); err == nil {
 				ctx.LinkType = r.LinkType()
 				r.Close()
 			}
@@ -34,6 +43,11 @@ func init() {
 			r, err := Open(ctx.Params.Str("file"))
 			if err != nil {
 				return nil, err
+			}
+			if ctx.LinkType != 0 && r.LinkType() != ctx.LinkType {
+				r.Close()
+				return nil, fmt.Errorf("%s carries %s packets, but its functions were checked for %s (did the file change?)",
+					r.Name(), r.LinkType(), ctx.LinkType)
 			}
 			s := NewSource(r)
 			if ctx.Snaplen > 0 {

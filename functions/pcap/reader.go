@@ -105,9 +105,12 @@ type ngIface struct {
 	offset int64 // seconds
 }
 
-// Open opens a capture file and reads its header (and, for pcapng, the
+// Open opens a capture file ("-" is standard input) and reads its header (and, for pcapng, the
 // blocks before the first packet) so that its link type is known.
 func Open(path string) (*Reader, error) {
+	if path == "-" {
+		return NewReader(os.Stdin, "stdin", 0)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open %s: %w", path, reason(err))
