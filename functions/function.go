@@ -53,12 +53,21 @@ type SourceInfo struct {
 
 // PBufOwner is a source whose packets already sit in memory it owns (a
 // trace held in memory, later AF_XDP UMEM frames): it exposes that memory as
-// the PBuf, and its Fill refers to slots with Batch.AppendSlot instead of
+// the PBuf, and its Fill refers to packets with Batch.AppendRef (or to slots
+// it filled before with Batch.AppendSlot) instead of
 // copying packets (zero-copy). The flowspace then allocates no PBuf for it.
 // PBuf returns nil when the source copies after all (a file it could not
 // map, say).
 type PBufOwner interface {
 	PBuf() *buffers.PBuf
+}
+
+// Interrupter is a source whose Fill can block on its input (a pipe that
+// stays open but sends nothing): Interrupt makes a running Fill return
+// promptly and later ones return io.EOF, without releasing memory that a
+// batch being processed may still refer to (that is Close's job, later).
+type Interrupter interface {
+	Interrupt()
 }
 
 // Progresser is a source that can say how far through its input it is.

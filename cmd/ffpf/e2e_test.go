@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // These tests run the ffpf binary as a user would and check its output and
@@ -304,5 +305,35 @@ func TestBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSIGINTPrintsFinalState(t *testing.T) {
+	cmd := exec.Command(ffpfBin, "run", "--json", `(gen,packets=1G) > (bpf,"udp") > (pktcount)`)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGINT: %v; %s", err, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("ffpf did not stop on SIGINT")
+	}
+	doc := parseRun(t, cliResult{stdout: out.String()})
+	if doc.Packets == 0 || doc.Packets >= 1e9 {
+		t.Errorf("stopped after %d packets", doc.Packets)
+	}
+	pc := doc.Functions[doc.byClass("pktcount")[0]]
+	if f := doc.Functions[doc.byClass("bpf")[0]]; f.In != doc.Packets || stateNum(t, pc.State["packets"]) != f.Out {
+		t.Errorf("inconsistent final state: %+v", doc.Functions)
 	}
 }

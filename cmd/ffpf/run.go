@@ -90,6 +90,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop) // the first ^C stops the run; a second one kills ffpf
 	if err := rt.Activate(ctx); err != nil {
 		rt.Close()
 		return err
@@ -99,7 +100,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		bar = startProgress(rt, stderr)
 	}
 	runErr := rt.Wait()
-	stop() // a second ^C now kills the process
 	bar.finish()
 	closeErr := rt.Close()
 

@@ -23,6 +23,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
@@ -42,8 +43,10 @@ type Flowspace struct {
 	nodes   []*flowspaces.Node
 	workers []*worker
 	budget  atomic.Int64 // packets the sources may still read, when limited
-	wg      sync.WaitGroup
-	cancel  context.CancelFunc
+	// reserved counts packets claimed by a running Fill: they may come back.
+	reserved atomic.Int64
+	wg       sync.WaitGroup
+	cancel   context.CancelFunc
 }
 
 // New returns an empty userspace flowspace.
@@ -184,6 +187,11 @@ func (fs *Flowspace) Activate(ctx context.Context) error {
 			defer fs.wg.Done()
 			w.run(ctx)
 		}()
+		if in, ok := w.node.Source.(functions.Interrupter); ok {
+			// A source blocked on a silent pipe would never see the stop.
+			// (Close cancels ctx too, so this always runs, once.)
+			context.AfterFunc(ctx, in.Interrupt)
+		}
 	}
 	return nil
 }
@@ -206,7 +214,13 @@ func (fs *Flowspace) Close() error {
 		fs.cancel()
 	}
 	fs.wg.Wait() // a live source's Fill returns within ~100 ms by contract
-	return release(fs.nodes)
+	err := release(fs.nodes)
+	for _, w := range fs.workers {
+		// A live source counts its last drops when it closes.
+		d, _ := w.node.Source.(functions.Dropper)
+		w.accountDrops(d)
+	}
+	return err
 }
 
 // slotSize is the PBuf slot size of a source: the run's snap length, or
@@ -237,21 +251,43 @@ func release(nodes []*flowspaces.Node) error {
 	return first
 }
 
-// claim reserves up to want packets of the run's limit.
-func (fs *Flowspace) claim(want int) int {
+// claim reserves up to want packets of the run's limit. It returns 0 only
+// when the limit is spent: while another source holds a reservation it may
+// give back, it waits for it.
+func (fs *Flowspace) claim(ctx context.Context, want int) int {
 	if fs.opts.Limit <= 0 {
 		return want
 	}
-	for {
+	for ctx.Err() == nil {
 		left := fs.budget.Load()
 		if left <= 0 {
-			return 0
+			if fs.reserved.Load() == 0 {
+				return 0
+			}
+			time.Sleep(50 * time.Microsecond) // another Fill is running
+			continue
 		}
-		n := min(int64(want), left)
+		// At most a fair share, so that one source cannot keep the rest of
+		// the limit reserved while the others wait.
+		n := min(int64(want), max(1, left/int64(len(fs.workers))))
+		fs.reserved.Add(n)
 		if fs.budget.CompareAndSwap(left, left-n) {
 			return int(n)
 		}
+		fs.reserved.Add(-n)
 	}
+	return 0
+}
+
+// settle ends a reservation of claimed packets of which used were read.
+func (fs *Flowspace) settle(claimed, used int) {
+	if fs.opts.Limit <= 0 {
+		return
+	}
+	if unused := claimed - used; unused > 0 {
+		fs.budget.Add(int64(unused))
+	}
+	fs.reserved.Add(-int64(claimed))
 }
 
 func (w *worker) run(ctx context.Context) {
@@ -277,14 +313,12 @@ func (w *worker) run(ctx context.Context) {
 	}()
 	for i := 0; ctx.Err() == nil; i++ {
 		b.Reset()
-		b.Cap = w.fs.claim(w.window)
+		b.Cap = w.fs.claim(ctx, w.window)
 		if b.Cap == 0 {
 			return
 		}
 		err := w.node.Source.Fill(b)
-		if unused := b.Cap - b.N; unused > 0 && w.fs.opts.Limit > 0 {
-			w.fs.budget.Add(int64(unused))
-		}
+		w.fs.settle(b.Cap, b.N)
 		if b.N > 0 {
 			w.node.Counters.Add(b.N, b.N, 0)
 			w.process()

@@ -5,7 +5,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -192,6 +194,69 @@ func TestVanishedMemoryIsAnErrorNotACrash(t *testing.T) {
 	err = fs.Wait()
 	if err == nil || !strings.Contains(err.Error(), "packet memory became unreadable") {
 		t.Fatalf("err = %v", err)
+	}
+	fs.Close()
+}
+
+// tricklingSource delivers one packet per Fill, slowly, like a quiet link.
+type tricklingSource struct{ loopSource }
+
+func (s *tricklingSource) Fill(b *buffers.Batch) error {
+	time.Sleep(100 * time.Microsecond)
+	p := s.pkts[0]
+	b.Append(p, uint32(len(p)), 0)
+	s.i++
+	return nil
+}
+
+// TestLimitIsSharedBySlowSources: a source that finds the limit reserved by
+// another one's running Fill must wait for the unused part, not give up.
+func TestLimitIsSharedBySlowSources(t *testing.T) {
+	for range 3 {
+		a, b := &tricklingSource{loopSource{pkts: testPackets()}}, &tricklingSource{loopSource{pkts: testPackets()}}
+		mk := func(id string, s functions.Source) *flowspaces.Node {
+			return &flowspaces.Node{ID: id, Class: &functions.Class{Name: "src",
+				NewSource: func(*functions.Context) (functions.Source, error) { return s, nil }}}
+		}
+		fs := New(Options{Limit: 40})
+		if err := fs.Instantiate([]*flowspaces.Node{mk("a", a), mk("b", b)}); err != nil {
+			t.Fatal(err)
+		}
+		fs.Activate(context.Background())
+		fs.Wait()
+		fs.Close()
+		if a.i+b.i != 40 || a.i == 0 || b.i == 0 {
+			t.Fatalf("sources read %d and %d packets of a limit of 40", a.i, b.i)
+		}
+	}
+}
+
+// blockingSource blocks in Fill until interrupted, like a silent pipe.
+type blockingSource struct {
+	loopSource
+	stop chan struct{}
+	once sync.Once
+}
+
+func (s *blockingSource) Fill(*buffers.Batch) error { <-s.stop; return io.EOF }
+func (s *blockingSource) Interrupt()                { s.once.Do(func() { close(s.stop) }) }
+
+func TestCancelInterruptsABlockedSource(t *testing.T) {
+	src := &blockingSource{stop: make(chan struct{})}
+	fs := New(Options{})
+	if err := fs.Instantiate([]*flowspaces.Node{{ID: "pipe", Class: &functions.Class{Name: "src",
+		NewSource: func(*functions.Context) (functions.Source, error) { return src, nil }}}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	fs.Activate(ctx)
+	time.AfterFunc(20*time.Millisecond, cancel)
+	done := make(chan error)
+	go func() { done <- fs.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a cancelled run waits forever on a blocked source")
 	}
 	fs.Close()
 }

@@ -150,6 +150,17 @@ func (s *Source) Fill(b *buffers.Batch) error {
 	return nil
 }
 
+// Interrupt makes a Fill blocked on a pipe return, and later ones return
+// io.EOF. A mapped file is left mapped (batches may still refer to it):
+// Close unmaps it.
+func (s *Source) Interrupt() {
+	if s.view != nil {
+		s.closed.Store(true) // a mapped Fill never blocks: it sees the flag
+		return
+	}
+	s.Close() // closing the file is what makes a blocked read return
+}
+
 // Progress reports the bytes consumed and the file size (0 if unknown).
 func (s *Source) Progress() (done, total int64) { return s.done.Load(), s.r.size }
 
@@ -159,7 +170,7 @@ func (s *Source) Progress() (done, total int64) { return s.done.Load(), s.r.size
 // A mapped file is unmapped: the flowspace closes a source only once no
 // batch of it is being processed.
 func (s *Source) Close() error {
-	if s.closed.Swap(true) {
+	if s.closed.Swap(true) && s.view == nil {
 		return nil
 	}
 	if s.view != nil {
@@ -173,5 +184,6 @@ func (s *Source) Close() error {
 var (
 	_ functions.Source     = (*Source)(nil)
 	_ functions.Progresser = (*Source)(nil)
-	_ functions.PBufOwner  = (*Source)(nil)
+	_ functions.PBufOwner   = (*Source)(nil)
+	_ functions.Interrupter = (*Source)(nil)
 )

@@ -2,6 +2,7 @@ package pcap
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 )
@@ -36,6 +37,16 @@ func startReadahead(mem []byte) *readahead {
 
 func (ra *readahead) run() {
 	defer close(ra.done)
+	// The mapping can shrink under us (another program truncates the
+	// file): then stop quietly; the reader reports the error.
+	debug.SetPanicOnFault(true)
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+		}
+	}()
 	var s byte
 	pos := 0
 	for pos < len(ra.mem) && !ra.stop.Load() {
