@@ -1,6 +1,8 @@
 package flowgraph
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,6 +19,7 @@ type lnode struct {
 	pos    lang.Pos
 	inputs []*lnode
 	lt     functions.LinkType
+	key    string    // identity, computed by overlay
 	fn     *Function // its function in the flowgraph, after overlay
 }
 
@@ -262,11 +265,18 @@ func appendNew(list []*lnode, ns ...*lnode) []*lnode {
 
 // identity is what makes two functions the same function: class, canonical
 // parameters, inputs and flowgroup (FFPF §6.2 reuses only identical ones).
+// It is a digest of those, the inputs by their own identity, so that it is
+// known before the request touches the flowgraph. n's inputs must have theirs.
 func identity(n *lnode, group string) string {
 	ins := make([]string, len(n.inputs))
 	for i, in := range n.inputs {
-		ins[i] = in.fn.ID
+		ins[i] = in.key
 	}
 	sort.Strings(ins)
-	return n.class.Name + "(" + n.params.Canonical() + ")<" + strings.Join(ins, ",") + "@" + group
+	h := sha256.New()
+	for _, s := range []string{n.class.Name, n.params.Canonical(), strings.Join(ins, ","), group} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -67,6 +67,7 @@ type Function struct {
 	ID    string
 	Label string
 	Pos   lang.Pos // where the first request that has it defines it
+	key   string   // identity (see identity)
 	node  *flowspaces.Node
 	refs  int
 }
@@ -136,13 +137,32 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 	if rt.phase != populated {
 		return nil, &InvalidError{"the flowgraph is already instantiated: populate every request before Instantiate"}
 	}
+	// A dry run first: what would be added, and does it clash with the graph?
+	var have, add []fileUse
+	for _, f := range rt.funcs {
+		have = append(have, filesOf(f.ID, f.node.Ctx.Params)...)
+	}
+	added := map[string]bool{}
+	for _, n := range order {
+		if n.fn == nil { // not an existing function a sink is attached to
+			n.key = identity(n, group)
+		}
+		if _, shared := rt.byKey[n.key]; !shared && !added[n.key] {
+			added[n.key] = true
+			add = append(add, filesOf(n.class.Name, n.params)...)
+		}
+	}
+	if err := checkFiles(have, add); err != nil {
+		return nil, err
+	}
 	req := &Request{rt: rt, Expr: expr, ast: ast, bound: bound}
 	for _, n := range order {
-		key := identity(n, group)
+		key := n.key
 		f, ok := rt.byKey[key]
 		if !ok {
 			rt.perClass[n.class.Name]++
 			f = &Function{
+				key:   key,
 				ID:    fmt.Sprintf("%s#%d", n.class.Name, rt.perClass[n.class.Name]),
 				Label: n.label,
 				Pos:   n.pos,
@@ -495,7 +515,7 @@ func (rt *Runtime) AttachSink(expr string) (*Request, error) {
 	var ends []*lnode
 	for _, f := range rt.funcs {
 		if !fed[f.node] {
-			ends = append(ends, &lnode{class: f.node.Class, fn: f, lt: f.node.Ctx.LinkType})
+			ends = append(ends, &lnode{class: f.node.Class, fn: f, lt: f.node.Ctx.LinkType, key: f.key})
 		}
 	}
 	rt.mu.Unlock()

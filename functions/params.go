@@ -50,7 +50,20 @@ type Param struct {
 	// Check validates a parsed value beyond its type (ranges, syntax); it
 	// runs at populate time, so bad input never reaches instantiation.
 	Check func(Value) error
+	// File says that the value names a file the function reads or writes,
+	// so that the flowgraph can refuse a graph that writes over its own
+	// input, or writes one file twice.
+	File FileUse
 }
+
+// FileUse is what a function does with a file a parameter names.
+type FileUse uint8
+
+const (
+	NoFile FileUse = iota
+	FileRead
+	FileWrite
+)
 
 // RawKind says how a value was written in the expression.
 type RawKind uint8
@@ -211,6 +224,16 @@ func (p Params) Each(f func(name string, v Value)) {
 	for i, v := range p.vals {
 		if v.Set {
 			f(p.class.Params[i].Name, v)
+		}
+	}
+}
+
+// Files calls f for every set parameter that names a file ("-", standard
+// input or output, is not a file).
+func (p Params) Files(f func(path string, use FileUse)) {
+	for i, v := range p.vals {
+		if u := p.class.Params[i].File; u != NoFile && v.Set && v.Str != "" && v.Str != "-" {
+			f(v.Str, u)
 		}
 	}
 }

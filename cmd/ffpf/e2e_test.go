@@ -272,6 +272,8 @@ func TestBadInput(t *testing.T) {
 		{"no source", []string{"run", `(bpf,"tcp")`}, 2, []string{"has no input"}},
 		{"bad flag", []string{"run", "--bogus"}, 2, []string{"bogus"}},
 		{"unknown command", []string{"rnu"}, 2, []string{"unknown command"}},
+		{"write over input", []string{"run", "-r", a, "-w", a, `(bpf,"udp")`}, 2, []string{"would write", "which pcap#1 reads"}},
+		{"two writers", []string{"run", "-r", a, "-e", `(bpf,"udp") > (export,file=/tmp/ffpf-x.pcap)`, "-e", `(bpf,"tcp") > (export,file=/tmp/../tmp/ffpf-x.pcap)`}, 2, []string{"which export#1 writes"}},
 		{"missing file", []string{"run", "-r", filepath.Join(dir, "nope.pcap"), `(pktcount)`}, 1, []string{"nope.pcap", "no such file"}},
 		{"not pcap", []string{"run", "-r", notPcap, `(pktcount)`}, 1, []string{"notes.txt"}},
 		{"truncated", []string{"run", "--json", "-r", truncated, `(pktcount)`}, 1, []string{"truncated.pcap", "record"}},

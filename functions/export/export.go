@@ -18,7 +18,7 @@ func init() {
 		Summary:   "write every packet that reaches it to a pcap file and pass it on",
 		MinInputs: 1, MaxInputs: -1,
 		Params: []functions.Param{
-			{Name: "file", Type: functions.String, Required: true,
+			{Name: "file", Type: functions.String, Required: true, File: functions.FileWrite,
 				Summary: "the pcap file to write (created or truncated)"},
 		},
 		Targets: []functions.Target{functions.TargetUser},

@@ -17,7 +17,7 @@ func init() {
 		Name:    "pcap",
 		Summary: "read packets from a pcap or pcapng file",
 		Params: []functions.Param{
-			{Name: "file", Type: functions.String, Required: true,
+			{Name: "file", Type: functions.String, Required: true, File: functions.FileRead,
 				Summary: `the capture file (pcap with µs or ns timestamps in either byte order, or pcapng); "-" is standard input`},
 		},
 		Targets: []functions.Target{functions.TargetUser},
