@@ -17,10 +17,19 @@ type lnode struct {
 	params functions.Params
 	label  string
 	pos    lang.Pos
+	argPos lang.Pos // of the first argument's value: what a class's Validate usually blames
 	inputs []*lnode
 	lt     functions.LinkType
 	key    string    // identity, computed by overlay
 	fn     *Function // its function in the flowgraph, after overlay
+}
+
+// name is how messages refer to the node: its label, or its class.
+func (n *lnode) name() string {
+	if n.label != "" {
+		return n.label + ":" + n.class.Name
+	}
+	return n.class.Name
 }
 
 // ports are a term's inputs and outputs: "A > B" connects A's outputs to
@@ -147,7 +156,10 @@ func (b *builder) fn(f *lang.Func) (*lnode, error) {
 		}
 		return nil, b.errorf(pos, "%v", err)
 	}
-	n := &lnode{class: c, params: params, label: f.Label, pos: f.Pos}
+	n := &lnode{class: c, params: params, label: f.Label, pos: f.Pos, argPos: f.Pos}
+	if len(f.Args) > 0 {
+		n.argPos = f.Args[0].Value.Pos
+	}
 	b.bound[f] = params
 	b.nodes = append(b.nodes, n)
 	return n, nil
@@ -187,14 +199,15 @@ func (b *builder) checkGraph() ([]*lnode, error) {
 	visit = func(n *lnode) error {
 		switch state[n] {
 		case 1:
-			var names []string
-			for i := len(path) - 1; i >= 0; i-- {
-				names = append(names, path[i].class.Name)
-				if path[i] == n {
-					break
-				}
+			// path runs against the data (each node is an input of the one
+			// before it), so the cycle in data order is n, then path back
+			// to n.
+			names := []string{n.name()}
+			for i := len(path) - 1; path[i] != n; i-- {
+				names = append(names, path[i].name())
 			}
-			return b.errorf(n.pos, "cycle %s > %s: a flowgraph cannot have cycles", strings.Join(names, " > "), n.class.Name)
+			names = append(names, n.name())
+			return b.errorf(n.pos, "cycle %s: a flowgraph cannot have cycles", strings.Join(names, " > "))
 		case 2:
 			return nil
 		}
@@ -237,7 +250,7 @@ func (b *builder) linkTypes(order []*lnode, snaplen int) error {
 		}
 		if n.class.Validate != nil {
 			if err := n.class.Validate(ctx); err != nil {
-				return b.errorf(n.pos, "%v", err)
+				return b.errorf(n.argPos, "%v", err)
 			}
 		}
 		n.lt = ctx.LinkType

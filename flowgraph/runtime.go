@@ -343,15 +343,35 @@ func (rt *Runtime) Packets() uint64 {
 	return n
 }
 
-// Progress sums how far the sources that know it are through their input.
-func (rt *Runtime) Progress() (done, total int64) {
+// Progress estimates how far the run is, from 0 to 1: how far through
+// their input the sources are (a file's bytes, gen's packets; the mean over
+// sources), or how much of the packet limit is spent, whichever is further.
+// known is false when neither can be told (a live interface, no limit).
+func (rt *Runtime) Progress() (frac float64, known bool) {
+	sum, n, all := 0.0, 0, true
 	for _, f := range rt.snapshotFuncs() {
-		if p, ok := f.node.Source.(functions.Progresser); ok {
-			d, t := p.Progress()
-			done, total = done+d, total+t
+		if !f.node.Class.IsSource() {
+			continue
+		}
+		p, ok := f.node.Source.(functions.Progresser)
+		if !ok {
+			all = false
+			continue
+		}
+		if d, t := p.Progress(); t > 0 {
+			sum += min(float64(d)/float64(t), 1)
+			n++
+		} else {
+			all = false
 		}
 	}
-	return done, total
+	if all && n > 0 {
+		frac, known = sum/float64(n), true
+	}
+	if rt.cfg.Limit > 0 {
+		frac, known = max(frac, min(float64(rt.Packets())/float64(rt.cfg.Limit), 1)), true
+	}
+	return frac, known
 }
 
 func (rt *Runtime) snapshotFuncs() []*Function {
@@ -455,11 +475,8 @@ func canonArgs(p functions.Params) []*lang.Arg {
 	c := p.Class()
 	p.Each(func(name string, v functions.Value) {
 		par, _ := c.Param(name)
-		if par.Default != "" {
-			if d, err := c.Bind([]functions.Arg{{Key: name, Value: literal(par.Default)}}); err == nil &&
-				d.Get(name).String() == v.String() {
-				return
-			}
+		if d, ok := par.DefaultValue(); ok && d.String() == v.String() {
+			return
 		}
 		args = append(args, &lang.Arg{Key: name, Value: canonValue(v)})
 	})
@@ -479,15 +496,6 @@ func canonValue(v functions.Value) lang.Value {
 		return lang.Value{Kind: lang.Word, Text: s}
 	}
 	return lang.Value{Kind: lang.Word, Text: s}
-}
-
-// literal reads a parameter default as the lexer would read it bare.
-func literal(s string) functions.Raw {
-	ast, err := lang.Parse("(x," + s + ")")
-	if err != nil {
-		return functions.Raw{Kind: functions.RawWord, Text: s}
-	}
-	return rawOf(ast.Chains[0].Terms[0].(*lang.Func).Args[0].Value)
 }
 
 func containsFunc(list []*Function, f *Function) bool {

@@ -258,6 +258,16 @@ func (p Params) Canonical() string {
 	return b.String()
 }
 
+// DefaultValue returns the parameter's default, bound, and whether it has
+// one.
+func (par *Param) DefaultValue() (Value, bool) {
+	if par.Default == "" {
+		return Value{}, false
+	}
+	v, err := par.parse(literalRaw(par.Default))
+	return v, err == nil
+}
+
 // literalRaw interprets a default the way the lexer would a bare token.
 func literalRaw(s string) Raw {
 	digits := strings.TrimRightFunc(s, func(r rune) bool { return r >= 'A' && r <= 'z' })
@@ -290,7 +300,10 @@ func (par *Param) parse(r Raw) (Value, error) {
 		if mult == 0 {
 			return v, fmt.Errorf("unit %q does not apply to a count (use K, M or G)", r.Unit)
 		}
-		if f*mult != math.Trunc(f*mult) || math.Abs(f*mult) > math.MaxInt64/2 {
+		if math.Abs(f*mult) > math.MaxInt64/2 {
+			return v, fmt.Errorf("%s%s is out of range", r.Text, r.Unit)
+		}
+		if f*mult != math.Trunc(f*mult) {
 			return v, fmt.Errorf("%s%s is not a whole number", r.Text, r.Unit)
 		}
 		v.Int = int64(f * mult)

@@ -40,11 +40,10 @@ func startProgress(rt *flowgraph.Runtime, w io.Writer) *progressBar {
 				}
 				return
 			case <-t.C:
-				done, total := rt.Progress()
-				if total <= 0 {
+				frac, known := rt.Progress()
+				if !known {
 					continue
 				}
-				frac := min(float64(done)/float64(total), 1)
 				const width = 30
 				n := int(frac * width)
 				el := rt.Elapsed().Seconds()

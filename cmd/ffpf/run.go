@@ -57,11 +57,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", runSynopsis, stderr)
 	var o runOptions
 	o.register(fs)
-	count := fs.Int64("c", 0, "stop after `N` packets in total")
+	count := fs.Int64("c", 0, "stop after `N` packets in total (0: no limit)")
 	out := fs.String("w", "", "write the packets that reach the end of the flowgraph to `OUT.pcap`")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	snaplen := fs.Int("s", flowgraph.DefaultSnaplen, "keep at most `SNAPLEN` bytes of each packet")
-	progress := fs.Bool("progress", true, "show progress on stderr when it is a terminal and the input is a file")
+	progress := fs.Bool("progress", true, "show progress on stderr when it is a terminal and the sources know their length (files, gen, -c)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -70,8 +70,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *count < 0 || *snaplen <= 0 {
-		return usageErrorf("-c and -s must be positive")
+	if *count < 0 {
+		return usageErrorf("-c must be a number of packets (0: no limit)")
+	}
+	if *snaplen <= 0 {
+		return usageErrorf("-s must be a positive number of bytes")
 	}
 
 	rt := flowgraph.New(flowgraph.Config{Limit: *count, Snaplen: *snaplen})

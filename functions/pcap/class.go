@@ -182,8 +182,8 @@ func (s *Source) Close() error {
 }
 
 var (
-	_ functions.Source     = (*Source)(nil)
-	_ functions.Progresser = (*Source)(nil)
+	_ functions.Source      = (*Source)(nil)
+	_ functions.Progresser  = (*Source)(nil)
 	_ functions.PBufOwner   = (*Source)(nil)
 	_ functions.Interrupter = (*Source)(nil)
 )
