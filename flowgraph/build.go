@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -93,7 +94,7 @@ func (b *builder) connect(outs, ins []*lnode, at lang.Pos) error {
 			if o == in {
 				return b.errorf(at, "%s feeds itself: a flowgraph cannot have cycles", in.class.Name)
 			}
-			if !containsNode(in.inputs, o) {
+			if !slices.Contains(in.inputs, o) {
 				in.inputs = append(in.inputs, o)
 			}
 		}
@@ -258,18 +259,9 @@ func (b *builder) linkTypes(order []*lnode, snaplen int) error {
 	return nil
 }
 
-func containsNode(list []*lnode, n *lnode) bool {
-	for _, x := range list {
-		if x == n {
-			return true
-		}
-	}
-	return false
-}
-
 func appendNew(list []*lnode, ns ...*lnode) []*lnode {
 	for _, n := range ns {
-		if !containsNode(list, n) {
+		if !slices.Contains(list, n) {
 			list = append(list, n)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -182,7 +183,7 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 			f.Label = n.label
 		}
 		n.fn = f
-		if !containsFunc(req.funcs, f) {
+		if !slices.Contains(req.funcs, f) {
 			f.refs++
 			req.funcs = append(req.funcs, f)
 		}
@@ -496,15 +497,6 @@ func canonValue(v functions.Value) lang.Value {
 		return lang.Value{Kind: lang.Word, Text: s}
 	}
 	return lang.Value{Kind: lang.Word, Text: s}
-}
-
-func containsFunc(list []*Function, f *Function) bool {
-	for _, x := range list {
-		if x == f {
-			return true
-		}
-	}
-	return false
 }
 
 // AttachSink adds the function term expr (e.g. `(export,file="out.pcap")`)

@@ -1,6 +1,8 @@
 package functions
 
 import (
+	"errors"
+	"io/fs"
 	"sync/atomic"
 
 	"github.com/ffpf-go/ffpf/buffers"
@@ -79,6 +81,17 @@ type Progresser interface {
 // (e.g. the kernel's capture drops).
 type Dropper interface {
 	Drops() uint64
+}
+
+// PathReason strips the operation and path from an *fs.PathError, so that
+// a class's message can name the file once: "cannot open t.pcap: no such
+// file or directory", not "cannot open t.pcap: open t.pcap: no such ...".
+func PathReason(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // Counters is the accounting every function and bridge keeps:

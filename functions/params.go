@@ -3,6 +3,7 @@ package functions
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -288,7 +289,7 @@ func (par *Param) parse(r Raw) (Value, error) {
 	switch par.Type {
 	case String:
 		v.Str = r.Text + r.Unit
-		if len(par.Enum) > 0 && !contains(par.Enum, v.Str) {
+		if len(par.Enum) > 0 && !slices.Contains(par.Enum, v.Str) {
 			return v, fmt.Errorf("%q is not one of %s", v.Str, strings.Join(par.Enum, ", "))
 		}
 	case Int:
@@ -360,15 +361,6 @@ func (par *Param) parse(r Raw) (Value, error) {
 		}
 	}
 	return v, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func formatSize(n int64) string {

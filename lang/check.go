@@ -2,6 +2,7 @@ package lang
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -116,7 +117,7 @@ func (c *checker) use(t Term) {
 		for l := range c.labels {
 			names = append(names, l)
 		}
-		if s, ok := suggest(t.Name, names); ok {
+		if s, ok := Suggest(t.Name, names); ok {
 			c.errorf(t.Pos, "undefined label %q; did you mean %q?", t.Name, s)
 			return
 		}
@@ -131,7 +132,7 @@ func (c *checker) fn(f *Func) {
 		if !c.wants(f.ClassPos) {
 			return
 		}
-		if s, ok := suggest(class, c.s.Classes()); ok {
+		if s, ok := Suggest(class, c.s.Classes()); ok {
 			c.errorf(f.ClassPos, "unknown class %q; did you mean %q?", f.Class, s)
 		} else {
 			c.errorf(f.ClassPos, "unknown class %q; see 'ffpf classes'", f.Class)
@@ -154,8 +155,8 @@ func (c *checker) fn(f *Func) {
 				return
 			}
 			key, at = params[0], a.Pos
-		} else if !contains(params, key) {
-			if s, ok := suggest(key, params); ok {
+		} else if !slices.Contains(params, key) {
+			if s, ok := Suggest(key, params); ok {
 				c.errorf(at, "unknown parameter %q for class %s; did you mean %q?", key, class, s)
 			} else {
 				c.errorf(at, "unknown parameter %q for class %s; see 'ffpf classes'", key, class)
@@ -172,13 +173,4 @@ func (c *checker) fn(f *Func) {
 		}
 		seen[key] = at
 	}
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

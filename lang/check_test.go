@@ -120,9 +120,9 @@ func TestSuggest(t *testing.T) {
 		{"bpf", ""}, // the name itself is not a suggestion
 		{"y", ""},   // one letter shares nothing with another
 	} {
-		got, ok := suggest(tt.in, cands)
+		got, ok := Suggest(tt.in, cands)
 		if got != tt.want || ok != (tt.want != "") {
-			t.Errorf("suggest(%q) = %q, %v; want %q", tt.in, got, ok, tt.want)
+			t.Errorf("Suggest(%q) = %q, %v; want %q", tt.in, got, ok, tt.want)
 		}
 	}
 	for _, tt := range []struct {

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// suggest returns the candidate closest to name, if any is close enough: a
+// Suggest returns the candidate closest to name, if any is close enough: a
 // Damerau–Levenshtein (optimal string alignment) distance of at most 2 (at
 // most 1 when name has 3 runes or fewer, where 2 edits match almost
 // anything), or a common prefix of at least 3 runes. The distance must also
@@ -13,7 +13,7 @@ import (
 // Comparison ignores case.
 // Distance matches beat prefix-only matches; ties go to the longer common
 // prefix, then to alphabetical order, so the answer is deterministic.
-func suggest(name string, candidates []string) (string, bool) {
+func Suggest(name string, candidates []string) (string, bool) {
 	n := []rune(strings.ToLower(name))
 	maxDist := 2
 	if len(n) <= 3 {

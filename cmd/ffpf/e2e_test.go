@@ -136,6 +136,10 @@ func tcpdumpCount(t *testing.T, file, expr string) (uint64, bool) {
 	td, err := exec.LookPath("tcpdump")
 	if err != nil {
 		if _, err := os.Stat("/usr/sbin/tcpdump"); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("tcpdump, the oracle, is not installed (make deps installs it)")
+			}
+			t.Log("tcpdump is not installed: not comparing with it")
 			return 0, false
 		}
 		td = "/usr/sbin/tcpdump"

@@ -83,10 +83,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func suggestCommand(cmd string) string {
-	for _, c := range []string{"run", "check", "classes", "gen", "help"} {
-		if strings.HasPrefix(c, cmd) || strings.HasPrefix(cmd, c) {
-			return fmt.Sprintf(" (did you mean %q?)", c)
-		}
+	if s, ok := lang.Suggest(cmd, []string{"run", "check", "classes", "gen", "help"}); ok {
+		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return ""
 }

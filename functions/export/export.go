@@ -2,10 +2,8 @@ package export
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/ffpf-go/ffpf/buffers"
@@ -56,7 +54,7 @@ type Exporter struct {
 func Create(path string, link functions.LinkType, snaplen int) (*Exporter, error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot create %s: %w", path, reason(err))
+		return nil, fmt.Errorf("cannot create %s: %w", path, functions.PathReason(err))
 	}
 	e, err := New(f, path, link, snaplen)
 	if err != nil {
@@ -87,16 +85,8 @@ func New(w io.Writer, name string, link functions.LinkType, snaplen int) (*Expor
 	return e, nil
 }
 
-func reason(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 func (e *Exporter) wrap(err error) error {
-	return fmt.Errorf("cannot write %s: %w", e.name, reason(err))
+	return fmt.Errorf("cannot write %s: %w", e.name, functions.PathReason(err))
 }
 
 // Process appends the batch's packets to the file and passes them on (a
@@ -189,7 +179,7 @@ func (e *Exporter) Close() error {
 	e.closed = true
 	if e.closer != nil {
 		if err := e.closer.Close(); err != nil && e.err == nil {
-			e.err = fmt.Errorf("cannot close %s: %w", e.name, reason(err))
+			e.err = fmt.Errorf("cannot close %s: %w", e.name, functions.PathReason(err))
 		}
 	}
 	return e.err

@@ -2,10 +2,8 @@ package pcap
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/bits"
 	"os"
 
@@ -113,12 +111,12 @@ func Open(path string) (*Reader, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open %s: %w", path, reason(err))
+		return nil, fmt.Errorf("cannot open %s: %w", path, functions.PathReason(err))
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("cannot read %s: %w", path, reason(err))
+		return nil, fmt.Errorf("cannot read %s: %w", path, functions.PathReason(err))
 	}
 	if st.IsDir() {
 		f.Close()
@@ -146,16 +144,6 @@ func Open(path string) (*Reader, error) {
 	return r, nil
 }
 
-// reason strips the operation and path from an *fs.PathError, which the
-// caller's message already names.
-func reason(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // NewReader reads a capture from rd; name is used in messages and size
 // (0 if unknown) for progress.
 func NewReader(rd io.Reader, name string, size int64) (*Reader, error) {
@@ -177,7 +165,7 @@ func newReader(rd io.Reader, name string, size int64, mem []byte) (*Reader, erro
 	}
 	if err := r.ensure(4); err != nil || r.w-r.r < 4 {
 		if r.rerr != nil {
-			return nil, fmt.Errorf("cannot read %s: %w", name, reason(r.rerr))
+			return nil, fmt.Errorf("cannot read %s: %w", name, functions.PathReason(r.rerr))
 		}
 		if r.w == 0 {
 			return nil, fmt.Errorf("%s is empty, not a pcap or pcapng file", name)
@@ -341,7 +329,7 @@ func (r *Reader) ensure(n int) error {
 		}
 	}
 	if r.rerr != nil {
-		return fmt.Errorf("cannot read %s: %w", r.name, reason(r.rerr))
+		return fmt.Errorf("cannot read %s: %w", r.name, functions.PathReason(r.rerr))
 	}
 	if r.w == r.r {
 		return io.EOF
