@@ -15,6 +15,10 @@ import (
 // ring empty polls for a short while (packets are arriving fast, a wake-up
 // would cost more than the wait) and only then sleeps until the producer
 // signals. The producer signals only when the consumer says it sleeps.
+//
+// The userspace flowspace runs each source to completion and needs none;
+// a bridge whose two sides run on different goroutines (a kernel ring buffer
+// reader feeding userspace functions) hands its batches over a Ring.
 type Ring struct {
 	slots      []*Batch
 	mask       uint64

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
@@ -291,5 +292,36 @@ func TestSyntaxErrorHasCaret(t *testing.T) {
 	var le *lang.Error
 	if !errors.As(err, &le) || le.Pos.Col != 9 || !strings.Contains(le.Caret(), "^") {
 		t.Fatalf("err = %#v", err)
+	}
+}
+
+func TestStopKeepsStateReadable(t *testing.T) {
+	rt := New(Config{Registry: testRegistry(t)})
+	if _, err := rt.Populate("(src,n=1G) > (count)", RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Instantiate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Activate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	rt.Stop()
+	n := rt.Packets()
+	if n == 0 || n >= 1e9 {
+		t.Fatalf("stopped after %d packets", n)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if rt.Packets() != n {
+		t.Error("packets still flow after Stop")
+	}
+	for _, f := range rt.Functions() {
+		if f.Class == "count" && f.State["packets"] != n {
+			t.Errorf("count state %v, want %d", f.State["packets"], n)
+		}
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

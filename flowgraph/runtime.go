@@ -302,6 +302,23 @@ func (rt *Runtime) Wait() error {
 	return err
 }
 
+// Stop ends the datapath: every source stops after the batch at hand. The
+// functions' state stays readable until Close.
+func (rt *Runtime) Stop() {
+	rt.mu.Lock()
+	fs := rt.fs
+	rt.mu.Unlock()
+	if fs == nil {
+		return
+	}
+	fs.Stop()
+	rt.mu.Lock()
+	if rt.end.IsZero() && !rt.start.IsZero() {
+		rt.end = time.Now()
+	}
+	rt.mu.Unlock()
+}
+
 // Close stops the datapath and releases everything. It returns the first
 // error a function reported on release (a sink that could not write).
 func (rt *Runtime) Close() error {

@@ -33,6 +33,9 @@ type Flowspace interface {
 	// Wait blocks until every source has ended (or the context given to
 	// Activate is done) and returns the sources' errors.
 	Wait() error
+	// Stop ends the datapath (sources stop after the batch at hand) and
+	// waits for it; state stays readable until Close.
+	Stop()
 	// Close releases everything; the first error of a function's Close is
 	// returned (a sink that failed to write, say).
 	Close() error

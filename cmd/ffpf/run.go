@@ -31,9 +31,9 @@ type runOptions struct {
 }
 
 func (o *runOptions) register(fs *flagSet) {
-	fs.StringVar(&o.file, "r", "", "read packets from `FILE` (pcap or pcapng) for chains without a source")
+	fs.StringVar(&o.file, "r", "", "read packets from `FILE` (pcap or pcapng; - is standard input) for chains without a source")
 	fs.StringVar(&o.iface, "i", "", "capture on `IFACE` for chains without a source")
-	fs.Var(&o.exprs, "e", "an expression (repeatable: each is one request)")
+	fs.Var(&o.exprs, "e", "an expression `EXPR` (repeatable: each is one request)")
 }
 
 // requests returns the expressions and the default source.

@@ -42,9 +42,12 @@ func main() {
 	}
 
 	fmt.Printf("%d packets in %v\n", rt.Packets(), rt.Elapsed().Round(time.Millisecond))
-	for name, req := range map[string]*flowgraph.Request{"web": web, "bytes": bytes} {
-		for _, f := range req.Functions() {
-			fmt.Printf("%-6s %-12s in=%-8d out=%-8d state=%v\n", name, f.ID, f.In, f.Out, f.State)
+	for _, app := range []struct {
+		name string
+		req  *flowgraph.Request
+	}{{"web", web}, {"bytes", bytes}} {
+		for _, f := range app.req.Functions() {
+			fmt.Printf("%-6s %-12s in=%-8d out=%-8d state=%v\n", app.name, f.ID, f.In, f.Out, f.State)
 		}
 	}
 }

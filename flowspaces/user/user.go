@@ -208,12 +208,17 @@ func (fs *Flowspace) Wait() error {
 	return errors.Join(errs...)
 }
 
-// Close releases every function and source, after stopping the workers.
-func (fs *Flowspace) Close() error {
+// Stop implements flowspaces.Flowspace.
+func (fs *Flowspace) Stop() {
 	if fs.cancel != nil {
 		fs.cancel()
 	}
 	fs.wg.Wait() // a live source's Fill returns within ~100 ms by contract
+}
+
+// Close releases every function and source, after stopping the workers.
+func (fs *Flowspace) Close() error {
+	fs.Stop()
 	err := release(fs.nodes)
 	for _, w := range fs.workers {
 		// A live source counts its last drops when it closes.
