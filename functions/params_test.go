@@ -1,0 +1,100 @@
+package functions
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func testClass() *Class {
+	return &Class{Name: "t", MinInputs: 1, MaxInputs: 1, New: func(*Context) (Function, error) { return nil, nil },
+		Params: []Param{
+			{Name: "s", Type: String, Enum: []string{"a", "b"}, Default: "a"},
+			{Name: "n", Type: Int, Default: "1K"},
+			{Name: "size", Type: Size, Default: "64KB"},
+			{Name: "d", Type: Duration, Default: "10ms"},
+			{Name: "f", Type: Float, Default: "0.5"},
+			{Name: "on", Type: Bool, Default: "true"},
+		}}
+}
+
+func num(text, unit string) Raw { return Raw{Kind: RawNumber, Text: text, Unit: unit} }
+
+func TestBindTypesAndUnits(t *testing.T) {
+	c := testClass()
+	if err := NewRegistry().Register(c); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Bind([]Arg{{Value: Raw{Text: "b"}}, {Key: "n", Value: num("2.5", "M")},
+		{Key: "size", Value: num("1.5", "KB")}, {Key: "d", Value: num("2", "m")}, {Key: "on", Value: Raw{Text: "no"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Str("s") != "b" || p.Int("n") != 2500000 || p.Int("size") != 1536 || p.Duration("d") != 2*time.Minute ||
+		p.Float("f") != 0.5 || p.Bool("on") {
+		t.Errorf("bound %+v", p.vals)
+	}
+	if got, want := p.Canonical(), `s="b",n=2500000,size=1536B,d=2m,f=0.5,on=false`; got != want {
+		t.Errorf("canonical %q, want %q", got, want)
+	}
+	d, _ := c.Bind(nil)
+	if got, want := d.Canonical(), `s="a",n=1000,size=64KB,d=10ms,f=0.5,on=true`; got != want {
+		t.Errorf("defaults %q, want %q", got, want)
+	}
+}
+
+func TestBindErrors(t *testing.T) {
+	c := testClass()
+	for _, tc := range []struct {
+		args []Arg
+		arg  int
+		want string
+	}{
+		{[]Arg{{Key: "s", Value: Raw{Text: "c"}}}, 0, `"c" is not one of a, b`},
+		{[]Arg{{Key: "n", Value: num("1.5", "")}}, 0, "not a whole number"},
+		{[]Arg{{Key: "n", Value: num("99999999999", "G")}}, 0, "out of range"},
+		{[]Arg{{Key: "n", Value: num("3", "ms")}}, 0, `unit "ms" does not apply to a count`},
+		{[]Arg{{Key: "size", Value: num("-1", "KB")}}, 0, "not a size"},
+		{[]Arg{{Key: "d", Value: num("3", "")}}, 0, "a duration needs a unit"},
+		{[]Arg{{Key: "on", Value: Raw{Text: "maybe"}}}, 0, "want true or false"},
+		{[]Arg{{Key: "n", Value: Raw{Text: "ten"}}}, 0, `want a number, got "ten"`},
+		{[]Arg{{Key: "x", Value: Raw{Text: "1"}}}, 0, `has no parameter "x"`},
+		{[]Arg{{Key: "n", Value: num("1", "")}, {Value: num("2", "")}}, 1, "takes no bare value here"},
+		{[]Arg{{Value: Raw{Text: "a"}}, {Key: "s", Value: Raw{Text: "b"}}}, 1, "given twice"},
+	} {
+		_, err := c.Bind(tc.args)
+		be, ok := err.(*BindError)
+		if !ok || be.Arg != tc.arg || !strings.Contains(be.Msg, tc.want) {
+			t.Errorf("%+v: err %v, want arg %d %q", tc.args, err, tc.arg, tc.want)
+		}
+	}
+	req := &Class{Name: "r", NewSource: func(*Context) (Source, error) { return nil, nil },
+		Params: []Param{{Name: "file", Type: String, Required: true, Summary: "the file"}}}
+	if _, err := req.Bind(nil); err == nil || !strings.Contains(err.Error(), "needs parameter file") {
+		t.Errorf("missing required: %v", err)
+	}
+}
+
+func TestRegisterRejectsMalformedClasses(t *testing.T) {
+	r := NewRegistry()
+	for _, c := range []*Class{
+		{Name: "Upper", New: func(*Context) (Function, error) { return nil, nil }},
+		{Name: "both", New: func(*Context) (Function, error) { return nil, nil }, NewSource: func(*Context) (Source, error) { return nil, nil }},
+		{Name: "src", MaxInputs: 1, NewSource: func(*Context) (Source, error) { return nil, nil }},
+		{Name: "baddefault", New: func(*Context) (Function, error) { return nil, nil }, Params: []Param{{Name: "n", Type: Int, Default: "x"}}},
+	} {
+		if err := r.Register(c); err == nil {
+			t.Errorf("registered %s", c.Name)
+		}
+	}
+	ok := &Class{Name: "ok", New: func(*Context) (Function, error) { return nil, nil }}
+	if err := r.Register(ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Register(ok); err == nil {
+		t.Error("registered twice")
+	}
+	if c, found := r.Lookup("OK"); !found || c != ok {
+		t.Error("lookup is not case-insensitive")
+	}
+}
