@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -321,7 +322,17 @@ func TestSIGINTPrintsFinalState(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Wait until packets flow (the handler is installed before that), so
+	// that a slow machine does not get the signal during start-up.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		time.Sleep(200 * time.Millisecond)
+		if errb.Len() > 0 || time.Now().After(deadline) {
+			break
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)); err == nil && cpuTicks(st) >= 20 {
+			break // 0.2 s of CPU: it is running the graph
+		}
+	}
 	cmd.Process.Signal(os.Interrupt)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -342,4 +353,15 @@ func TestSIGINTPrintsFinalState(t *testing.T) {
 	if f := doc.Functions[doc.byClass("bpf")[0]]; f.In != doc.Packets || stateNum(t, pc.State["packets"]) != f.Out {
 		t.Errorf("inconsistent final state: %+v", doc.Functions)
 	}
+}
+
+// cpuTicks returns utime+stime from a /proc/PID/stat line.
+func cpuTicks(stat []byte) int {
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return u + s
 }
