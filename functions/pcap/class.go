@@ -65,7 +65,12 @@ func init() {
 type Source struct {
 	r       *Reader
 	view    *buffers.PBuf // non-nil when the file is mapped
-	ahead   *readahead    // streams the mapping into cache ahead of Fill
+	ix      *indexer      // finds a mapped classic file's records, ahead of Fill
+	ixOn    bool          // ix runs from the Reader's position
+	cur     *window       // the window Fill delivers from
+	handoff bool          // the index stopped: the Reader reads the next record
+	warmed  byte          // keeps the loads of window.warm
+	ahead   *readahead    // runs ahead of Fill through the mapping on the spare core
 	snaplen uint32        // most bytes of a record a view refers to
 	err     error         // from the Reader, returned once the batch is empty
 	done    atomic.Int64
@@ -78,7 +83,12 @@ func NewSource(r *Reader) *Source {
 	s := &Source{r: r, snaplen: MaxRecordLen}
 	if r.Mapped() != nil {
 		s.view = buffers.NewPBufView(r.Mapped(), buffers.MaxBatch)
-		s.ahead = startReadahead(r.Mapped())
+		if r.Format() == Classic {
+			s.ahead = startReadahead(r.Mapped(), pageSize)
+			s.ix = newIndexer(newIndex(r), s.ahead)
+		} else {
+			s.ahead = startReadahead(r.Mapped(), cacheLine)
+		}
 	}
 	return s
 }
@@ -124,6 +134,37 @@ func (s *Source) Fill(b *buffers.Batch) error {
 		base = uintptr(unsafe.Pointer(unsafe.SliceData(s.r.Mapped())))
 	}
 	for b.Room() > 0 {
+		if s.ix != nil && s.ixOn != (zeroCopy && !s.handoff) {
+			if s.ixOn {
+				s.stopIndex() // a caller that copies reads in order
+			} else {
+				s.ix.start(int(s.r.offset()))
+				s.ixOn = true
+			}
+		}
+		if s.ixOn {
+			if s.cur == nil {
+				s.cur = <-s.ix.full
+				s.warmed += s.cur.warm(s.r.Mapped())
+			}
+			w := s.cur
+			if w.next < len(w.recs) {
+				rec := &w.recs[w.next]
+				w.next++
+				b.AppendRef(rec.off, min(rec.incl, s.snaplen), rec.wire, rec.ts)
+				if w.next == len(w.recs) {
+					s.r.skipIndexed(w.to, len(w.recs))
+					s.ix.free <- w
+					s.cur = nil
+				}
+				continue
+			}
+			// A window without records: the index cannot take the record
+			// at w.to. The Reader reads it (or says why it cannot), and
+			// the index starts again after it.
+			s.stopIndex()
+			s.handoff = true
+		}
 		data, wire, ts, err := s.r.Next()
 		if err != nil {
 			if s.closed.Load() {
@@ -136,6 +177,7 @@ func (s *Source) Fill(b *buffers.Batch) error {
 			b.Append(data, uint32(wire), ts)
 			continue
 		}
+		s.handoff = false // the Reader took the record: the index may go on
 		var off uint64
 		if len(data) > 0 {
 			off = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(data))) - base)
@@ -143,11 +185,30 @@ func (s *Source) Fill(b *buffers.Batch) error {
 		b.AppendRef(off, min(uint32(len(data)), s.snaplen), uint32(wire), ts)
 	}
 	s.done.Store(s.r.offset())
-	s.ahead.advance(s.r.offset())
+	if s.ix == nil {
+		s.ahead.advance(s.r.offset()) // with an index, the index leads it
+	}
 	if b.N == n0 {
 		return s.err
 	}
 	return nil
+}
+
+// stopIndex halts the indexer and takes its windows back, undelivered.
+func (s *Source) stopIndex() {
+	s.ix.halt()
+	for len(s.ix.full) > 0 {
+		s.ix.free <- <-s.ix.full
+	}
+	if w := s.cur; w != nil {
+		if w.next > 0 { // the Reader goes on after the last record delivered
+			last := w.recs[w.next-1]
+			s.r.skipIndexed(int(last.off)+int(last.incl), w.next)
+		}
+		s.ix.free <- w
+		s.cur = nil
+	}
+	s.ixOn = false
 }
 
 // Interrupt makes a Fill blocked on a pipe return, and later ones return
@@ -177,6 +238,9 @@ func (s *Source) Close() error {
 		s.mu.Lock() // a read from a pipe may block; a mapped Fill does not
 		defer s.mu.Unlock()
 		s.ahead.close()
+		if s.ixOn {
+			s.stopIndex() // before the mapping goes
+		}
 	}
 	return s.r.Close()
 }

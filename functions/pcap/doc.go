@@ -5,9 +5,11 @@
 //
 // A regular file is mapped into memory and the source's PBuf is a view of
 // the mapping: each slot describes a record where it lies, so no packet is
-// copied (zero-copy), and a readahead goroutine streams the mapping into the
-// shared cache ahead of the parser. A pipe or standard input is read through
-// a buffer and each record is copied once into a PBuf slot.
+// copied (zero-copy). For a classic pcap file an index goroutine finds the
+// records ahead of Fill, following many record chains at once (index.go
+// explains why and how a guessed chain is confirmed); a readahead goroutine
+// maps the pages in ahead of it. A pipe or standard input is read through a
+// buffer and each record is copied once into a PBuf slot.
 //
 // A damaged file is never a crash or a huge allocation: records are bounded
 // by MaxRecordLen, every complete record before the damage is delivered,

@@ -3,6 +3,7 @@ package pcap
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -103,5 +104,123 @@ func TestZeroCopyFill(t *testing.T) {
 	}
 	if n != 1000 || long == 0 {
 		t.Errorf("%d packets, %d longer than the snap length", n, long)
+	}
+}
+
+// TestIndexEqualsReader replays files through the zero-copy source (index
+// on its own goroutine, handing over to the Reader at whatever it cannot
+// take) and through the Reader alone: same records, same error. The files
+// include tiny records (chains fill up), a record with orig < incl (the index
+// leaves it to the Reader), a payload that looks like pcap records (a false
+// sync), and cuts and corruption at many places; some batches switch to
+// copying half way.
+func TestIndexEqualsReader(t *testing.T) {
+	dir := t.TempDir()
+	var whole bytes.Buffer
+	if err := gen.WritePcap(&whole, gen.Config{Seed: 9, Packets: 30000, Malformed: 0.05}, 0); err != nil {
+		t.Fatal(err)
+	}
+	base := whole.Bytes()
+	files := map[string][]byte{"whole": base}
+	// A fake chain of plausible headers inside a record's payload.
+	fake := append([]byte(nil), base...)
+	for off := len(fake) / 3; off < len(fake)/3+200; off += 16 {
+		copy(fake[off:], []byte{1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	}
+	files["fake-sync"] = fake
+	odd := append([]byte(nil), base...)
+	le := func(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24) }
+	le(odd[24+12:], 1) // first record: orig 1 < incl
+	files["orig<incl"] = odd
+	var tiny bytes.Buffer
+	tiny.Write(base[:24])
+	for i := range 20000 {
+		var h [16]byte
+		le(h[0:], 1700000000)
+		le(h[4:], uint32(i%1000000))
+		tiny.Write(h[:]) // 0-byte records
+	}
+	files["tiny"] = tiny.Bytes()
+	for i, frac := range []int{2, 3, 5, 7, 11} {
+		files[fmt.Sprintf("cut%d", i)] = base[:len(base)*frac/(frac+1)]
+		c := append([]byte(nil), base...)
+		le(c[len(c)/frac+7:], 0x7fffffff)
+		files[fmt.Sprintf("corrupt%d", i)] = c
+	}
+	for name, content := range files {
+		path := filepath.Join(dir, name+".pcap")
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := os.Open(path)
+		ref, err := NewReader(f, path, int64(len(content)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantErr := readAll(t, ref)
+		f.Close()
+
+		r, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewSource(r)
+		view := s.PBuf()
+		own := buffers.NewPBuf(buffers.MaxBatch, MaxRecordLen)
+		var got []rec
+		var gotErr error
+		for i := 0; ; i++ {
+			pb := view
+			if name == "whole" && i%7 == 3 {
+				pb = own // switch to copying now and then
+			}
+			b := buffers.NewBatch(pb, 0, buffers.MaxBatch, 0)
+			err := s.Fill(b)
+			for _, e := range b.Entries() {
+				m := pb.Meta(e.Slot)
+				got = append(got, rec{append([]byte(nil), pb.Data(e.Slot)...), int(m.WireLen), m.Timestamp})
+			}
+			if err != nil {
+				if err != io.EOF {
+					gotErr = err
+				}
+				break
+			}
+		}
+		s.Close()
+		if len(got) != len(want) || (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
+			t.Fatalf("%s: index gave %d records (%v), Reader %d (%v)", name, len(got), gotErr, len(want), wantErr)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i].data, want[i].data) || got[i].wire != want[i].wire || got[i].ts != want[i].ts {
+				t.Fatalf("%s: record %d differs", name, i)
+			}
+		}
+	}
+}
+
+func TestZeroCopyFillAllocatesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.pcap")
+	f, _ := os.Create(path)
+	if err := gen.WritePcap(f, gen.Config{Seed: 2, Packets: 40000}, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSource(r)
+	defer s.Close()
+	b := buffers.NewBatch(s.PBuf(), 0, buffers.MaxBatch, 0)
+	fill := func() {
+		b.Reset()
+		if err := s.Fill(b); err != nil || b.N != buffers.MaxBatch {
+			t.Fatalf("fill: %d, %v", b.N, err)
+		}
+	}
+	fill() // starts the index
+	if a := testing.AllocsPerRun(100, fill); a != 0 {
+		t.Errorf("zero-copy Fill allocates %v per batch", a)
 	}
 }

@@ -294,6 +294,13 @@ func (r *Reader) Close() error {
 	return nil
 }
 
+// skipIndexed moves a mapped reader past records an index took, to the
+// record boundary to.
+func (r *Reader) skipIndexed(to, records int) {
+	r.r = to
+	r.records += int64(records)
+}
+
 // Mapped returns the whole file when it is mapped into memory: the data
 // Next returns points into it, so a source can refer to packets there
 // instead of copying them.
