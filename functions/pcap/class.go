@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -114,10 +115,23 @@ func (s *Source) Info() functions.SourceInfo {
 // io.EOF; on a truncated or corrupt file it first delivers every complete
 // record and then returns the error. Either comes with an empty batch:
 // Fill never returns an error together with packets.
-func (s *Source) Fill(b *buffers.Batch) error {
+func (s *Source) Fill(b *buffers.Batch) (err error) {
 	if s.view != nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		// A mapped file that another program cuts faults where it is read:
+		// make that this source's error rather than a crash. (Functions
+		// reading the packets can fault too: the flowspace guards those.)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				if _, fault := r.(interface{ Addr() uintptr }); !fault {
+					panic(r)
+				}
+				s.err = s.shrunk()
+				b.N, err = 0, s.err // the batch may refer to lost memory
+			}
+		}()
 	}
 	if s.closed.Load() {
 		return io.EOF
@@ -145,6 +159,18 @@ func (s *Source) Fill(b *buffers.Batch) error {
 		if s.ixOn {
 			if s.cur == nil {
 				s.cur = <-s.ix.full
+				if s.cur.fault {
+					// The file was cut: the Reader, clamped to what is
+					// left, delivers the records before the cut and then
+					// reports it. No more index: its mapping is stale.
+					s.stopIndex()
+					s.ix = nil
+					if !s.r.Clamp() {
+						s.err = s.shrunk()
+						break
+					}
+					continue
+				}
 				s.warmed += s.cur.warm(s.r.Mapped())
 			}
 			w := s.cur
@@ -185,13 +211,18 @@ func (s *Source) Fill(b *buffers.Batch) error {
 		b.AppendRef(off, min(uint32(len(data)), s.snaplen), uint32(wire), ts)
 	}
 	s.done.Store(s.r.offset())
-	if s.ix == nil {
-		s.ahead.advance(s.r.offset()) // with an index, the index leads it
+	if !s.ixOn {
+		s.ahead.advance(s.r.offset()) // with an index running, the index leads it
 	}
 	if b.N == n0 {
 		return s.err
 	}
 	return nil
+}
+
+// shrunk is the error of a mapped file cut while being read.
+func (s *Source) shrunk() error {
+	return fmt.Errorf("%s shrank while being read (after record %d, byte offset %d)", s.r.Name(), s.r.Records(), s.r.Offset())
 }
 
 // stopIndex halts the indexer and takes its windows back, undelivered.

@@ -64,6 +64,28 @@ func newIndex(r *Reader) *index {
 	return x
 }
 
+// boundary returns the index of c's record that starts at pos, len(c.recs)
+// when pos is where c ended, or -1 when c never passed through pos.
+func (c *chain) boundary(pos int) int {
+	if c.ok && c.pos == pos {
+		return len(c.recs)
+	}
+	want := uint64(pos + classicRecHdr) // records are kept by their data offset
+	lo, hi := 0, len(c.recs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c.recs[m].off < want {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(c.recs) && c.recs[lo].off == want {
+		return lo
+	}
+	return -1
+}
+
 // windowRecs is the most records one window holds.
 const windowRecs = chainCount * chainRecs
 
@@ -193,14 +215,22 @@ func (x *index) window(b int, recs []indexRec) ([]indexRec, int) {
 			active++
 		}
 	}
-	// Keep chains in order while each lands on the next one's start.
+	// Keep chains in order while each meets the next: the genuine chain
+	// ends on the next one's start, or on one of its later boundaries (a
+	// guess that started inside a payload which looks like records — a
+	// capture of a pcap download — and fell into step). From the meeting
+	// point on, the next chain follows the genuine records.
 	pos := b
 	for i := range n {
 		c := &x.chains[i]
+		k := 0
 		if c.start != pos {
-			break // a wrong guess: the next window starts at pos, walked anew
+			k = c.boundary(pos)
+			if k < 0 {
+				break // they never meet: the next window starts at pos
+			}
 		}
-		recs = append(recs, c.recs...)
+		recs = append(recs, c.recs[k:]...)
 		if !c.ok {
 			pos = -1 - c.pos // it stopped at a record it could not take
 			break

@@ -17,15 +17,17 @@ type indexer struct {
 }
 
 type window struct {
-	recs []indexRec
-	next int // the next record to deliver
-	to   int // the record boundary after its records
+	recs  []indexRec
+	next  int  // the next record to deliver
+	to    int  // the record boundary after its records
+	fault bool // the mapping could not be read at to: the file shrank
 }
 
 // warm brings the first two cache lines of every packet of the window into
 // this core's cache, where the functions will read the headers. The
 // addresses are all known, so the loads overlap (the index ran on another
-// core, whose cache may be of no help here).
+// core, whose cache may be of no help here). Fill runs it where a fault in
+// a shrunk mapping becomes an error.
 func (w *window) warm(mem []byte) byte {
 	var s byte
 	for _, r := range w.recs {
@@ -59,36 +61,33 @@ func (ix *indexer) start(from int) {
 
 func (ix *indexer) run() {
 	defer close(ix.done)
-	// If the mapping shrinks under us, hand over to the Reader where we
-	// are; it reports the failure.
+	var w *window // held here: in neither free nor full
+	// If the mapping shrinks under us (the file was cut while mapped), say
+	// so in the window we hold; Fill turns it into the source's error.
 	debug.SetPanicOnFault(true)
 	defer func() {
 		if r := recover(); r != nil {
-			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault || w == nil {
 				panic(r)
 			}
-			select {
-			case w := <-ix.free:
-				w.recs, w.next, w.to = w.recs[:0], 0, ix.at
-				ix.full <- w
-			case <-ix.stop:
-			}
+			w.recs, w.next, w.to, w.fault = w.recs[:0], 0, ix.at, true
+			ix.full <- w // room: full holds the other windows at most
 		}
 	}()
 	for {
-		var w *window
 		select {
 		case w = <-ix.free:
 		case <-ix.stop:
 			return
 		}
 		w.recs, w.to = ix.x.window(ix.at, w.recs[:0])
-		w.next = 0
+		w.next, w.fault = 0, false
 		ix.full <- w // room: there are only windowsAhead windows
 		if len(w.recs) == 0 {
 			return
 		}
 		ix.at = w.to
+		w = nil
 		ix.ahead.advance(int64(ix.at))
 	}
 }

@@ -127,12 +127,13 @@ func Open(path string) (*Reader, error) {
 		size = st.Size()
 	}
 	if mem, err := mapFile(f, size); err == nil {
-		f.Close() // the mapping keeps the file's pages
 		r, err := newReader(nil, path, size, mem)
 		if err != nil {
 			unmap(mem)
+			f.Close()
 			return nil, err
 		}
+		r.closer = f // kept open to see whether the file shrinks (Clamp)
 		return r, nil
 	}
 	r, err := NewReader(f, path, size)
@@ -286,7 +287,12 @@ func (r *Reader) Close() error {
 		m := r.mapped
 		r.mapped, r.buf, r.r, r.w = nil, nil, 0, 0
 		r.err = io.EOF
-		return unmap(m)
+		err := unmap(m)
+		if r.closer != nil {
+			r.closer.Close()
+			r.closer = nil
+		}
+		return err
 	}
 	if r.closer != nil {
 		return r.closer.Close()
@@ -299,6 +305,23 @@ func (r *Reader) Close() error {
 func (r *Reader) skipIndexed(to, records int) {
 	r.r = to
 	r.records += int64(records)
+}
+
+// Clamp makes a mapped reader end where the file ends now, if another
+// program cut it since it was mapped (reading past the new end would
+// fault): the records before the cut are still read, and the cut is then
+// reported as a truncated file. It reports whether the file had shrunk.
+func (r *Reader) Clamp() bool {
+	f, ok := r.closer.(*os.File)
+	if r.mapped == nil || !ok {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil || st.Size() >= int64(r.w) {
+		return false
+	}
+	r.w = max(r.r, int(st.Size()))
+	return true
 }
 
 // Mapped returns the whole file when it is mapped into memory: the data

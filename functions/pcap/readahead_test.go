@@ -1,0 +1,33 @@
+package pcap
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ffpf-go/ffpf/buffers"
+)
+
+func TestAdvReadaheadStallsWhenCopying(t *testing.T) {
+	b := smallFile(false, 48<<20)
+	path := filepath.Join(t.TempDir(), "s.pcap")
+	os.WriteFile(path, b, 0o644)
+	r, _ := Open(path)
+	s := NewSource(r)
+	defer s.Close()
+	own := buffers.NewPBuf(buffers.MaxBatch, MaxRecordLen)
+	bt := buffers.NewBatch(own, 0, buffers.MaxBatch, 0)
+	for {
+		bt.Reset()
+		if s.Fill(bt) != nil {
+			break
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-s.ahead.done:
+	default:
+		t.Errorf("file read to the end, readahead still polling; it was told the reader is at %d", s.ahead.reader.Load())
+	}
+}
