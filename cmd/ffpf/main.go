@@ -26,8 +26,8 @@ import (
 const usage = `ffpf runs packet-processing flowgraphs (Fairly Fast Packet Filters, in Go).
 
 Usage:
-  ffpf run [-r FILE | -i IFACE] [-c N] [-w OUT.pcap] [--json] [-e EXPR]... [EXPR]
-  ffpf check [-r FILE | -i IFACE] [-e EXPR]... [EXPR]
+  ffpf run [-r FILE | -i IFACE] [-c N] [-w OUT.pcap] [-s SNAPLEN] [--json] [-e EXPR]... [EXPR]...
+  ffpf check [-r FILE | -i IFACE] [-e EXPR]... [EXPR]...
   ffpf classes [--json]
   ffpf gen -o FILE [--packets N] [--seed N] [--malformed F] [--vlan F] [--ipv6 F] [--flows N]
 

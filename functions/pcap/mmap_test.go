@@ -62,17 +62,7 @@ func TestMappedEqualsBuffered(t *testing.T) {
 // TestZeroCopyFill checks that a source on its own view refers to the
 // mapped records (no copy) and honours the snap length.
 func TestZeroCopyFill(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.pcap")
-	f, _ := os.Create(path)
-	if err := gen.WritePcap(f, gen.Config{Seed: 1, Packets: 1000}, 0); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewSource(r)
+	r, s := mappedSource(t, gen.Config{Seed: 1, Packets: 1000})
 	defer s.Close()
 	s.snaplen = 100
 	view := s.PBuf()
@@ -153,17 +143,7 @@ func TestIndexEqualsReader(t *testing.T) {
 }
 
 func TestZeroCopyFillAllocatesNothing(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.pcap")
-	f, _ := os.Create(path)
-	if err := gen.WritePcap(f, gen.Config{Seed: 2, Packets: 40000}, 0); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewSource(r)
+	_, s := mappedSource(t, gen.Config{Seed: 2, Packets: 40000})
 	defer s.Close()
 	b := buffers.NewBatch(s.PBuf(), 0, buffers.MaxBatch, 0)
 	fill := func() {
@@ -176,4 +156,24 @@ func TestZeroCopyFillAllocatesNothing(t *testing.T) {
 	if a := testing.AllocsPerRun(100, fill); a != 0 {
 		t.Errorf("zero-copy Fill allocates %v per batch", a)
 	}
+}
+
+// mappedSource writes a generated trace to a file and opens a source on it,
+// mapped.
+func mappedSource(t *testing.T, cfg gen.Config) (*Reader, *Source) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "t.pcap")
+	f, _ := os.Create(path)
+	if err := gen.WritePcap(f, cfg, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Mapped() == nil {
+		t.Fatal("not mapped")
+	}
+	return r, NewSource(r)
 }

@@ -154,14 +154,7 @@ func TestAgainstPcapgo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []rec
-	for {
-		d, ci, err := pr.ReadPacketData()
-		if err != nil {
-			break
-		}
-		want = append(want, rec{d, ci.Length, ci.Timestamp.UnixNano()})
-	}
+	want := gopacketRecs(pr)
 	r, err := NewReader(bytes.NewReader(buf.Bytes()), "gen.pcap", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -327,14 +320,7 @@ func TestPcapngWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []rec
-	for {
-		d, ci, err := ng.ReadPacketData()
-		if err != nil {
-			break
-		}
-		want = append(want, rec{d, ci.Length, ci.Timestamp.UnixNano()})
-	}
+	want := gopacketRecs(ng)
 	r, err := NewReader(bytes.NewReader(buf.Bytes()), "w.pcapng", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -772,5 +758,20 @@ func TestValidate(t *testing.T) {
 		if err := c.Validate(ctx); err != nil || ctx.LinkType != lt {
 			t.Errorf("%s: Validate: %v, link type %v", path, err, ctx.LinkType)
 		}
+	}
+}
+
+// gopacketRecs reads every record through one of gopacket's readers, the
+// reference these tests compare against.
+func gopacketRecs(r interface {
+	ReadPacketData() ([]byte, gopacket.CaptureInfo, error)
+}) []rec {
+	var out []rec
+	for {
+		d, ci, err := r.ReadPacketData()
+		if err != nil {
+			return out
+		}
+		out = append(out, rec{d, ci.Length, ci.Timestamp.UnixNano()})
 	}
 }
