@@ -1,16 +1,19 @@
 // Package flowspaces defines the Flowspace: an execution environment with
-// its own programming model (userspace Go, kernel eBPF, XDP, a P4 switch)
-// into which the flowgraph places functions. Flowspaces form a tree whose
-// root is userspace on the host; packets enter at the leaves and travel up,
-// crossing each barrier at most once, through a bridge.
+// its own programming model (userspace Go, kernel eBPF, XDP, a P4 switch, a
+// simulated board) into which the flowgraph places functions, and the
+// hierarchy they form. Userspace on the host is the root; packets enter at
+// the leaves and travel up, crossing each barrier at most once, through a
+// bridge.
 //
-// This package holds what every flowspace shares: the interface, and Node,
-// a placed function as a flowspace sees it. One package per flowspace kind
-// lives beneath it (user, and later kernel, xdp, p4).
+// A flowspace sees only the flowspaces directly beneath it, through their
+// stubs (FFPF §3.1). Placement is decentralised the same way (§2.3): a
+// query for a function carries a 32-bit path field down the tree through
+// the stubs, and bubbles back up to the first flowspace that can run the
+// function (Place). No central table knows the whole tree.
 //
 // The sharp edge: a flowspace never sees the whole flowgraph, only the nodes
-// placed in it and their inputs. Everything it needs to instantiate a node
-// must be in the Node.
+// placed in it and, through Node.Inputs, what feeds them. Everything it
+// needs to instantiate a node must be in the Node.
 package flowspaces
 
 import (
@@ -19,19 +22,60 @@ import (
 	"github.com/ffpf-go/ffpf/functions"
 )
 
+// Kind is the programming model of a flowspace.
+type Kind string
+
+const (
+	KindUser   Kind = "user"   // Go in the ffpf process: the root
+	KindKernel Kind = "kernel" // tc/TCX eBPF in the host kernel
+	KindXDP    Kind = "xdp"    // XDP eBPF at one interface's driver
+	KindP4     Kind = "p4"     // a P4 switch
+	KindTest   Kind = "test"   // a simulated board that runs Go, for hierarchies this machine lacks
+)
+
 // Flowspace runs the functions placed in it.
 type Flowspace interface {
-	// Name identifies the flowspace instance ("user", "xdp:eth0").
+	// Name identifies the flowspace ("user", "kernel", "xdp:eth0").
 	Name() string
-	// Target is the kind of implementation it runs.
+	// Kind is its programming model.
+	Kind() Kind
+	// Target is the kind of class implementation it runs.
 	Target() functions.Target
-	// Instantiate creates the nodes' functions and buffers. It is all or
-	// nothing: on error, whatever it created is released.
-	Instantiate(nodes []*Node) error
+
+	// Level is the depth in the hierarchy: 0 at the root.
+	Level() int
+	// Parent is the flowspace above, nil at the root.
+	Parent() Flowspace
+	// Children are the stubs of the flowspaces directly beneath.
+	Children() []*Stub
+
+	// Host says why n cannot run here (no implementation of its class for
+	// this target, a filter the target cannot express…), or nil if it can.
+	Host(n *Node) error
+	// HasInterface reports whether packets of the network interface enter
+	// the hierarchy here (a capture source can run here).
+	HasInterface(name string) bool
+	// Stores reports whether the flowspace keeps packets in PBufs; one that
+	// does not (an eBPF hook) processes them in place and must hand them up
+	// at once.
+	Stores() bool
+
+	// Instantiate creates n's function (or source) and buffers; nothing
+	// runs until Connect puts it in the datapath.
+	Instantiate(n *Node) error
+	// Remove takes n out of the datapath at the next Connect, which then
+	// releases it.
+	Remove(n *Node)
+	// Connect (re)builds the datapath from the nodes instantiated here and
+	// the outputs the parent asked for (through this flowspace's stub). On
+	// an active flowspace the change takes effect between two batches, so
+	// the functions that stay lose nothing. The flowgraph connects parents
+	// before children.
+	Connect() error
 	// Activate starts the datapath; it returns at once.
 	Activate(ctx context.Context) error
-	// Wait blocks until every source has ended (or the context given to
-	// Activate is done) and returns the sources' errors.
+	// Wait blocks until every source here has ended (or the context given
+	// to Activate is done) and returns the sources' errors.
 	Wait() error
 	// Stop ends the datapath (sources stop after the batch at hand) and
 	// waits for it; state stays readable until Close.
@@ -39,6 +83,8 @@ type Flowspace interface {
 	// Close releases everything; the first error of a function's Close is
 	// returned (a sink that failed to write, say).
 	Close() error
+
+	position() *Position
 }
 
 // Node is one function placed in a flowspace.
@@ -48,6 +94,10 @@ type Node struct {
 	Ctx      functions.Context // parameters, link type, snap length
 	Inputs   []*Node           // the nodes that feed it (none for a source)
 	Counters functions.Counters
+
+	// Set by placement.
+	Flowspace Flowspace
+	Path      Path // the route from the root to Flowspace (FFPF §2.3)
 
 	// Set by the flowspace at instantiation.
 	Function functions.Function

@@ -32,6 +32,12 @@ type Class struct {
 	// that a bad request fails before anything is instantiated.
 	Validate func(ctx *Context) error
 
+	// Interface, set for a source that captures from a network interface,
+	// names that interface: the source is placed where the interface's
+	// packets enter the flowspace hierarchy. Other sources read in
+	// userspace on the host.
+	Interface func(p Params) string
+
 	// New instantiates a function; NewSource a source. Exactly one is set.
 	New       func(ctx *Context) (Function, error)
 	NewSource func(ctx *Context) (Source, error)

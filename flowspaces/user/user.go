@@ -1,13 +1,21 @@
-// Package user is the userspace flowspace: the root of the hierarchy, where
-// functions run as Go code in the ffpf process.
+// Package user is the Go flowspace: functions run as Go code in the ffpf
+// process. It is the root of every hierarchy (userspace on the host), and,
+// declared with a class set, the test flowspaces that stand in for boards
+// this machine does not have (FFPF's Figure 2 IXP boards, say).
 //
-// Execution is run-to-completion per batch: one goroutine per source fills a
-// batch into the source's PBuf and carries it through every function the
-// source reaches, in topological order, before it reads the next. Each
-// function works on its own copy of the batch's index entries (its IBuf
-// view), so a fork costs a 2 KB copy of indices and never a packet copy. A
-// function fed by several sources (a join) is reached from several
-// goroutines and is serialised by a mutex taken once per batch.
+// Execution is run-to-completion per batch. One goroutine per source fills
+// a batch into a PBuf region and carries it through every function of this
+// flowspace the source reaches, in topological order; one goroutine per
+// child bridge does the same for the batches that arrive from beneath. The
+// outputs the parent asked for leave through the bridge to the parent (see
+// bridges/inproc). Each function works on its own copy of the batch's index
+// entries (its IBuf view), so a fork costs a 2 KB copy of indices and never
+// a packet copy; a function reached from several goroutines is serialised
+// by its own mutex, taken once per batch.
+//
+// The datapath of a running flowspace can change: Connect builds new routes
+// and each goroutine adopts them between two batches, so functions that
+// stay keep counting without a gap.
 //
 // The sharp edge: a join of two branches of the same source sees the union
 // of their packets, each once (a flow is a set of packets), so
@@ -19,189 +27,270 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"runtime/debug"
+	"slices"
 	"sync"
-	"sync/atomic"
-	"time"
 
-	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/bridges/inproc"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
 )
 
-// Options tune the userspace flowspace.
+// Traffic is what a simulated interface of a test flowspace delivers: a
+// source class and its parameters, e.g. (gen,seed=1,packets=10000).
+type Traffic struct {
+	Term   string // as written, for messages
+	Class  *functions.Class
+	Params functions.Params
+}
+
+// Options configure a Go flowspace.
 type Options struct {
-	// Limit stops the sources after this many packets in total (ffpf run
-	// -c); 0 means no limit.
-	Limit int64
+	// Name defaults to "user".
+	Name string
+	// Kind is KindUser (the default) or KindTest.
+	Kind flowspaces.Kind
+	// Classes, when set, are the only classes it runs (a test flowspace
+	// stands in for hardware with a fixed repertoire).
+	Classes []string
+	// Interfaces, when set, are the interfaces whose packets enter here:
+	// simulated, each replaying its Traffic (a test flowspace). When nil,
+	// every interface of the machine can be captured here (userspace).
+	Interfaces map[string]*Traffic
+	// InPlace makes it process packets where they are, keeping no PBuf,
+	// like a kernel hook: what goes up from it is copied.
+	InPlace bool
+	// Budget limits the packets the sources of every flowspace sharing it
+	// may read (ffpf run -c); nil means no limit.
+	Budget *Budget
 }
 
-// Flowspace is the userspace flowspace.
+// Flowspace is a Go flowspace.
 type Flowspace struct {
-	opts    Options
-	nodes   []*flowspaces.Node
-	workers []*worker
-	budget  atomic.Int64 // packets the sources may still read, when limited
-	// reserved counts packets claimed by a running Fill: they may come back.
-	reserved atomic.Int64
-	wg       sync.WaitGroup
-	cancel   context.CancelFunc
+	flowspaces.Position
+	opts Options
+
+	mu      sync.Mutex
+	nodes   []*flowspaces.Node // instantiated here, in topological order
+	locks   map[*flowspaces.Node]*sync.Mutex
+	removed []*flowspaces.Node // leave the datapath at the next Connect
+
+	want []*flowspaces.Node // outputs the parent asked for (here or beneath)
+	up   *inproc.Bridge     // to the parent, once it asked for something
+	// upSent is the last bridge the parent gave (up is nil once closed).
+	upSent       *inproc.Bridge
+	parentStores bool
+	downs        map[*flowspaces.Stub]*inproc.Bridge
+
+	srcs    map[*flowspaces.Node]*worker
+	readers map[*inproc.Bridge]*worker
+	gen     uint64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	live   int  // running workers; the last one closes the bridge up
+	ended  bool // every worker has finished
 }
 
-// New returns an empty userspace flowspace.
-func New(opts Options) *Flowspace { return &Flowspace{opts: opts} }
+// New returns an empty Go flowspace.
+func New(opts Options) *Flowspace {
+	if opts.Name == "" {
+		opts.Name = "user"
+	}
+	if opts.Kind == "" {
+		opts.Kind = flowspaces.KindUser
+	}
+	return &Flowspace{opts: opts, locks: map[*flowspaces.Node]*sync.Mutex{},
+		downs: map[*flowspaces.Stub]*inproc.Bridge{}, srcs: map[*flowspaces.Node]*worker{},
+		readers: map[*inproc.Bridge]*worker{}}
+}
 
 // Name implements flowspaces.Flowspace.
-func (fs *Flowspace) Name() string { return "user" }
+func (fs *Flowspace) Name() string { return fs.opts.Name }
+
+// Kind implements flowspaces.Flowspace.
+func (fs *Flowspace) Kind() flowspaces.Kind { return fs.opts.Kind }
 
 // Target implements flowspaces.Flowspace.
 func (fs *Flowspace) Target() functions.Target { return functions.TargetUser }
 
-// step is one function on a worker's path: where its input comes from and
-// the batch it works on.
-type step struct {
-	node *flowspaces.Node
-	mu   *sync.Mutex // non-nil when several sources reach the node
-	in   []*buffers.Batch
-	out  *buffers.Batch
+// Stores implements flowspaces.Flowspace.
+func (fs *Flowspace) Stores() bool { return !fs.opts.InPlace }
+
+// Classes returns the classes it is restricted to (nil: every class with a
+// Go implementation).
+func (fs *Flowspace) Classes() []string { return fs.opts.Classes }
+
+// Interfaces returns the simulated interfaces, sorted (nil for userspace,
+// which reaches every interface of the machine).
+func (fs *Flowspace) Interfaces() []string {
+	var out []string
+	for name := range fs.opts.Interfaces {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
-// worker carries one source's batches through the functions it reaches.
-type worker struct {
-	fs     *Flowspace
-	node   *flowspaces.Node
-	batch  *buffers.Batch
-	window int // most packets per batch: MaxBatch, or fewer in a tiny PBuf
-	steps  []step
-	drops  uint64      // the source's drop count already accounted
-	held   *sync.Mutex // the join lock held during Process, if any
-	err    error
+// Traffic returns what the simulated interface delivers.
+func (fs *Flowspace) Traffic(iface string) *Traffic { return fs.opts.Interfaces[iface] }
+
+// HasInterface implements flowspaces.Flowspace.
+func (fs *Flowspace) HasInterface(name string) bool {
+	if fs.opts.Interfaces == nil {
+		return fs.opts.Kind == flowspaces.KindUser
+	}
+	_, ok := fs.opts.Interfaces[name]
+	return ok
 }
 
-// Instantiate creates the functions of nodes and, per source, its PBuf and
-// the path its batches take. Nodes must include every input of every node.
-func (fs *Flowspace) Instantiate(nodes []*flowspaces.Node) error {
-	order, err := topoSort(nodes)
+// Host implements flowspaces.Flowspace.
+func (fs *Flowspace) Host(n *flowspaces.Node) error {
+	c := n.Class
+	if !c.Supports(functions.TargetUser) {
+		return fmt.Errorf("class %s has no Go implementation", c.Name)
+	}
+	if fs.opts.Classes != nil && !slices.Contains(fs.opts.Classes, c.Name) {
+		return fmt.Errorf("%s does not run class %s", fs.Name(), c.Name)
+	}
+	if c.Interface != nil {
+		if iface := c.Interface(n.Ctx.Params); !fs.HasInterface(iface) {
+			return fmt.Errorf("packets of %s do not enter at %s", iface, fs.Name())
+		}
+	} else if c.IsSource() && fs.opts.Kind != flowspaces.KindUser {
+		return fmt.Errorf("%s reads nothing but its interfaces", fs.Name())
+	}
+	return nil
+}
+
+// Instantiate implements flowspaces.Flowspace.
+func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	n.Ctx.Flowspace = fs.Name()
+	if err := fs.instantiate(n); err != nil {
+		return err
+	}
+	fs.nodes = append(fs.nodes, n)
+	fs.locks[n] = new(sync.Mutex)
+	return nil
+}
+
+func (fs *Flowspace) instantiate(n *flowspaces.Node) (err error) {
+	if !n.Class.IsSource() {
+		// Slots hold no more than the sources deliver; a sink that records
+		// a snap length (export) records that one.
+		snap := 0
+		for _, in := range n.Inputs {
+			snap = max(snap, in.Ctx.Snaplen)
+		}
+		if snap > 0 {
+			n.Ctx.Snaplen = snap
+		}
+		n.Function, err = n.Class.New(&n.Ctx)
+		return err
+	}
+	class, ctx := n.Class, n.Ctx
+	if t := fs.simulated(n); t != nil {
+		// A simulated interface: its traffic stands in for the capture.
+		class, ctx.Params = t.Class, t.Params
+	}
+	src, err := class.NewSource(&ctx)
 	if err != nil {
 		return err
 	}
-	for i, n := range order {
-		n.Ctx.Flowspace = fs.Name()
-		if !n.Class.IsSource() {
-			// Slots hold no more than the sources deliver; a sink that records
-			// a snap length (export) records that one.
-			snap := 0
-			for _, in := range n.Inputs {
-				snap = max(snap, in.Ctx.Snaplen)
-			}
-			if snap > 0 {
-				n.Ctx.Snaplen = snap
-			}
-		}
-		if err := instantiate(n); err != nil {
-			release(order[:i])
-			return fmt.Errorf("%s: %w", n.ID, err)
-		}
+	if lt := src.Info().LinkType; n.Ctx.LinkType != 0 && lt != n.Ctx.LinkType {
+		src.Close()
+		return fmt.Errorf("%s delivers %v packets, but the request was checked for %v", src.Info().Name, lt, n.Ctx.LinkType)
 	}
-	fs.nodes = order
-
-	succ := map[*flowspaces.Node][]*flowspaces.Node{}
-	for _, n := range order {
-		for _, in := range n.Inputs {
-			succ[in] = append(succ[in], n)
-		}
-	}
-	// reach[n] lists the sources whose packets reach n.
-	reach := map[*flowspaces.Node]int{}
-	var sources []*flowspaces.Node
-	for _, n := range order {
-		if n.Source != nil {
-			sources = append(sources, n)
-			for m := range reachable(n, succ) {
-				reach[m]++
-			}
-		}
-	}
-	locks := map[*flowspaces.Node]*sync.Mutex{}
-	for n, k := range reach {
-		if k > 1 {
-			locks[n] = new(sync.Mutex)
-		}
-	}
-	for i, src := range sources {
-		fs.workers = append(fs.workers, newWorker(fs, uint16(i), src, order, succ, locks))
-	}
+	n.Source = src
+	n.Ctx.Snaplen = slotSize(n.Ctx.Snaplen, src.Info().MaxCapLen)
 	return nil
 }
 
-func instantiate(n *flowspaces.Node) (err error) {
-	if n.Class.IsSource() {
-		if n.Source, err = n.Class.NewSource(&n.Ctx); err == nil {
-			n.Ctx.Snaplen = slotSize(n.Ctx.Snaplen, n.Source.Info().MaxCapLen)
-		}
-	} else {
-		n.Function, err = n.Class.New(&n.Ctx)
+// simulated returns the traffic of n's interface when n captures from an
+// interface this (test) flowspace simulates.
+func (fs *Flowspace) simulated(n *flowspaces.Node) *Traffic {
+	if fs.opts.Interfaces == nil || n.Class.Interface == nil {
+		return nil
 	}
-	return err
+	return fs.opts.Interfaces[n.Class.Interface(n.Ctx.Params)]
 }
 
-func newWorker(fs *Flowspace, idx uint16, src *flowspaces.Node, order []*flowspaces.Node,
-	succ map[*flowspaces.Node][]*flowspaces.Node, locks map[*flowspaces.Node]*sync.Mutex) *worker {
-	var pbuf *buffers.PBuf
-	if o, ok := src.Source.(functions.PBufOwner); ok {
-		pbuf = o.PBuf() // zero-copy: the packets are already in memory
+// Remove implements flowspaces.Flowspace.
+func (fs *Flowspace) Remove(n *flowspaces.Node) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if slices.Contains(fs.nodes, n) && !slices.Contains(fs.removed, n) {
+		fs.removed = append(fs.removed, n)
 	}
-	if pbuf == nil {
-		// One batch of slots: run to completion frees every slot before the
-		// next fill, and a small PBuf stays in cache (FFPF §4.2).
-		pbuf = buffers.NewPBuf(buffers.MaxBatch, src.Ctx.Snaplen)
-	}
-	window := min(buffers.MaxBatch, pbuf.Slots())
-	w := &worker{fs: fs, node: src, batch: buffers.NewBatch(pbuf, 0, window, idx), window: window}
-	reach := reachable(src, succ)
-	outOf := map[*flowspaces.Node]*buffers.Batch{src: w.batch}
-	for _, n := range order {
-		if !reach[n] || n == src {
-			continue
-		}
-		st := step{node: n, mu: locks[n], out: new(buffers.Batch)}
-		for _, in := range n.Inputs {
-			if b, ok := outOf[in]; ok {
-				st.in = append(st.in, b)
-			}
-		}
-		outOf[n] = st.out
-		w.steps = append(w.steps, st)
-	}
-	return w
 }
 
-// Activate starts one goroutine per source.
+// Activate implements flowspaces.Flowspace: it starts a goroutine per
+// source and per bridge from beneath.
 func (fs *Flowspace) Activate(ctx context.Context) error {
-	ctx, fs.cancel = context.WithCancel(ctx)
-	fs.budget.Store(fs.opts.Limit)
-	for _, w := range fs.workers {
-		fs.wg.Add(1)
-		go func() {
-			defer fs.wg.Done()
-			w.run(ctx)
-		}()
-		if in, ok := w.node.Source.(functions.Interrupter); ok {
-			// A source blocked on a silent pipe would never see the stop.
-			// (Close cancels ctx too, so this always runs, once.)
-			context.AfterFunc(ctx, in.Interrupt)
-		}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.ctx != nil {
+		return errors.New("flowspace " + fs.Name() + ": activated twice")
+	}
+	fs.ctx, fs.cancel = context.WithCancel(ctx)
+	for _, w := range fs.srcs {
+		fs.start(w)
+	}
+	for _, w := range fs.readers {
+		fs.start(w)
+	}
+	if fs.live == 0 {
+		fs.finish()
 	}
 	return nil
+}
+
+// start runs w; the caller holds fs.mu.
+func (fs *Flowspace) start(w *worker) {
+	if w.started {
+		return
+	}
+	w.started = true
+	fs.live++
+	fs.wg.Add(1)
+	wctx, cancel := context.WithCancel(fs.ctx)
+	w.cancel = cancel
+	go func() {
+		defer fs.wg.Done()
+		w.run(wctx)
+		fs.mu.Lock()
+		w.exited = true
+		fs.live--
+		if fs.live == 0 {
+			fs.finish()
+		}
+		fs.mu.Unlock()
+	}()
+	if in, ok := w.src.(functions.Interrupter); ok {
+		// A source blocked on a silent pipe would never see the stop.
+		context.AfterFunc(wctx, in.Interrupt)
+	}
+}
+
+// finish marks the datapath ended and tells the parent; fs.mu is held.
+func (fs *Flowspace) finish() {
+	fs.ended = true
+	if fs.up != nil {
+		fs.up.Close()
+		fs.up = nil
+	}
 }
 
 // Wait implements flowspaces.Flowspace.
 func (fs *Flowspace) Wait() error {
 	fs.wg.Wait()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
 	var errs []error
-	for _, w := range fs.workers {
-		if w.err != nil {
+	for _, n := range fs.nodes {
+		if w := fs.srcs[n]; w != nil && w.err != nil {
 			errs = append(errs, w.err)
 		}
 	}
@@ -210,8 +299,11 @@ func (fs *Flowspace) Wait() error {
 
 // Stop implements flowspaces.Flowspace.
 func (fs *Flowspace) Stop() {
-	if fs.cancel != nil {
-		fs.cancel()
+	fs.mu.Lock()
+	cancel := fs.cancel
+	fs.mu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
 	fs.wg.Wait() // a live source's Fill returns within ~100 ms by contract
 }
@@ -219,13 +311,26 @@ func (fs *Flowspace) Stop() {
 // Close releases every function and source, after stopping the workers.
 func (fs *Flowspace) Close() error {
 	fs.Stop()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
 	err := release(fs.nodes)
-	for _, w := range fs.workers {
+	for _, w := range fs.srcs {
 		// A live source counts its last drops when it closes.
-		d, _ := w.node.Source.(functions.Dropper)
-		w.accountDrops(d)
+		w.accountDrops()
 	}
+	fs.nodes = nil
 	return err
+}
+
+// Bridges returns the bridges from the flowspaces beneath, by child name.
+func (fs *Flowspace) Bridges() map[string]*inproc.Bridge {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	out := map[string]*inproc.Bridge{}
+	for s, b := range fs.downs {
+		out[s.Name()] = b
+	}
+	return out
 }
 
 // slotSize is the PBuf slot size of a source: the run's snap length, or
@@ -254,183 +359,4 @@ func release(nodes []*flowspaces.Node) error {
 		}
 	}
 	return first
-}
-
-// claim reserves up to want packets of the run's limit. It returns 0 only
-// when the limit is spent: while another source holds a reservation it may
-// give back, it waits for it.
-func (fs *Flowspace) claim(ctx context.Context, want int) int {
-	if fs.opts.Limit <= 0 {
-		return want
-	}
-	for ctx.Err() == nil {
-		left := fs.budget.Load()
-		if left <= 0 {
-			if fs.reserved.Load() == 0 {
-				return 0
-			}
-			time.Sleep(50 * time.Microsecond) // another Fill is running
-			continue
-		}
-		// At most a fair share, so that one source cannot keep the rest of
-		// the limit reserved while the others wait.
-		n := min(int64(want), max(1, left/int64(len(fs.workers))))
-		fs.reserved.Add(n)
-		if fs.budget.CompareAndSwap(left, left-n) {
-			return int(n)
-		}
-		fs.reserved.Add(-n)
-	}
-	return 0
-}
-
-// settle ends a reservation of claimed packets of which used were read.
-func (fs *Flowspace) settle(claimed, used int) {
-	if fs.opts.Limit <= 0 {
-		return
-	}
-	if unused := claimed - used; unused > 0 {
-		fs.budget.Add(int64(unused))
-	}
-	fs.reserved.Add(-int64(claimed))
-}
-
-func (w *worker) run(ctx context.Context) {
-	b := w.batch
-	dropper, _ := w.node.Source.(functions.Dropper)
-	defer w.accountDrops(dropper)
-	// A zero-copy source's memory can vanish under us (a mapped file
-	// truncated by another process): make that an error of the source, not
-	// a crash of the process.
-	debug.SetPanicOnFault(true)
-	defer func() {
-		r := recover()
-		if r == nil {
-			return
-		}
-		if _, fault := r.(interface{ Addr() uintptr }); !fault {
-			panic(r)
-		}
-		if w.held != nil {
-			w.held.Unlock()
-		}
-		w.err = fmt.Errorf("%s: packet memory became unreadable (%v): was the input changed while being read?", w.node.ID, r)
-	}()
-	for i := 0; ctx.Err() == nil; i++ {
-		b.Reset()
-		b.Cap = w.fs.claim(ctx, w.window)
-		if b.Cap == 0 {
-			return
-		}
-		err := w.node.Source.Fill(b)
-		w.fs.settle(b.Cap, b.N)
-		if b.N > 0 {
-			w.node.Counters.Add(b.N, b.N, 0)
-			w.process()
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
-				w.err = fmt.Errorf("%s: %w", w.node.ID, err)
-			}
-			return
-		}
-		if dropper != nil && (b.N == 0 || i%64 == 0) {
-			w.accountDrops(dropper)
-		}
-	}
-}
-
-// process carries the source batch through the functions it reaches.
-func (w *worker) process() {
-	for i := range w.steps {
-		st := &w.steps[i]
-		out := st.out
-		out.Union(st.in)
-		n := out.N
-		if n == 0 {
-			continue
-		}
-		if st.mu != nil {
-			st.mu.Lock()
-			w.held = st.mu
-		}
-		st.node.Function.Process(out)
-		if st.mu != nil {
-			w.held = nil
-			st.mu.Unlock()
-		}
-		st.node.Counters.Add(n, out.N, out.Dropped)
-	}
-}
-
-// accountDrops adds the packets the source lost before it read them: they
-// count as arrived (in) and dropped, so in = out + dropped holds for it.
-func (w *worker) accountDrops(d functions.Dropper) {
-	if d == nil {
-		return
-	}
-	if now := d.Drops(); now > w.drops {
-		delta := now - w.drops
-		w.drops = now
-		w.node.Counters.In.Add(delta)
-		w.node.Counters.Dropped.Add(delta)
-	}
-}
-
-func reachable(src *flowspaces.Node, succ map[*flowspaces.Node][]*flowspaces.Node) map[*flowspaces.Node]bool {
-	seen := map[*flowspaces.Node]bool{src: true}
-	stack := []*flowspaces.Node{src}
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, m := range succ[n] {
-			if !seen[m] {
-				seen[m] = true
-				stack = append(stack, m)
-			}
-		}
-	}
-	return seen
-}
-
-// topoSort orders nodes so that every node follows its inputs.
-func topoSort(nodes []*flowspaces.Node) ([]*flowspaces.Node, error) {
-	in := map[*flowspaces.Node]bool{}
-	for _, n := range nodes {
-		in[n] = true
-	}
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := map[*flowspaces.Node]int{}
-	order := make([]*flowspaces.Node, 0, len(nodes))
-	var visit func(n *flowspaces.Node) error
-	visit = func(n *flowspaces.Node) error {
-		switch color[n] {
-		case grey:
-			return fmt.Errorf("flowspace user: cycle through %s", n.ID)
-		case black:
-			return nil
-		}
-		color[n] = grey
-		for _, m := range n.Inputs {
-			if !in[m] {
-				return fmt.Errorf("flowspace user: input %s of %s is not placed here", m.ID, n.ID)
-			}
-			if err := visit(m); err != nil {
-				return err
-			}
-		}
-		color[n] = black
-		order = append(order, n)
-		return nil
-	}
-	for _, n := range nodes {
-		if err := visit(n); err != nil {
-			return nil, err
-		}
-	}
-	return order, nil
 }

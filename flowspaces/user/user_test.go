@@ -83,31 +83,59 @@ func testPackets() [][]byte {
 	return pkts
 }
 
+// setup instantiates nodes (in any order) in fs and connects them.
+func setup(t testing.TB, fs *Flowspace, nodes []*flowspaces.Node) {
+	t.Helper()
+	all := map[*flowspaces.Node]bool{}
+	for _, n := range nodes {
+		all[n] = true
+	}
+	order, err := topoSort(nodes, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range order {
+		n.Flowspace = fs
+		if err := fs.Instantiate(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fs.Connect(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sourceWorker returns the only source's worker and a function that
+// carries one batch through the flowspace the way the worker does.
+func sourceWorker(fs *Flowspace) (*worker, func()) {
+	for _, w := range fs.srcs {
+		b, r := w.batches[0], w.route.Load()
+		return w, func() {
+			b.Reset()
+			b.Cap = buffers.MaxBatch
+			w.src.Fill(b)
+			r.vals[0] = b
+			r.process(w)
+		}
+	}
+	return nil, nil
+}
+
 func TestProcessAllocatesNothing(t *testing.T) {
 	fs := New(Options{})
 	nodes := graph(&loopSource{pkts: testPackets(), n: -1})
-	if err := fs.Instantiate(nodes); err != nil {
-		t.Fatal(err)
-	}
-	w := fs.workers[0]
-	b := w.batch
-	allocs := testing.AllocsPerRun(200, func() {
-		b.Reset()
-		b.Cap = buffers.MaxBatch
-		w.node.Source.Fill(b)
-		w.process()
-	})
+	setup(t, fs, nodes)
+	_, step := sourceWorker(fs)
+	allocs := testing.AllocsPerRun(200, step)
 	if allocs != 0 {
 		t.Errorf("datapath allocates %v per batch", allocs)
 	}
 }
 
 func TestRunCountsAndLimit(t *testing.T) {
-	fs := New(Options{Limit: 1000})
+	fs := New(Options{Budget: NewBudget(1000)})
 	nodes := graph(&loopSource{pkts: testPackets(), n: -1})
-	if err := fs.Instantiate(nodes); err != nil {
-		t.Fatal(err)
-	}
+	setup(t, fs, nodes)
 	fs.Activate(context.Background())
 	if err := fs.Wait(); err != nil {
 		t.Fatal(err)
@@ -132,18 +160,12 @@ func TestRunCountsAndLimit(t *testing.T) {
 func BenchmarkGraph(b *testing.B) {
 	fs := New(Options{})
 	src := &loopSource{pkts: testPackets(), n: -1}
-	if err := fs.Instantiate(graph(src)); err != nil {
-		b.Fatal(err)
-	}
-	w := fs.workers[0]
-	batch := w.batch
+	setup(b, fs, graph(src))
+	_, step := sourceWorker(fs)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		batch.Reset()
-		batch.Cap = buffers.MaxBatch
-		src.Fill(batch)
-		w.process()
+		step()
 	}
 	b.ReportMetric(float64(b.N*buffers.MaxBatch)/b.Elapsed().Seconds()/1e6, "Mpps")
 }
@@ -187,9 +209,7 @@ func TestVanishedMemoryIsAnErrorNotACrash(t *testing.T) {
 
 	nodes := graph(&viewSource{pbuf: buffers.NewPBufView(mem, 4)})
 	fs := New(Options{})
-	if err := fs.Instantiate(nodes); err != nil {
-		t.Fatal(err)
-	}
+	setup(t, fs, nodes)
 	fs.Activate(context.Background())
 	err = fs.Wait()
 	if err == nil || !strings.Contains(err.Error(), "packet memory became unreadable") {
@@ -218,10 +238,8 @@ func TestLimitIsSharedBySlowSources(t *testing.T) {
 			return &flowspaces.Node{ID: id, Class: &functions.Class{Name: "src",
 				NewSource: func(*functions.Context) (functions.Source, error) { return s, nil }}}
 		}
-		fs := New(Options{Limit: 40})
-		if err := fs.Instantiate([]*flowspaces.Node{mk("a", a), mk("b", b)}); err != nil {
-			t.Fatal(err)
-		}
+		fs := New(Options{Budget: NewBudget(40)})
+		setup(t, fs, []*flowspaces.Node{mk("a", a), mk("b", b)})
 		fs.Activate(context.Background())
 		fs.Wait()
 		fs.Close()
@@ -244,10 +262,8 @@ func (s *blockingSource) Interrupt()                { s.once.Do(func() { close(s
 func TestCancelInterruptsABlockedSource(t *testing.T) {
 	src := &blockingSource{stop: make(chan struct{})}
 	fs := New(Options{})
-	if err := fs.Instantiate([]*flowspaces.Node{{ID: "pipe", Class: &functions.Class{Name: "src",
-		NewSource: func(*functions.Context) (functions.Source, error) { return src, nil }}}}); err != nil {
-		t.Fatal(err)
-	}
+	setup(t, fs, []*flowspaces.Node{{ID: "pipe", Class: &functions.Class{Name: "src",
+		NewSource: func(*functions.Context) (functions.Source, error) { return src, nil }}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	fs.Activate(ctx)
 	time.AfterFunc(20*time.Millisecond, cancel)

@@ -32,7 +32,8 @@ func init() {
 			{Name: "buffer", Type: functions.Size, Default: "8MB", Unit: "bytes",
 				Summary: "kernel capture buffer: packets arriving while it is full are dropped", Check: bufRange},
 		},
-		Targets: []functions.Target{functions.TargetUser},
+		Targets:   []functions.Target{functions.TargetUser},
+		Interface: func(p functions.Params) string { return p.Str("expr") },
 		// Validate reports the interface's link type. A missing
 		// interface is a runtime error, not a bad request: NewSource
 		// reports it.

@@ -1,0 +1,253 @@
+// Package inproc is the bridge between two flowspaces of the same process
+// (a simulated board and the host, or any two Go flowspaces): it carries
+// batches of packets up, each packet at most once, with one of FFPF's copy
+// strategies (§3.1).
+//
+// A Message is one source batch as it leaves the lower flowspace: the
+// Region of PBuf memory that holds its packets and, per function output the
+// flowspace above asked for, that function's IBuf entries (Out). With
+// zero-copy the message refers to the producer's own PBuf region, which the
+// producer reuses only when every flowspace above has released it; with
+// copy-once the producer copies the packets once into a region of a PBuf
+// that belongs to the flowspace above (the receive pool) and the entries
+// are renumbered into it.
+//
+// Back-pressure, not loss: a producer waits for a free message or region.
+// Packets are lost only where they arrive (a live capture's kernel buffer,
+// counted there) or when the run stops with messages in flight (counted as
+// the bridge's dropped).
+//
+// The sharp edge: every entry of a message lies in one window of MaxBatch
+// slots starting at Region.Base, as a source batch does.
+package inproc
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/ffpf-go/ffpf/buffers"
+)
+
+// Region is a window of MaxBatch PBuf slots that a batch lives in, with a
+// count of the messages that still refer to it.
+type Region struct {
+	PBuf *buffers.PBuf
+	Base uint32
+	// Stored says whether the packets sit in a PBuf the flowspaces above
+	// may refer to (rather than transient memory of a flowspace that
+	// processes in place).
+	Stored bool
+
+	refs  atomic.Int32
+	freed chan struct{}
+	pool  chan *Region // a receive region goes back here when released
+}
+
+// NewRegion returns a region of p starting at slot base.
+func NewRegion(p *buffers.PBuf, base uint32, stored bool) *Region {
+	return &Region{PBuf: p, Base: base, Stored: stored, freed: make(chan struct{}, 1)}
+}
+
+// Hold counts one more reference to the region.
+func (r *Region) Hold() { r.refs.Add(1) }
+
+// Release drops a reference; the last one frees the region for reuse.
+func (r *Region) Release() {
+	if r.refs.Add(-1) != 0 {
+		return
+	}
+	if r.pool != nil {
+		r.pool <- r
+		return
+	}
+	select {
+	case r.freed <- struct{}{}:
+	default:
+	}
+}
+
+// Wait blocks until nothing refers to the region any more.
+func (r *Region) Wait(ctx context.Context) error {
+	for r.refs.Load() != 0 {
+		select {
+		case <-r.freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Out is the output of one function of the lower flowspace: its IBuf
+// entries for the packets of the message.
+type Out struct {
+	Tag   any // which function: the upper flowspace's ghost looks it up
+	Batch buffers.Batch
+}
+
+// Message is one batch crossing the bridge.
+type Message struct {
+	Stream  any     // the source the packets came from
+	Region  *Region // where the packets are
+	Out     []Out
+	Packets int // distinct packets referred to
+}
+
+// Stats are a bridge's counters: In = Out + Dropped; Copied counts the
+// packets copied across (the rest were referred to in place).
+type Stats struct {
+	In, Out, Dropped, Copied, Messages uint64
+}
+
+// Bridge is a queue of messages from one lower flowspace to its parent.
+type Bridge struct {
+	Name string
+	// Copy is set when packets that are not in a stored PBuf the parent
+	// can refer to are copied into the parent's receive pool.
+	ch   chan *Message
+	free chan *Message
+	recv chan *Region
+	slot int // receive slot size
+
+	in, out, dropped, copied, msgs atomic.Uint64
+}
+
+// Depth is how many messages a bridge holds: enough for the two sides to
+// overlap, few enough that the regions stay in cache.
+const Depth = 4
+
+// New returns an empty bridge.
+func New(name string) *Bridge {
+	b := &Bridge{Name: name, ch: make(chan *Message, Depth), free: make(chan *Message, Depth)}
+	for range Depth {
+		b.free <- &Message{}
+	}
+	return b
+}
+
+// EnsureReceive allocates the parent's receive pool for copies, if it has
+// none with slots of at least slot bytes. It is a control-plane call, made
+// before the producer may need it.
+func (b *Bridge) EnsureReceive(slot int) {
+	if b.recv != nil && b.slot >= slot {
+		return
+	}
+	p := buffers.NewPBuf(Depth*buffers.MaxBatch, slot)
+	pool := make(chan *Region, Depth)
+	for i := range Depth {
+		r := NewRegion(p, uint32(i*buffers.MaxBatch), true)
+		r.pool = pool
+		pool <- r
+	}
+	b.recv, b.slot = pool, slot
+}
+
+// Message returns a free message to fill, waiting for one.
+func (b *Bridge) Message(ctx context.Context) (*Message, error) {
+	select {
+	case m := <-b.free:
+		m.Out, m.Packets, m.Region, m.Stream = m.Out[:0], 0, nil, nil
+		return m, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Recycle gives back a message that was not sent.
+func (b *Bridge) Recycle(m *Message) { b.free <- m }
+
+// CopyUp copies the packets m's entries refer to into a receive region
+// (each once, at the same offset in the window) and renumbers the entries.
+// It takes the place of m.Region, which the caller no longer needs.
+func (b *Bridge) CopyUp(ctx context.Context, m *Message) error {
+	var r *Region
+	select {
+	case r = <-b.recv:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	src := m.Region
+	var done [buffers.MaxBatch]bool
+	for i := range m.Out {
+		o := &m.Out[i].Batch
+		for j, e := range o.E[:o.N] {
+			k := e.Slot - src.Base
+			if !done[k] {
+				done[k] = true
+				md := src.PBuf.Meta(e.Slot)
+				r.PBuf.Store(r.Base+k, src.PBuf.Data(e.Slot), md.WireLen, md.Timestamp, md.Source)
+			}
+			o.E[j].Slot = r.Base + k
+		}
+		o.PBuf, o.Base = r.PBuf, r.Base
+	}
+	r.Hold()
+	m.Region = r
+	b.copied.Add(uint64(m.Packets))
+	return nil
+}
+
+// Send queues m; the receiver releases m.Region (which the caller has
+// held) after processing. If ctx ends first the packets count as dropped.
+func (b *Bridge) Send(ctx context.Context, m *Message) error {
+	b.in.Add(uint64(m.Packets))
+	select {
+	case b.ch <- m:
+		return nil
+	case <-ctx.Done():
+		b.dropped.Add(uint64(m.Packets))
+		m.Region.Release()
+		b.free <- m
+		return ctx.Err()
+	}
+}
+
+// Close tells the receiver that nothing more will come.
+func (b *Bridge) Close() { close(b.ch) }
+
+// Receive returns the next message, or nil when the bridge is closed and
+// empty or ctx is done.
+func (b *Bridge) Receive(ctx context.Context) *Message {
+	select {
+	case m, ok := <-b.ch:
+		if !ok {
+			return nil
+		}
+		return m
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// Done ends the receiver's use of m: its region is released and the
+// message reused.
+func (b *Bridge) Done(m *Message) {
+	b.out.Add(uint64(m.Packets))
+	b.msgs.Add(1)
+	m.Region.Release()
+	b.free <- m
+}
+
+// Drain counts the messages still queued as dropped and releases them; the
+// receiver calls it when it stops early.
+func (b *Bridge) Drain() {
+	for {
+		select {
+		case m, ok := <-b.ch:
+			if !ok {
+				return
+			}
+			b.dropped.Add(uint64(m.Packets))
+			m.Region.Release()
+			b.free <- m
+		default:
+			return
+		}
+	}
+}
+
+// Stats returns the counters.
+func (b *Bridge) Stats() Stats {
+	out, dropped, copied, msgs := b.out.Load(), b.dropped.Load(), b.copied.Load(), b.msgs.Load()
+	return Stats{In: b.in.Load(), Out: out, Dropped: dropped, Copied: copied, Messages: msgs}
+}

@@ -1,0 +1,347 @@
+package user
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ffpf-go/ffpf/bridges/inproc"
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/flowspaces"
+)
+
+// route is the way one stream (the packets of one source) takes through
+// this flowspace: the batches it arrives as, the functions it reaches, and
+// the outputs that go up.
+type route struct {
+	gen    uint64
+	stream *flowspaces.Node
+	// inputs are where the stream's batches come from: the source itself
+	// when it runs here, otherwise the outputs of functions beneath that
+	// arrive through a bridge (ghosts). vals[i] is input i's batch, then
+	// step j's output is vals[len(inputs)+j].
+	inputs  []*flowspaces.Node
+	steps   []step
+	exports []export
+	vals    []*buffers.Batch
+	blank   []buffers.Batch // stand-ins for inputs a message lacks
+
+	stored       bool // the stream's packets are stored in a PBuf here (§6.2)
+	up           *inproc.Bridge
+	zeroCopy     bool // the bridge up refers to stored packets in place
+	parentStores bool
+}
+
+type step struct {
+	node *flowspaces.Node
+	mu   *sync.Mutex
+	in   []int
+	ins  []*buffers.Batch
+	out  *buffers.Batch
+}
+
+type export struct {
+	node *flowspaces.Node
+	val  int
+}
+
+// routeSet is what a bridge reader follows: the routes of the streams that
+// arrive through its bridge.
+type routeSet struct {
+	gen    uint64
+	stream map[*flowspaces.Node]*route
+}
+
+// setWant is the parent's request, through this flowspace's stub, for the
+// outputs of want; b is the bridge they go up through.
+func (fs *Flowspace) setWant(want []*flowspaces.Node, b *inproc.Bridge, parentStores bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.want = want
+	fs.parentStores = parentStores
+	if b != nil && b != fs.upSent {
+		fs.up, fs.upSent = b, b
+		if fs.ended {
+			// Nothing will ever come from here again.
+			fs.up.Close()
+			fs.up = nil
+		}
+	}
+}
+
+// Connect implements flowspaces.Flowspace.
+func (fs *Flowspace) Connect() error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var keep []*flowspaces.Node
+	local := map[*flowspaces.Node]bool{}
+	for _, n := range fs.nodes {
+		if !slices.Contains(fs.removed, n) {
+			keep = append(keep, n)
+			local[n] = true
+		}
+	}
+	order, err := topoSort(keep, local)
+	if err != nil {
+		return err
+	}
+	reach := reachMap{}
+
+	// What this flowspace needs from each child: the inputs of its
+	// functions that run beneath, and what the parent wants from beneath.
+	need := map[*flowspaces.Stub][]*flowspaces.Node{}
+	var ghosts []*flowspaces.Node
+	addNeed := func(x *flowspaces.Node) error {
+		if local[x] || slices.Contains(ghosts, x) {
+			return nil
+		}
+		cs := fs.Children()
+		i := x.Path.At(fs.Level())
+		if int(i) >= len(cs) || !flowspaces.Above(fs, x.Flowspace) {
+			return fmt.Errorf("flowspace %s: %s runs in %s, which is not beneath it", fs.Name(), x.ID, x.Flowspace.Name())
+		}
+		need[cs[i]] = append(need[cs[i]], x)
+		ghosts = append(ghosts, x)
+		return nil
+	}
+	for _, n := range order {
+		for _, in := range n.Inputs {
+			if err := addNeed(in); err != nil {
+				return err
+			}
+		}
+	}
+	for _, x := range fs.want {
+		if err := addNeed(x); err != nil {
+			return err
+		}
+	}
+	for _, s := range fs.Children() {
+		child, ok := s.Child().(*Flowspace)
+		if !ok {
+			if len(need[s]) > 0 {
+				return fmt.Errorf("no bridge from %s (%s) to %s yet", s.Name(), s.Child().Kind(), fs.Name())
+			}
+			continue
+		}
+		b := fs.downs[s]
+		if b == nil && len(need[s]) > 0 {
+			b = inproc.New(child.Name() + ">" + fs.Name())
+			fs.downs[s] = b
+		}
+		child.setWant(need[s], b, fs.Stores())
+	}
+	if fs.ctx != nil && fs.ended {
+		// Its bridge up is closed: it cannot take new streams.
+		for _, n := range order {
+			if n.Source != nil && fs.srcs[n] == nil {
+				return errors.New("flowspace " + fs.Name() + " has finished (its sources have ended): it cannot take new sources")
+			}
+		}
+		for s, ns := range need {
+			if b := fs.downs[s]; len(ns) > 0 && (b == nil || fs.readers[b] == nil) {
+				return errors.New("flowspace " + fs.Name() + " has finished (its sources have ended): it cannot take new bridges")
+			}
+		}
+	}
+
+	// One route per stream.
+	fs.gen++
+	gen := fs.gen
+	var upStrategy flowspaces.Strategy
+	if s := flowspaces.StubOf(fs); s != nil {
+		upStrategy = s.Strategy
+	}
+	newRoute := func(stream *flowspaces.Node, inputs []*flowspaces.Node) *route {
+		r := &route{gen: gen, stream: stream, inputs: inputs, up: fs.up,
+			zeroCopy: upStrategy == flowspaces.ZeroCopy, parentStores: fs.parentStores}
+		idx := map[*flowspaces.Node]int{}
+		for i, x := range inputs {
+			idx[x] = i
+		}
+		for _, n := range order {
+			if n.Source != nil || !reach.of(n)[stream] {
+				continue
+			}
+			st := step{node: n, mu: fs.locks[n], out: new(buffers.Batch)}
+			for _, in := range n.Inputs {
+				if reach.of(in)[stream] {
+					st.in = append(st.in, idx[in])
+				}
+			}
+			st.ins = make([]*buffers.Batch, len(st.in))
+			idx[n] = len(inputs) + len(r.steps)
+			r.steps = append(r.steps, st)
+		}
+		for _, x := range fs.want {
+			if i, ok := idx[x]; ok && reach.of(x)[stream] {
+				r.exports = append(r.exports, export{x, i})
+			}
+		}
+		if r.up == nil {
+			r.exports = nil
+		}
+		r.vals = make([]*buffers.Batch, len(inputs)+len(r.steps))
+		r.blank = make([]buffers.Batch, len(inputs))
+		for j := range r.steps {
+			r.vals[len(inputs)+j] = r.steps[j].out
+		}
+		r.stored = fs.Stores() && len(r.steps) > 0
+		return r
+	}
+	maxSnap := 0
+	var started []*worker
+	for _, n := range order {
+		if n.Source == nil {
+			continue
+		}
+		r := newRoute(n, []*flowspaces.Node{n})
+		if len(r.exports) > 0 {
+			maxSnap = max(maxSnap, n.Ctx.Snaplen)
+		}
+		w := fs.srcs[n]
+		if w == nil {
+			w = newSourceWorker(fs, n)
+			fs.srcs[n] = w
+		}
+		w.route.Store(r)
+		started = append(started, w)
+	}
+	// Streams from beneath, grouped by the bridge they arrive through.
+	streams := map[*flowspaces.Node][]*flowspaces.Node{}
+	var streamOrder []*flowspaces.Node
+	for _, x := range ghosts {
+		for s := range reach.of(x) {
+			if _, ok := streams[s]; !ok {
+				streamOrder = append(streamOrder, s)
+			}
+			streams[s] = append(streams[s], x)
+		}
+	}
+	sort.Slice(streamOrder, func(i, j int) bool { return streamOrder[i].ID < streamOrder[j].ID })
+	sets := map[*inproc.Bridge]*routeSet{}
+	for _, s := range streamOrder {
+		b := fs.downs[fs.Children()[s.Path.At(fs.Level())]]
+		if sets[b] == nil {
+			sets[b] = &routeSet{gen: gen, stream: map[*flowspaces.Node]*route{}}
+		}
+		r := newRoute(s, streams[s])
+		if len(r.exports) > 0 {
+			maxSnap = max(maxSnap, s.Ctx.Snaplen)
+		}
+		sets[b].stream[s] = r
+	}
+	for b, set := range sets {
+		w := fs.readers[b]
+		if w == nil {
+			w = newReader(fs, b)
+			fs.readers[b] = w
+		}
+		w.routes.Store(set)
+		started = append(started, w)
+	}
+	if fs.up != nil && fs.parentStores && maxSnap > 0 {
+		fs.up.EnsureReceive(maxSnap)
+	}
+
+	// Sources that leave stop; the others adopt the new routes.
+	var gone []*worker
+	for n, w := range fs.srcs {
+		if !local[n] {
+			gone = append(gone, w)
+			delete(fs.srcs, n)
+		}
+	}
+	if fs.ctx != nil {
+		for _, w := range started {
+			fs.start(w)
+		}
+		for _, w := range gone {
+			if w.cancel != nil {
+				w.cancel()
+			}
+		}
+		fs.mu.Unlock()
+		fs.settle(gen, append(started, gone...))
+		fs.mu.Lock()
+	}
+	for _, w := range gone {
+		w.accountDrops()
+	}
+	err = release(fs.removed)
+	for _, n := range fs.removed {
+		delete(fs.locks, n)
+	}
+	fs.nodes, fs.removed = keep, nil
+	return err
+}
+
+// settle waits until every worker has adopted routes of generation gen, is
+// between two batches, or has ended.
+func (fs *Flowspace) settle(gen uint64, ws []*worker) {
+	for _, w := range ws {
+		for !w.done.Load() && w.busy.Load() && w.seen.Load() < gen {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}
+
+// reachMap memoises which sources' packets reach each node.
+type reachMap map[*flowspaces.Node]map[*flowspaces.Node]bool
+
+func (m reachMap) of(n *flowspaces.Node) map[*flowspaces.Node]bool {
+	if r, ok := m[n]; ok {
+		return r
+	}
+	r := map[*flowspaces.Node]bool{}
+	if n.Class.IsSource() {
+		r[n] = true
+	}
+	for _, in := range n.Inputs {
+		for s := range m.of(in) {
+			r[s] = true
+		}
+	}
+	m[n] = r
+	return r
+}
+
+// topoSort orders nodes so that every node follows its inputs among them.
+func topoSort(nodes []*flowspaces.Node, local map[*flowspaces.Node]bool) ([]*flowspaces.Node, error) {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[*flowspaces.Node]int{}
+	order := make([]*flowspaces.Node, 0, len(nodes))
+	var visit func(n *flowspaces.Node) error
+	visit = func(n *flowspaces.Node) error {
+		switch color[n] {
+		case grey:
+			return fmt.Errorf("cycle through %s", n.ID)
+		case black:
+			return nil
+		}
+		color[n] = grey
+		for _, m := range n.Inputs {
+			if local[m] {
+				if err := visit(m); err != nil {
+					return err
+				}
+			}
+		}
+		color[n] = black
+		order = append(order, n)
+		return nil
+	}
+	for _, n := range nodes {
+		if err := visit(n); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
+}

@@ -1,0 +1,272 @@
+package user
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ffpf-go/ffpf/bridges/inproc"
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/functions"
+)
+
+// worker is a goroutine of the datapath: it carries the batches of one
+// source (src set), or of one bridge from beneath (bridge set), through
+// the functions of this flowspace.
+type worker struct {
+	fs *Flowspace
+
+	// A source.
+	node    *flowspaces.Node
+	src     functions.Source
+	regions []*inproc.Region
+	batches []*buffers.Batch
+	next    int
+	window  int // most packets per batch: MaxBatch, or fewer in a tiny PBuf
+	route   atomic.Pointer[route]
+	drops   uint64 // the source's drop count already accounted
+
+	// A bridge reader.
+	bridge *inproc.Bridge
+	routes atomic.Pointer[routeSet]
+
+	// seen is the route generation in use; busy is set while a batch is
+	// being carried (see Flowspace.settle).
+	seen       atomic.Uint64
+	busy, done atomic.Bool
+	started    bool
+	exited     bool
+	cancel     context.CancelFunc
+	held       *sync.Mutex // the function lock held during Process, if any
+	err        error
+}
+
+// regionsFor is how many batch windows a source's PBuf has: one at the
+// root, where a batch is done with before the next fill; more beneath, so
+// that the source can fill while the flowspaces above still refer to
+// earlier batches in place.
+func regionsFor(fs *Flowspace, slot int) int {
+	if fs.Parent() == nil || slot*inproc.Depth*buffers.MaxBatch > 64<<20 {
+		return 1
+	}
+	return inproc.Depth
+}
+
+func newSourceWorker(fs *Flowspace, n *flowspaces.Node) *worker {
+	w := &worker{fs: fs, node: n, src: n.Source}
+	var pbuf *buffers.PBuf
+	if o, ok := n.Source.(functions.PBufOwner); ok {
+		pbuf = o.PBuf() // zero-copy: the packets are already in memory
+	}
+	k := 1
+	if pbuf == nil {
+		// Few batches of slots: run to completion frees a window before it
+		// is filled again, and a small PBuf stays in cache (FFPF §4.2).
+		k = regionsFor(fs, n.Ctx.Snaplen)
+		pbuf = buffers.NewPBuf(k*buffers.MaxBatch, n.Ctx.Snaplen)
+	}
+	w.window = min(buffers.MaxBatch, pbuf.Slots())
+	for i := range k {
+		base := uint32(i * buffers.MaxBatch)
+		w.regions = append(w.regions, inproc.NewRegion(pbuf, base, true))
+		w.batches = append(w.batches, buffers.NewBatch(pbuf, base, w.window, uint16(len(fs.srcs))))
+	}
+	return w
+}
+
+func newReader(fs *Flowspace, b *inproc.Bridge) *worker { return &worker{fs: fs, bridge: b} }
+
+func (w *worker) run(ctx context.Context) {
+	defer w.done.Store(true)
+	// A zero-copy source's memory can vanish under us (a mapped file
+	// truncated by another process): make that an error of the source, not
+	// a crash of the process.
+	debug.SetPanicOnFault(true)
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if _, fault := r.(interface{ Addr() uintptr }); !fault {
+			panic(r)
+		}
+		if w.held != nil {
+			w.held.Unlock()
+		}
+		who := "a bridge"
+		if w.node != nil {
+			who = w.node.ID
+		}
+		w.err = fmt.Errorf("%s: packet memory became unreadable (%v): was the input changed while being read?", who, r)
+	}()
+	if w.bridge != nil {
+		w.read(ctx)
+		return
+	}
+	w.fill(ctx)
+}
+
+// fill reads the source to its end.
+func (w *worker) fill(ctx context.Context) {
+	budget := w.fs.opts.Budget
+	if budget != nil {
+		budget.sources.Add(1)
+		defer budget.sources.Add(-1)
+	}
+	defer w.accountDrops()
+	dropper, _ := w.src.(functions.Dropper)
+	for i := 0; ctx.Err() == nil; i++ {
+		k := w.next
+		w.next = (w.next + 1) % len(w.regions)
+		reg, b := w.regions[k], w.batches[k]
+		if reg.Wait(ctx) != nil {
+			return
+		}
+		b.Reset()
+		b.Cap = budget.claim(ctx, w.window)
+		if b.Cap == 0 {
+			return
+		}
+		err := w.src.Fill(b)
+		budget.settle(b.Cap, b.N)
+		if b.N > 0 {
+			w.busy.Store(true)
+			r := w.route.Load()
+			w.seen.Store(r.gen)
+			w.node.Counters.Add(b.N, b.N, 0)
+			r.vals[0] = b
+			r.process(w)
+			reg.Stored = r.stored
+			w.export(ctx, r, reg)
+			w.busy.Store(false)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				w.err = fmt.Errorf("%s: %w", w.node.ID, err)
+			}
+			return
+		}
+		if dropper != nil && (b.N == 0 || i%64 == 0) {
+			w.accountDrops()
+		}
+	}
+}
+
+// read carries the batches that arrive through a bridge from beneath.
+func (w *worker) read(ctx context.Context) {
+	for {
+		m := w.bridge.Receive(ctx)
+		if m == nil {
+			if ctx.Err() != nil {
+				w.bridge.Drain()
+			}
+			return
+		}
+		w.busy.Store(true)
+		set := w.routes.Load()
+		w.seen.Store(set.gen)
+		if r := set.stream[m.Stream.(*flowspaces.Node)]; r != nil {
+			for i, g := range r.inputs {
+				r.vals[i] = nil
+				for j := range m.Out {
+					if m.Out[j].Tag == g {
+						r.vals[i] = &m.Out[j].Batch
+						break
+					}
+				}
+				if r.vals[i] == nil { // not sent: nothing of it passed
+					bl := &r.blank[i]
+					bl.PBuf, bl.Base, bl.N = m.Region.PBuf, m.Region.Base, 0
+					r.vals[i] = bl
+				}
+			}
+			r.process(w)
+			w.export(ctx, r, m.Region)
+		}
+		w.bridge.Done(m)
+		w.busy.Store(false)
+	}
+}
+
+// process carries the stream's batch through the functions it reaches.
+func (r *route) process(w *worker) {
+	for i := range r.steps {
+		st := &r.steps[i]
+		for j, k := range st.in {
+			st.ins[j] = r.vals[k]
+		}
+		out := st.out
+		out.Union(st.ins)
+		n := out.N
+		if n == 0 {
+			continue
+		}
+		st.mu.Lock()
+		w.held = st.mu
+		st.node.Function.Process(out)
+		w.held = nil
+		st.mu.Unlock()
+		st.node.Counters.Add(n, out.N, out.Dropped)
+	}
+}
+
+// export sends the outputs the parent asked for up the bridge: by
+// reference when the packets are stored where the parent may refer to them
+// (or the parent processes in place), otherwise copied once into the
+// parent's receive pool.
+func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region) {
+	if len(r.exports) == 0 {
+		return
+	}
+	m, err := r.up.Message(ctx)
+	if err != nil {
+		return
+	}
+	m.Stream, m.Region = r.stream, reg
+	var seen [buffers.MaxBatch]bool
+	for _, e := range r.exports {
+		b := r.vals[e.val]
+		if b.N == 0 {
+			continue
+		}
+		m.Out = append(m.Out, inproc.Out{Tag: e.node})
+		m.Out[len(m.Out)-1].Batch.CopyFrom(b)
+		for _, x := range b.E[:b.N] {
+			if k := x.Slot - b.Base; !seen[k] {
+				seen[k] = true
+				m.Packets++
+			}
+		}
+	}
+	if m.Packets == 0 {
+		r.up.Recycle(m)
+		return
+	}
+	if (reg.Stored && r.zeroCopy) || !r.parentStores {
+		reg.Hold()
+	} else if r.up.CopyUp(ctx, m) != nil {
+		r.up.Recycle(m)
+		return
+	}
+	r.up.Send(ctx, m)
+}
+
+// accountDrops adds the packets the source lost before it read them: they
+// count as arrived (in) and dropped, so in = out + dropped holds for it.
+func (w *worker) accountDrops() {
+	d, ok := w.src.(functions.Dropper)
+	if !ok {
+		return
+	}
+	if now := d.Drops(); now > w.drops {
+		delta := now - w.drops
+		w.drops = now
+		w.node.Counters.In.Add(delta)
+		w.node.Counters.Dropped.Add(delta)
+	}
+}
