@@ -9,3 +9,8 @@ require (
 )
 
 require golang.org/x/sys v0.49.0
+
+require (
+	github.com/cilium/ebpf v0.22.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)

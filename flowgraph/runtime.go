@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +25,9 @@ type Config struct {
 	Registry *functions.Registry // nil: functions.Default
 	Snaplen  int                 // 0: DefaultSnaplen
 	Limit    int64               // stop after this many packets (ffpf run -c); 0: no limit
+	// Hierarchy is the root of the flowspace tree the functions are placed
+	// in (see flowspaces/hierarchy); nil is userspace alone.
+	Hierarchy flowspaces.Flowspace
 }
 
 // RequestOptions configure one request.
@@ -34,8 +38,9 @@ type RequestOptions struct {
 	// Unfed accepts chains that start with a non-source when there is no
 	// default source, for checking an expression without running it.
 	Unfed bool
-	// Group is the flowgroup (see the placement issue); functions are shared
-	// only within one group.
+	// Group is the request's flowgroup (see Flowgroup): functions, and so
+	// the PBufs of sources, are shared only by requests of one group, and
+	// a request can read the state of its group's functions only.
 	Group string
 }
 
@@ -50,7 +55,8 @@ const (
 
 // Runtime is a flowgraph and the flowspaces it runs in.
 type Runtime struct {
-	cfg Config
+	cfg  Config
+	root flowspaces.Flowspace
 
 	mu       sync.Mutex
 	phase    phase
@@ -58,7 +64,6 @@ type Runtime struct {
 	byKey    map[string]*Function
 	perClass map[string]int
 	reqs     []*Request
-	fs       flowspaces.Flowspace
 
 	start, end time.Time
 }
@@ -68,9 +73,16 @@ type Function struct {
 	ID    string
 	Label string
 	Pos   lang.Pos // where the first request that has it defines it
-	key   string   // identity (see identity)
+	// Reason says why placement put it where it is; PassedOver lists the
+	// lower flowspaces that could not run it, and why.
+	Reason     string
+	PassedOver []flowspaces.Refusal
+
+	key   string // identity (see identity)
+	group string
 	node  *flowspaces.Node
 	refs  int
+	live  bool // instantiated
 }
 
 // Class returns the function's class.
@@ -83,6 +95,7 @@ type Request struct {
 	ast   *lang.Request
 	bound map[*lang.Func]functions.Params
 	funcs []*Function // in topological order
+	group string
 }
 
 // New returns an empty runtime.
@@ -93,8 +106,21 @@ func New(cfg Config) *Runtime {
 	if cfg.Snaplen <= 0 {
 		cfg.Snaplen = DefaultSnaplen
 	}
-	return &Runtime{cfg: cfg, byKey: map[string]*Function{}, perClass: map[string]int{}}
+	root := cfg.Hierarchy
+	if root == nil {
+		root = user.New(user.Options{})
+	}
+	budget := user.NewBudget(cfg.Limit)
+	flowspaces.Walk(root, func(fs flowspaces.Flowspace) {
+		if u, ok := fs.(*user.Flowspace); ok {
+			u.SetBudget(budget)
+		}
+	})
+	return &Runtime{cfg: cfg, root: root, byKey: map[string]*Function{}, perClass: map[string]int{}}
 }
+
+// Hierarchy returns the root of the flowspace tree.
+func (rt *Runtime) Hierarchy() flowspaces.Flowspace { return rt.root }
 
 // Populate parses and validates expr, binds its parameters and overlays it
 // on the flowgraph. It has no side effects beyond the flowgraph: nothing is
@@ -131,58 +157,71 @@ func (rt *Runtime) Populate(expr string, opts RequestOptions) (*Request, error) 
 }
 
 // overlay adds the request's nodes (in topological order) to the
-// flowgraph, sharing every function that is already there.
+// flowgraph, sharing every function that is already there, and places the
+// new ones. It is all or nothing: a function that cannot be placed, or a
+// file clash, leaves the flowgraph as it was.
 func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]functions.Params, order []*lnode, group string) (*Request, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.phase != populated {
-		return nil, &InvalidError{"the flowgraph is already instantiated: populate every request before Instantiate"}
+	if rt.phase == closed {
+		return nil, &InvalidError{"the flowgraph is closed"}
 	}
-	// A dry run first: what would be added, and does it clash with the graph?
+	// A dry run first: what would be added, does it clash with the graph,
+	// and where would it run?
+	perClass := maps.Clone(rt.perClass)
+	var added []*Function
+	fresh := map[string]*Function{}
+	for _, n := range order {
+		if n.fn != nil { // an existing function a sink is attached to
+			continue
+		}
+		n.key = identity(n, group)
+		if f := rt.byKey[n.key]; f != nil {
+			n.fn = f
+			continue
+		}
+		if f := fresh[n.key]; f != nil {
+			n.fn = f
+			continue
+		}
+		perClass[n.class.Name]++
+		id := fmt.Sprintf("%s#%d", n.class.Name, perClass[n.class.Name])
+		f := &Function{key: n.key, group: group, ID: id, Label: n.label, Pos: n.pos,
+			node: &flowspaces.Node{ID: id, Class: n.class, Ctx: functions.Context{
+				ID: id, Params: n.params, LinkType: n.lt, Snaplen: rt.cfg.Snaplen,
+			}}}
+		for _, in := range n.inputs {
+			f.node.Inputs = append(f.node.Inputs, in.fn.node)
+		}
+		if err := rt.place(f); err != nil {
+			return nil, &lang.Error{Pos: n.pos, Msg: err.Error(), Src: expr}
+		}
+		fresh[n.key] = f
+		n.fn = f
+		added = append(added, f)
+	}
 	var have, add []fileUse
 	for _, f := range rt.funcs {
 		have = append(have, filesOf(f.ID, f.node.Ctx.Params)...)
 	}
-	added := map[string]bool{}
-	for _, n := range order {
-		if n.fn == nil { // not an existing function a sink is attached to
-			n.key = identity(n, group)
-		}
-		if _, shared := rt.byKey[n.key]; !shared && !added[n.key] {
-			added[n.key] = true
-			add = append(add, filesOf(n.class.Name, n.params)...)
-		}
+	for _, f := range added {
+		add = append(add, filesOf(f.ID, f.node.Ctx.Params)...)
 	}
 	if err := checkFiles(have, add); err != nil {
 		return nil, err
 	}
-	req := &Request{rt: rt, Expr: expr, ast: ast, bound: bound}
+
+	rt.perClass = perClass
+	for _, f := range added {
+		rt.byKey[f.key] = f
+		rt.funcs = append(rt.funcs, f)
+	}
+	req := &Request{rt: rt, Expr: expr, ast: ast, bound: bound, group: group}
 	for _, n := range order {
-		key := n.key
-		f, ok := rt.byKey[key]
-		if !ok {
-			rt.perClass[n.class.Name]++
-			f = &Function{
-				key:   key,
-				ID:    fmt.Sprintf("%s#%d", n.class.Name, rt.perClass[n.class.Name]),
-				Label: n.label,
-				Pos:   n.pos,
-				node: &flowspaces.Node{Class: n.class, Ctx: functions.Context{
-					Params: n.params, LinkType: n.lt, Snaplen: rt.cfg.Snaplen,
-				}},
-			}
-			f.node.ID = f.ID
-			f.node.Ctx.ID = f.ID
-			for _, in := range n.inputs {
-				f.node.Inputs = append(f.node.Inputs, in.fn.node)
-			}
-			rt.byKey[key] = f
-			rt.funcs = append(rt.funcs, f)
-		}
+		f := n.fn
 		if f.Label == "" {
 			f.Label = n.label
 		}
-		n.fn = f
 		if !slices.Contains(req.funcs, f) {
 			f.refs++
 			req.funcs = append(req.funcs, f)
@@ -249,28 +288,98 @@ func (rt *Runtime) singleFunc(b *builder, expr string) (*lnode, error) {
 	return n, nil
 }
 
-// Instantiate creates every function, buffer and bridge of the flowgraph.
-// It is all or nothing: on error nothing stays open.
+// Instantiate creates every function, buffer and bridge of the flowgraph
+// that does not exist yet and connects them: on a running flowgraph, the
+// new functions join the datapath between two batches and the running ones
+// keep counting. It is all or nothing: on error, what it created is
+// released and the flowgraph runs on as before.
 func (rt *Runtime) Instantiate() error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.phase != populated {
-		return errors.New("flowgraph: Instantiate called twice")
+	if rt.phase == closed {
+		return errors.New("flowgraph: Instantiate after Close")
 	}
 	if len(rt.funcs) == 0 {
 		return &InvalidError{"nothing to instantiate: populate a request first"}
 	}
-	fs := user.New(user.Options{Limit: rt.cfg.Limit})
-	nodes := make([]*flowspaces.Node, len(rt.funcs))
-	for i, f := range rt.funcs {
-		nodes[i] = f.node
+	var done []*Function
+	var err error
+	for _, f := range rt.funcs {
+		if f.live {
+			continue
+		}
+		if err = f.node.Flowspace.Instantiate(f.node); err != nil {
+			err = fmt.Errorf("%s: %w", f.ID, err)
+			break
+		}
+		f.live = true
+		done = append(done, f)
 	}
-	if err := fs.Instantiate(nodes); err != nil {
-		return err
+	if err == nil {
+		err = rt.connect()
+		if err == nil {
+			if rt.phase == populated {
+				rt.phase = instantiated
+			}
+			return nil
+		}
 	}
-	rt.fs = fs
-	rt.phase = instantiated
-	return nil
+	// Undo: take out and release what this call created.
+	for _, f := range done {
+		f.node.Flowspace.Remove(f.node)
+		f.live = false
+	}
+	return errors.Join(err, rt.connect())
+}
+
+// connect rebuilds the datapath of every flowspace, parents first: a
+// parent asks its children, through their stubs, for the outputs it needs
+// before they connect.
+func (rt *Runtime) connect() error {
+	var errs []error
+	flowspaces.Walk(rt.root, func(fs flowspaces.Flowspace) {
+		if err := fs.Connect(); err != nil {
+			errs = append(errs, fmt.Errorf("flowspace %s: %w", fs.Name(), err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// all returns every flowspace, parents first.
+func (rt *Runtime) all() []flowspaces.Flowspace {
+	var out []flowspaces.Flowspace
+	flowspaces.Walk(rt.root, func(fs flowspaces.Flowspace) { out = append(out, fs) })
+	return out
+}
+
+// Remove takes the request out of the flowgraph: the functions no other
+// request uses leave the datapath (between two batches, on a running
+// flowgraph) and are released; shared ones stay, with their counts intact.
+func (rt *Runtime) Remove(req *Request) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	i := slices.Index(rt.reqs, req)
+	if i < 0 {
+		return errors.New("flowgraph: the request is not in this flowgraph")
+	}
+	rt.reqs = slices.Delete(rt.reqs, i, i+1)
+	var gone []*Function
+	for _, f := range req.funcs {
+		if f.refs--; f.refs == 0 {
+			gone = append(gone, f)
+		}
+	}
+	for _, f := range gone {
+		delete(rt.byKey, f.key)
+		rt.funcs = slices.DeleteFunc(rt.funcs, func(g *Function) bool { return g == f })
+		if f.live {
+			f.node.Flowspace.Remove(f.node)
+		}
+	}
+	if rt.phase == populated {
+		return nil
+	}
+	return rt.connect()
 }
 
 // Activate starts the datapath. It returns at once; Wait waits for the
@@ -283,40 +392,58 @@ func (rt *Runtime) Activate(ctx context.Context) error {
 	}
 	rt.start = time.Now()
 	rt.phase = active
-	return rt.fs.Activate(ctx)
+	fss := rt.all()
+	for i := len(fss) - 1; i >= 0; i-- {
+		if err := fss[i].Activate(ctx); err != nil {
+			return fmt.Errorf("flowspace %s: %w", fss[i].Name(), err)
+		}
+	}
+	return nil
 }
 
 // Wait blocks until every source has ended or the activation context is
 // done, and returns what the sources reported (a truncated file, say).
 func (rt *Runtime) Wait() error {
 	rt.mu.Lock()
-	fs := rt.fs
-	rt.mu.Unlock()
-	if fs == nil {
+	if rt.phase < active {
+		rt.mu.Unlock()
 		return errors.New("flowgraph: Wait before Activate")
 	}
-	err := fs.Wait()
+	rt.mu.Unlock()
+	var errs []error
+	for _, fs := range rt.all() {
+		errs = append(errs, fs.Wait())
+	}
 	rt.mu.Lock()
 	rt.end = time.Now()
 	rt.mu.Unlock()
-	return err
+	return errors.Join(errs...)
 }
 
 // Stop ends the datapath: every source stops after the batch at hand. The
 // functions' state stays readable until Close.
 func (rt *Runtime) Stop() {
 	rt.mu.Lock()
-	fs := rt.fs
+	started := rt.phase >= active
 	rt.mu.Unlock()
-	if fs == nil {
+	if !started {
 		return
 	}
-	fs.Stop()
+	rt.stopAll()
 	rt.mu.Lock()
 	if rt.end.IsZero() && !rt.start.IsZero() {
 		rt.end = time.Now()
 	}
 	rt.mu.Unlock()
+}
+
+// stopAll stops the flowspaces children first, so that what is in flight
+// upwards is counted where it stops.
+func (rt *Runtime) stopAll() {
+	fss := rt.all()
+	for i := len(fss) - 1; i >= 0; i-- {
+		fss[i].Stop()
+	}
 }
 
 // Close stops the datapath and releases everything. It returns the first
@@ -327,14 +454,21 @@ func (rt *Runtime) Close() error {
 	if rt.phase == closed {
 		return nil
 	}
+	was := rt.phase
 	rt.phase = closed
-	if rt.fs == nil {
+	if was == populated {
 		return nil
 	}
 	if rt.end.IsZero() {
 		rt.end = time.Now()
 	}
-	return rt.fs.Close()
+	rt.stopAll()
+	var errs []error
+	fss := rt.all()
+	for i := len(fss) - 1; i >= 0; i-- {
+		errs = append(errs, fss[i].Close())
+	}
+	return errors.Join(errs...)
 }
 
 // Elapsed is the time from activation to the end of the sources (or now).
@@ -550,5 +684,5 @@ func (rt *Runtime) AttachSink(expr string) (*Request, error) {
 	if err := b.linkTypes([]*lnode{sink}, rt.cfg.Snaplen); err != nil {
 		return nil, err
 	}
-	return rt.overlay(expr, nil, b.bound, []*lnode{sink}, "")
+	return rt.overlay(expr, nil, b.bound, []*lnode{sink}, ends[0].fn.group)
 }

@@ -25,7 +25,9 @@ type Class struct {
 	// MinInputs and MaxInputs bound how many functions may feed this one;
 	// both are 0 for a source, MaxInputs < 0 means no limit.
 	MinInputs, MaxInputs int
-	Targets              []Target
+	// Targets are the kinds of flowspace it has an implementation for;
+	// none means userspace only.
+	Targets []Target
 
 	// Validate, when set, checks a function at populate time, once the link
 	// type of its input is known (a filter compiles its expression here), so
@@ -104,6 +106,9 @@ func (r *Registry) Register(c *Class) error {
 	}
 	if c.IsSource() && (c.MinInputs != 0 || c.MaxInputs != 0) {
 		return fmt.Errorf("functions: source class %s cannot have inputs", c.Name)
+	}
+	if len(c.Targets) == 0 {
+		c.Targets = []Target{TargetUser}
 	}
 	seen := map[string]bool{}
 	for _, p := range c.Params {

@@ -66,3 +66,11 @@ func (b *Budget) settle(claimed, used int) {
 
 // Spent reports whether the limit has been reached.
 func (b *Budget) Spent() bool { return b != nil && b.left.Load() <= 0 && b.reserved.Load() == 0 }
+
+// SetBudget makes the flowspace's sources share b (the run's packet
+// limit); call it before Activate.
+func (fs *Flowspace) SetBudget(b *Budget) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.opts.Budget = b
+}

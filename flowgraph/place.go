@@ -1,0 +1,69 @@
+package flowgraph
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ffpf-go/ffpf/flowspaces"
+)
+
+// place finds the flowspace f runs in with FFPF's three rules (§2.1–2.3):
+// the lowest flowspace that runs its class, never below any of its inputs,
+// and at or above their lowest common successor. The query starts at the
+// root and descends through the stubs along the path field merged from
+// its inputs' (a capture source's, towards its interface); see
+// flowspaces.Place. f's inputs are placed already.
+func (rt *Runtime) place(f *Function) error {
+	n := f.node
+	q := &flowspaces.Query{Node: n, Path: flowspaces.Root}
+	if n.Class.IsSource() {
+		if n.Class.Interface != nil {
+			q.Iface = n.Class.Interface(n.Ctx.Params)
+		}
+	} else {
+		paths := make([]flowspaces.Path, len(n.Inputs))
+		for i, in := range n.Inputs {
+			paths[i] = in.Path
+		}
+		q.Path = flowspaces.Merge(paths...)
+	}
+	start := q.Path
+	if !flowspaces.Place(rt.root, q) {
+		return fmt.Errorf("cannot place %s: no flowspace from %s up can run it: %s", n.ID, q.Bottom.Name(), refusals(q.Trail))
+	}
+	n.Flowspace, n.Path = q.Placed, q.Path
+	n.Ctx.Flowspace = q.Placed.Name()
+	f.PassedOver = q.Trail
+	f.Reason = fmt.Sprintf("lowest flowspace with class %s %s", n.Class.Name, rt.where(n, q, start))
+	return nil
+}
+
+// where says from where placement looked upwards, and why there.
+func (rt *Runtime) where(n *flowspaces.Node, q *flowspaces.Query, start flowspaces.Path) string {
+	switch {
+	case q.Iface != "":
+		return fmt.Sprintf("at or above %s, where packets of %s enter", q.Bottom.Name(), q.Iface)
+	case n.Class.IsSource():
+		return "in userspace on the host, where sources that read files or generate packets run"
+	case len(n.Inputs) == 0: // checked without a source
+		return "from the root: it has no input yet"
+	case len(n.Inputs) == 1:
+		in := n.Inputs[0]
+		return fmt.Sprintf("at or above %s, where its input %s runs", in.Flowspace.Name(), in.ID)
+	}
+	lcs := flowspaces.Resolve(rt.root, start)
+	ins := make([]string, len(n.Inputs))
+	for i, in := range n.Inputs {
+		ins[i] = fmt.Sprintf("%s (%s)", in.ID, in.Flowspace.Name())
+	}
+	list := strings.Join(ins[:len(ins)-1], ", ") + " and " + ins[len(ins)-1]
+	return fmt.Sprintf("at or above %s, the lowest common successor of %s", lcs.Name(), list)
+}
+
+func refusals(rs []flowspaces.Refusal) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = r.Flowspace.Name() + ": " + r.Reason.Error()
+	}
+	return strings.Join(s, "; ")
+}
