@@ -147,17 +147,21 @@ func (fs *Flowspace) HasInterface(name string) bool {
 // Host implements flowspaces.Flowspace.
 func (fs *Flowspace) Host(n *flowspaces.Node) error {
 	c := n.Class
+	if c.Interface != nil && fs.opts.Interfaces != nil {
+		// A simulated interface: the flowspace captures it whatever its
+		// classes, by replaying its traffic.
+		if iface := c.Interface(n.Ctx.Params); !fs.HasInterface(iface) {
+			return fmt.Errorf("packets of %s do not enter at %s", iface, fs.Name())
+		}
+		return nil
+	}
 	if !c.Supports(functions.TargetUser) {
 		return fmt.Errorf("class %s has no Go implementation", c.Name)
 	}
 	if fs.opts.Classes != nil && !slices.Contains(fs.opts.Classes, c.Name) {
 		return fmt.Errorf("%s does not run class %s", fs.Name(), c.Name)
 	}
-	if c.Interface != nil {
-		if iface := c.Interface(n.Ctx.Params); !fs.HasInterface(iface) {
-			return fmt.Errorf("packets of %s do not enter at %s", iface, fs.Name())
-		}
-	} else if c.IsSource() && fs.opts.Kind != flowspaces.KindUser {
+	if c.IsSource() && c.Interface == nil && fs.opts.Kind != flowspaces.KindUser {
 		return fmt.Errorf("%s reads nothing but its interfaces", fs.Name())
 	}
 	return nil
@@ -191,8 +195,13 @@ func (fs *Flowspace) instantiate(n *flowspaces.Node) (err error) {
 		return err
 	}
 	class, ctx := n.Class, n.Ctx
-	if t := fs.simulated(n); t != nil {
+	if fs.opts.Interfaces != nil && n.Class.Interface != nil {
 		// A simulated interface: its traffic stands in for the capture.
+		iface := n.Class.Interface(n.Ctx.Params)
+		t := fs.opts.Interfaces[iface]
+		if t == nil {
+			return fmt.Errorf("%s simulates %s but has no traffic for it: give the interface a traffic term in the hierarchy", fs.Name(), iface)
+		}
 		class, ctx.Params = t.Class, t.Params
 	}
 	src, err := class.NewSource(&ctx)
@@ -206,15 +215,6 @@ func (fs *Flowspace) instantiate(n *flowspaces.Node) (err error) {
 	n.Source = src
 	n.Ctx.Snaplen = slotSize(n.Ctx.Snaplen, src.Info().MaxCapLen)
 	return nil
-}
-
-// simulated returns the traffic of n's interface when n captures from an
-// interface this (test) flowspace simulates.
-func (fs *Flowspace) simulated(n *flowspaces.Node) *Traffic {
-	if fs.opts.Interfaces == nil || n.Class.Interface == nil {
-		return nil
-	}
-	return fs.opts.Interfaces[n.Class.Interface(n.Ctx.Params)]
 }
 
 // Remove implements flowspaces.Flowspace.
