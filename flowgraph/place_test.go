@@ -67,8 +67,13 @@ func (p *pbufCounter) MBuf() *buffers.MBuf { return p.m }
 // tree builds the hierarchy def (root: userspace) in which every simulated
 // interface delivers traffic packets.
 func tree(t testing.TB, reg *functions.Registry, def fsDef, traffic int) flowspaces.Flowspace {
+	return treeWith(t, reg, def, "src", traffic)
+}
+
+// treeWith is tree with simulated interfaces that replay (class,n=traffic).
+func treeWith(t testing.TB, reg *functions.Registry, def fsDef, class string, traffic int) flowspaces.Flowspace {
 	t.Helper()
-	src, _ := reg.Lookup("src")
+	src, _ := reg.Lookup(class)
 	params, err := src.Bind([]functions.Arg{{Key: "n", Value: functions.Raw{Kind: functions.RawNumber, Text: fmt.Sprint(traffic)}}})
 	if err != nil {
 		t.Fatal(err)

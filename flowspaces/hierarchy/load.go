@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -195,7 +196,7 @@ func (p *parser) mapping(n *yaml.Node, what string) (*spec, error) {
 		if k.Kind != yaml.ScalarNode {
 			return nil, p.errorf(k.Line, "a field name in flowspace %s must be a word, not %s", s.label(), describe(k))
 		}
-		if !contains(fields, k.Value) {
+		if !slices.Contains(fields, k.Value) {
 			if sug, ok := lang.Suggest(k.Value, fields); ok {
 				return nil, p.errorf(k.Line, "unknown field %q in flowspace %s (did you mean %q?)", k.Value, s.label(), sug)
 			}
@@ -334,15 +335,15 @@ func (p *parser) child(parent flowspaces.Flowspace, n *yaml.Node) error {
 		return p.errorf(s.line, "flowspace %s needs a kind: test, kernel or xdp", s.label())
 	case kind == string(flowspaces.KindUser):
 		return p.errorf(kline, "flowspace %s cannot be of kind user: only the root is userspace on the host (a simulated board is kind test)", s.label())
-	case !contains(childKinds, kind):
+	case !slices.Contains(childKinds, kind):
 		if sug, ok := lang.Suggest(kind, childKinds); ok {
 			return p.errorf(kline, "unknown kind %q for flowspace %s (did you mean %q?)", kind, s.label(), sug)
 		}
 		return p.errorf(kline, "unknown kind %q for flowspace %s: want test, kernel or xdp", kind, s.label())
 	}
 	s.kind = flowspaces.Kind(kind)
-	for f, ks := range applies {
-		if e, ok := s.fields[f]; ok && !containsKind(ks, s.kind) {
+	for _, f := range fields {
+		if e, ok := s.fields[f]; ok && applies[f] != nil && !slices.Contains(applies[f], s.kind) {
 			return p.errorf(e.key.Line, "field %s does not apply to flowspace %s: %s", f, s.label(), notApplies(f, s.kind))
 		}
 	}
@@ -406,7 +407,7 @@ func (p *parser) bridge(s *spec) (string, flowspaces.Strategy, error) {
 	if str == "" {
 		return barrier, flowspaces.CopyOnce, nil
 	}
-	if !contains(strategies, str) {
+	if !slices.Contains(strategies, str) {
 		if sug, ok := lang.Suggest(str, strategies); ok {
 			return "", "", p.errorf(line, "unknown bridge strategy %q for flowspace %s (did you mean %q?)", str, s.label(), sug)
 		}
@@ -522,7 +523,7 @@ func (p *parser) classes(s *spec) ([]string, error) {
 		if !c.Supports(functions.TargetUser) {
 			return nil, p.errorf(n.Line, "class %s has no Go implementation, so test flowspace %s cannot run it", c.Name, s.name)
 		}
-		if contains(out, c.Name) {
+		if slices.Contains(out, c.Name) {
 			return nil, p.errorf(n.Line, "class %s is listed twice in flowspace %s", c.Name, s.name)
 		}
 		out = append(out, c.Name)
@@ -646,7 +647,7 @@ func (p *parser) traffic(fs, iface string, n *yaml.Node) (*user.Traffic, error) 
 			key = c.Params[0].Name
 		}
 		if par, ok := c.Param(key); ok && par.File != functions.NoFile {
-			if t := args[i].Value.Text; t != "" && t != "-" && !filepath.IsAbs(t) {
+			if t := args[i].Value.Text; dir != "." && t != "" && t != "-" && !filepath.IsAbs(t) {
 				args[i].Value.Text = filepath.Join(dir, t)
 			}
 		}
@@ -697,20 +698,3 @@ func rawOf(v lang.Value) functions.Raw {
 	return functions.Raw{Kind: k, Text: v.Text, Unit: v.Unit}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsKind(list []flowspaces.Kind, k flowspaces.Kind) bool {
-	for _, x := range list {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
