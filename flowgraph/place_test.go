@@ -41,6 +41,12 @@ func placeRegistry(t testing.TB) *functions.Registry {
 		}})
 	must(&functions.Class{Name: "p4only", MinInputs: 1, MaxInputs: -1, Targets: []functions.Target{functions.TargetP4},
 		New: func(*functions.Context) (functions.Function, error) { return keepIf(func([]byte) bool { return true }), nil }})
+	must(&functions.Class{Name: "keep", MinInputs: 1, MaxInputs: -1,
+		Params: []functions.Param{{Name: "mod", Type: functions.Int, Default: "2"}, {Name: "at", Type: functions.Int}},
+		New: func(ctx *functions.Context) (functions.Function, error) {
+			mod, at := byte(ctx.Params.Int("mod")), byte(ctx.Params.Int("at"))
+			return keepIf(func(p []byte) bool { return p[0]%mod == at%mod }), nil
+		}})
 	must(&functions.Class{Name: "all", MinInputs: 1, MaxInputs: -1, New: func(*functions.Context) (functions.Function, error) {
 		return keepIf(func([]byte) bool { return true }), nil
 	}})
@@ -109,12 +115,12 @@ func treeWith(t testing.TB, reg *functions.Registry, def fsDef, class string, tr
 // fig4 is a four-level hierarchy: the host's kernel (in place), two
 // boards of which one has micro-engines beneath, and a plain NIC.
 var fig4 = fsDef{name: "user", kids: []fsDef{
-	{name: "kernel", classes: []string{"even", "count", "pbufs"}, inPlace: true, strategy: flowspaces.ZeroCopy, kids: []fsDef{
-		{name: "ixp0", classes: []string{"even", "mod3"}, ifaces: []string{"eth3"}, strategy: flowspaces.ZeroCopy, kids: []fsDef{
-			{name: "me0", classes: []string{"even"}, ifaces: []string{"eth2"}},
+	{name: "kernel", classes: []string{"even", "keep", "count", "pbufs"}, inPlace: true, strategy: flowspaces.ZeroCopy, kids: []fsDef{
+		{name: "ixp0", classes: []string{"even", "keep", "mod3"}, ifaces: []string{"eth3"}, strategy: flowspaces.ZeroCopy, kids: []fsDef{
+			{name: "me0", classes: []string{"even", "keep"}, ifaces: []string{"eth2"}},
 		}},
-		{name: "nic0", classes: []string{"even"}, ifaces: []string{"eth0"}},
-		{name: "nic1", classes: []string{"even"}, ifaces: []string{"eth1"}},
+		{name: "nic0", classes: []string{"even", "keep"}, ifaces: []string{"eth0"}},
+		{name: "nic1", classes: []string{"even", "keep"}, ifaces: []string{"eth1"}},
 	}},
 }}
 

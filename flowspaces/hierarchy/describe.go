@@ -62,7 +62,8 @@ func Describe(root flowspaces.Flowspace) *Info {
 	switch fs := root.(type) {
 	case *user.Flowspace:
 		if cs := fs.Classes(); cs != nil {
-			in.Classes = slices.Sorted(slices.Values(cs))
+			in.Classes = slices.Clone(cs) // [] stays []: runs no class
+			slices.Sort(in.Classes)
 		}
 		if fs.Kind() != flowspaces.KindUser || len(fs.Interfaces()) > 0 {
 			in.Interfaces = []Interface{} // a test flowspace sees only its own
@@ -98,7 +99,7 @@ func Format(w io.Writer, root flowspaces.Flowspace) error {
 	var rows [][]string
 	var walk func(in *Info, prefix, branch string)
 	walk = func(in *Info, prefix, branch string) {
-		rows = append(rows, row(in, prefix+branch))
+		rows = append(rows, row(in, prefix+branch+in.Name))
 		for i, c := range in.Children {
 			next, b := prefix, "├─ "
 			if i == len(in.Children)-1 {
@@ -172,10 +173,9 @@ func row(in *Info, name string) []string {
 				parts = append(parts, i.Name)
 			}
 		}
-		if len(parts) == 0 {
-			parts = []string{"none"}
+		if len(parts) > 0 {
+			ifaces = "interfaces: " + strings.Join(parts, ", ")
 		}
-		ifaces = "interfaces: " + strings.Join(parts, ", ")
 	}
 	return []string{name, string(in.Kind), fmt.Sprintf("level %d", in.Level), "path " + in.Path, store, via, classes, ifaces}
 }

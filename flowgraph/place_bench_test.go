@@ -1,0 +1,90 @@
+package flowgraph
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// bigRequest returns an expression of about n functions over the four
+// interfaces of fig4: per interface a fork of filter chains that end in
+// counts, and joins of branches of two interfaces, so that placement puts
+// functions on every level of the hierarchy.
+func bigRequest(n int) (string, int) {
+	var chains []string
+	fns := 4 // the sources, shared by every chain that names them
+	ifaces := []string{"eth0", "eth1", "eth2", "eth3"}
+	for i := 0; fns < n; i++ {
+		a, b := ifaces[i%4], ifaces[(i+1)%4]
+		// Four filters, a join and a count.
+		chains = append(chains, fmt.Sprintf(
+			"[(cap,if=%s) > (keep,mod=7,at=%d) > (keep,mod=3,at=%d) | (cap,if=%s) > (keep,mod=5,at=%d) > (mod3)] > (keep,mod=11,at=%d) > (count,tag=c%d)",
+			a, i, i, b, i, i, i))
+		fns += 6
+	}
+	return strings.Join(chains, "; "), fns
+}
+
+// BenchmarkPlace1000 parses, places and instantiates (functions, buffers,
+// routes and bridges) a flowgraph of 1,000 functions on a four-level
+// hierarchy. The target is under 50 ms.
+func BenchmarkPlace1000(b *testing.B) {
+	expr, n := bigRequest(1000)
+	reg := placeRegistry(b)
+	b.ReportMetric(float64(n), "functions")
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		rt := New(Config{Registry: reg, Hierarchy: tree(b, reg, fig4, 1)})
+		b.StartTimer()
+		if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if err := rt.Instantiate(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		rt.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/graph")
+}
+
+// TestPlace1000 checks that the benchmark's graph is what it claims: about
+// 1,000 functions, on every level of the hierarchy, and that it runs.
+func TestPlace1000(t *testing.T) {
+	expr, n := bigRequest(1000)
+	reg := placeRegistry(t)
+	rt := New(Config{Registry: reg, Hierarchy: tree(t, reg, fig4, 2000)})
+	if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fns := rt.Plan().Functions
+	if len(fns) != n || n < 1000 {
+		t.Fatalf("%d functions, want %d >= 1000", len(fns), n)
+	}
+	levels := map[string]int{}
+	for _, f := range fns {
+		levels[f.Flowspace]++
+	}
+	for _, fs := range []string{"user", "kernel", "ixp0", "me0", "nic0", "nic1"} {
+		if levels[fs] == 0 {
+			t.Errorf("nothing placed in %s: %v", fs, levels)
+		}
+	}
+	if err := rt.Instantiate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Activate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	rt.Close()
+	for _, f := range rt.Functions() {
+		if f.In != f.Out+f.Filtered+f.Dropped {
+			t.Fatalf("%s: in %d != out %d + filtered %d + dropped %d", f.ID, f.In, f.Out, f.Filtered, f.Dropped)
+		}
+	}
+}
