@@ -27,7 +27,7 @@ demo: build
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./buffers/ ./flowspaces/... ./flowgraph/ ./functions/dev/ ./functions/pcap/
+	$(GO) test -count=1 -race ./buffers/ ./bridges/... ./flowspaces/... ./flowgraph/ ./functions/dev/ ./functions/pcap/
 
 # Throughput and latency against baselines run in the same script.
 bench: build

@@ -27,9 +27,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rt := flowgraph.New(flowgraph.Config{})
+	cfg, group, err := o.config(flowgraph.Config{})
+	if err != nil {
+		return err
+	}
+	rt := flowgraph.New(cfg)
 	for _, e := range exprs {
-		req, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Unfed: src == ""})
+		req, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Unfed: src == "", Group: group})
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,8 @@
 //
 //	ffpf run -r trace.pcap '(bpf,expr="tcp and dst port 80") > [(pktcount)|(bytecount)]'
 //	ffpf check '[(bpf,"tcp")|(bpf,"udp")] > (pktcount)'
+//	ffpf place --hierarchy examples/hierarchy/two-nics.yaml '[(dev,eth0)|(dev,eth1)] > (bpf,"tcp") > (pktcount)'
+//	ffpf hierarchy
 //	ffpf classes
 //	ffpf gen -o trace.pcap --packets 1000000 --seed 1
 //
@@ -28,6 +30,8 @@ const usage = `ffpf runs packet-processing flowgraphs (Fairly Fast Packet Filter
 Usage:
   ffpf run [-r FILE | -i IFACE] [-c N] [-w OUT.pcap] [-s SNAPLEN] [--json] [-e EXPR]... [EXPR]...
   ffpf check [-r FILE | -i IFACE] [-e EXPR]... [EXPR]...
+  ffpf place [--hierarchy FILE.yaml] [--dot | --json] [-e EXPR]... [EXPR]...
+  ffpf hierarchy [--hierarchy FILE.yaml] [--json]
   ffpf classes [--json]
   ffpf gen -o FILE [--packets N] [--seed N] [--malformed F] [--vlan F] [--ipv6 F] [--flows N]
 
@@ -69,6 +73,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdRun(rest, stdout, stderr)
 	case "check":
 		err = cmdCheck(rest, stdout, stderr)
+	case "place":
+		err = cmdPlace(rest, stdout, stderr)
+	case "hierarchy":
+		err = cmdHierarchy(rest, stdout, stderr)
 	case "classes":
 		err = cmdClasses(rest, stdout, stderr)
 	case "gen":
@@ -83,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func suggestCommand(cmd string) string {
-	if s, ok := lang.Suggest(cmd, []string{"run", "check", "classes", "gen", "help"}); ok {
+	if s, ok := lang.Suggest(cmd, []string{"run", "check", "place", "hierarchy", "classes", "gen", "help"}); ok {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return ""

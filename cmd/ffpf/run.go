@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/ffpf-go/ffpf/flowgraph"
+	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
+	"github.com/ffpf-go/ffpf/functions"
 )
 
 const runSynopsis = `[-r FILE | -i IFACE] [-c N] [-w OUT.pcap] [--json] [-e EXPR]... [EXPR]...
@@ -24,16 +26,39 @@ expressions (-e, or several arguments) are several requests, overlaid:
 identical functions are shared. A chain that starts with a function that is
 not a source is fed by -r FILE or -i IFACE.`
 
-// runOptions are the flags shared by run and check.
+// runOptions are the flags shared by run, check and place.
 type runOptions struct {
 	file, iface string
 	exprs       multiFlag
+	hierarchy   string
+	flowgroup   string
 }
 
 func (o *runOptions) register(fs *flagSet) {
 	fs.StringVar(&o.file, "r", "", "read packets from `FILE` (pcap or pcapng; - is standard input) for chains without a source")
 	fs.StringVar(&o.iface, "i", "", "capture on `IFACE` for chains without a source")
 	fs.Var(&o.exprs, "e", "an expression `EXPR` (repeatable: each is one request)")
+	fs.StringVar(&o.hierarchy, "hierarchy", "", "place functions in the flowspace hierarchy described in `FILE.yaml` (default: the one found on this machine; see 'ffpf hierarchy')")
+	fs.StringVar(&o.flowgroup, "flowgroup", flowgraph.GroupUID, "share functions and packet buffers with requests of the same `POLICY`: uid, gid, pid or all")
+}
+
+// config returns the runtime configuration the flags ask for, and the
+// requests' flowgroup.
+func (o *runOptions) config(cfg flowgraph.Config) (flowgraph.Config, string, error) {
+	group, err := flowgraph.Flowgroup(o.flowgroup, flowgraph.Self())
+	if err != nil {
+		return cfg, "", usageErrorf("--flowgroup: %v", err)
+	}
+	if o.hierarchy != "" {
+		root, err := hierarchy.Load(o.hierarchy, functions.Default, nil)
+		if err != nil {
+			return cfg, "", &exitError{2, err}
+		}
+		cfg.Hierarchy = root
+	} else {
+		cfg.Hierarchy, _ = hierarchy.Discover(functions.Default, nil)
+	}
+	return cfg, group, nil
 }
 
 // requests returns the expressions and the default source.
@@ -77,9 +102,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("-s must be a positive number of bytes")
 	}
 
-	rt := flowgraph.New(flowgraph.Config{Limit: *count, Snaplen: *snaplen})
+	cfg, group, err := o.config(flowgraph.Config{Limit: *count, Snaplen: *snaplen})
+	if err != nil {
+		return err
+	}
+	rt := flowgraph.New(cfg)
 	for _, e := range exprs {
-		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src}); err != nil {
+		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Group: group}); err != nil {
 			return err
 		}
 	}
@@ -117,11 +146,11 @@ type result struct {
 	Packets   uint64                    `json:"packets"`
 	ElapsedNS int64                     `json:"elapsed_ns"`
 	Functions []flowgraph.FunctionState `json:"functions"`
-	Bridges   []any                     `json:"bridges"`
+	Bridges   []flowgraph.BridgeState   `json:"bridges"`
 }
 
 func printResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
-	r := result{Packets: rt.Packets(), ElapsedNS: rt.Elapsed().Nanoseconds(), Functions: rt.Functions(), Bridges: []any{}}
+	r := result{Packets: rt.Packets(), ElapsedNS: rt.Elapsed().Nanoseconds(), Functions: rt.Functions(), Bridges: rt.Bridges()}
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -141,6 +170,12 @@ func printResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 			id += " (" + f.Label + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", id, f.Flowspace, f.In, f.Out, f.Filtered, f.Dropped, formatState(f.State))
+	}
+	if len(r.Bridges) > 0 {
+		fmt.Fprintln(tw, "\nBRIDGE\tSTRATEGY\tIN\tOUT\tCOPIED\tDROPPED\t")
+		for _, b := range r.Bridges {
+			fmt.Fprintf(tw, "%s > %s\t%s\t%d\t%d\t%d\t%d\t\n", b.From, b.To, b.Strategy, b.In, b.Out, b.Copied, b.Dropped)
+		}
 	}
 	return tw.Flush()
 }

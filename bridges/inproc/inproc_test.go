@@ -1,0 +1,158 @@
+package inproc
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ffpf-go/ffpf/buffers"
+)
+
+// producer fills regions of its own PBuf with numbered packets and sends
+// the even ones (tag "even") and those divisible by 3 (tag "three") up,
+// by reference or copied, as a source worker does.
+func produce(t *testing.T, ctx context.Context, b *Bridge, copyUp bool, batches int) {
+	const k = 3
+	p := buffers.NewPBuf(k*buffers.MaxBatch, 64)
+	regions := make([]*Region, k)
+	for i := range regions {
+		regions[i] = NewRegion(p, uint32(i*buffers.MaxBatch), true)
+	}
+	seq := uint32(0)
+	for n := range batches {
+		r := regions[n%k]
+		if err := r.Wait(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		src := buffers.NewBatch(p, r.Base, buffers.MaxBatch, 0)
+		for range buffers.MaxBatch {
+			pkt := []byte{byte(seq), byte(seq >> 8), byte(seq >> 16), byte(seq >> 24)}
+			src.Append(pkt, 60, int64(seq))
+			seq++
+		}
+		m, err := b.Message(ctx)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		m.Stream, m.Region = "s", r
+		seen := map[uint32]bool{}
+		for _, tag := range []string{"even", "three"} {
+			m.Out = append(m.Out, Out{Tag: tag})
+			o := &m.Out[len(m.Out)-1].Batch
+			o.PBuf, o.Base = p, r.Base
+			for _, e := range src.Entries() {
+				v := p.Meta(e.Slot).Timestamp
+				if (tag == "even" && v%2 == 0) || (tag == "three" && v%3 == 0) {
+					o.E[o.N] = e
+					o.N++
+					seen[e.Slot] = true
+				}
+			}
+		}
+		m.Packets = len(seen)
+		if copyUp {
+			if err := b.CopyUp(ctx, m); err != nil {
+				t.Error(err)
+				return
+			}
+		} else {
+			r.Hold()
+		}
+		if err := b.Send(ctx, m); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+	b.Close()
+}
+
+func TestBridgeDeliversEveryPacketOnce(t *testing.T) {
+	for _, copyUp := range []bool{false, true} {
+		b := New("test")
+		b.EnsureReceive(64)
+		const batches = 200
+		go produce(t, context.Background(), b, copyUp, batches)
+		next := map[string]int64{"even": 0, "three": 0}
+		for m := b.Receive(context.Background()); m != nil; m = b.Receive(context.Background()) {
+			for _, o := range m.Out {
+				step := map[string]int64{"even": 2, "three": 3}[o.Tag.(string)]
+				for _, e := range o.Batch.Entries() {
+					d := o.Batch.PBuf.Data(e.Slot)
+					v := int64(d[0]) | int64(d[1])<<8 | int64(d[2])<<16 | int64(d[3])<<24
+					ts := o.Batch.PBuf.Meta(e.Slot).Timestamp
+					if v != next[o.Tag.(string)] || ts != v {
+						t.Fatalf("copy=%v %s: got packet %d (timestamp %d), want %d", copyUp, o.Tag, v, ts, next[o.Tag.(string)])
+					}
+					next[o.Tag.(string)] += step
+				}
+			}
+			b.Done(m)
+		}
+		total := int64(batches * buffers.MaxBatch)
+		if next["even"] != total || next["three"] < total || next["three"] > total+2 {
+			t.Errorf("copy=%v: received up to %v of %d", copyUp, next, total)
+		}
+		s := b.Stats()
+		want := uint64(0)
+		for v := range total {
+			if v%2 == 0 || v%3 == 0 {
+				want++
+			}
+		}
+		if s.In != want || s.Out != want || s.Dropped != 0 {
+			t.Errorf("copy=%v: stats %+v, want %d in and out", copyUp, s, want)
+		}
+		if copyUp && s.Copied != want || !copyUp && s.Copied != 0 {
+			t.Errorf("copy=%v: copied %d", copyUp, s.Copied)
+		}
+	}
+}
+
+func TestBridgeStopCountsWhatIsInFlight(t *testing.T) {
+	b := New("test")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p := buffers.NewPBuf(buffers.MaxBatch, 64)
+		r := NewRegion(p, 0, true)
+		for {
+			m, err := b.Message(ctx)
+			if err != nil {
+				return
+			}
+			m.Region, m.Packets = r, 10
+			r.Hold()
+			if b.Send(ctx, m) != nil {
+				return
+			}
+		}
+	}()
+	// Nobody receives: the producer fills the queue and blocks.
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	<-done
+	b.Drain()
+	s := b.Stats()
+	if s.In == 0 || s.In != s.Out+s.Dropped || s.Out != 0 {
+		t.Errorf("stats after stop: %+v", s)
+	}
+}
+
+func TestRegionWaitsForEveryReference(t *testing.T) {
+	r := NewRegion(buffers.NewPBuf(buffers.MaxBatch, 64), 0, true)
+	r.Hold()
+	r.Hold()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := r.Wait(ctx); err == nil {
+		t.Fatal("Wait returned while referred to")
+	}
+	r.Release()
+	go func() { time.Sleep(time.Millisecond); r.Release() }()
+	if err := r.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
