@@ -3,6 +3,8 @@ package flowgraph
 import (
 	"context"
 	"io"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -210,5 +212,75 @@ func TestFlowgroupsIsolate(t *testing.T) {
 	}
 	if _, err := Flowgroup("world", Self()); err == nil || !IsInvalid(err) {
 		t.Errorf("unknown policy: %v", err)
+	}
+}
+
+// TestFailedInstantiateLeavesNothing: a function that fails to instantiate
+// half way through a hierarchy makes Instantiate release everything it
+// created, in every flowspace; on a running flowgraph, what ran before
+// runs on undisturbed; Close leaves no goroutine behind.
+func TestFailedInstantiateLeavesNothing(t *testing.T) {
+	before := runtime.NumGoroutine()
+	var allow atomic.Int64
+	reg := gatedRegistry(t, &allow)
+	rt := New(Config{Registry: reg, Hierarchy: treeWith(t, reg, fig4, "gated", 20000)})
+	if _, err := rt.Populate(`(cap,if=eth2) > (even) > (count) > (broken)`, RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o, c := nOpened.Load(), nClosed.Load()
+	err := rt.Instantiate()
+	if err == nil || !strings.Contains(err.Error(), "broken#1: cannot open the device") {
+		t.Fatalf("err = %v", err)
+	}
+	if opened, closed := nOpened.Load()-o, nClosed.Load()-c; opened != 2 || closed != 2 {
+		t.Errorf("opened %d (want the traffic source and the count), closed %d: something stayed open", opened, closed)
+	}
+	rt.Close()
+
+	// Now on a running flowgraph.
+	rt = New(Config{Registry: reg, Hierarchy: treeWith(t, reg, fig4, "gated", 20000)})
+	if _, err := rt.Populate(`(cap,if=eth2) > (even) > (count,tag=a)`, RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Instantiate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Activate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	allow.Store(10000)
+	waitFor(t, rt, 10000)
+	bad, err := rt.Populate(`(cap,if=eth2) > (even) > (mod3) > (count,tag=b) > (broken)`, RequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, c = nOpened.Load(), nClosed.Load()
+	if err := rt.Instantiate(); err == nil {
+		t.Fatal("instantiated a broken function")
+	}
+	if opened, closed := nOpened.Load()-o, nClosed.Load()-c; opened != 1 || closed != 1 {
+		t.Errorf("opened %d (the new count), closed %d", opened, closed)
+	}
+	if err := rt.Remove(bad); err != nil {
+		t.Fatal(err)
+	}
+	allow.Store(10000)
+	if err := rt.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rt.Functions() {
+		if f.Class == "count" && f.State["packets"] != uint64(10000) {
+			t.Errorf("the running count saw %v packets, want 10000", f.State["packets"])
+		}
+	}
+	for deadline := time.Now().Add(2 * time.Second); runtime.NumGoroutine() > before; {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
