@@ -58,3 +58,17 @@ awk -v a="$ffpf_ms" -v b="$tcpd_ms" 'BEGIN { printf "   ffpf/tcpdump = %.2f (tar
 matches=$($BIN run --json -r "$F" "(bpf,expr=\"$EXPR\") > (pktcount)" | grep -o '"packets": [0-9]*' | tail -1 | awk '{print $2}')
 tmatches=$("$TCPDUMP" -nn -r "$F" "$EXPR" 2>/dev/null | wc -l)
 echo "   matches: ffpf $matches, tcpdump $tmatches"
+
+echo
+echo "== 4. control plane: parse + place + instantiate a 1,000-function graph on a four-level hierarchy"
+$GO test -run '^$' -bench 'BenchmarkPlace1000' -benchtime 50x -count "$COUNT" ./flowgraph/ > "$OUT/place.txt"
+awk '/^BenchmarkPlace1000/ { for (i=1;i<=NF;i++) if ($(i+1)=="ms/graph") { s+=$i; n++; if (min==""||$i<min) min=$i; if ($i>max) max=$i } }
+     END { printf "   mean %.1f ms (%.1f-%.1f) over %d runs (target < 50 ms)\n", s/n, min, max, n }' "$OUT/place.txt"
+
+echo
+echo "== 5. bridges: a board filters (half pass), userspace takes the rest; 1M small packets per run"
+$GO test -run '^$' -bench 'BenchmarkBridge' -benchtime 20x -count "$COUNT" ./flowgraph/ > "$OUT/bridge.txt"
+awk '/^BenchmarkBridge\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
+       for (i=1;i<=NF;i++) if ($(i+1)=="Mpps") { s[m]+=$i; n[m]++ } }
+     END { l=s["local"]/n["local"]
+           for (m in s) printf "   %-9s %6.1f Mpps (%.2f of everything in the board)\n", m, s[m]/n[m], s[m]/n[m]/l }' "$OUT/bridge.txt" | sort
