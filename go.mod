@@ -8,9 +8,8 @@ require (
 	golang.org/x/term v0.47.0
 )
 
-require golang.org/x/sys v0.49.0
-
 require (
-	github.com/cilium/ebpf v0.22.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
+	github.com/cilium/ebpf v0.22.0
+	golang.org/x/sys v0.49.0
+	gopkg.in/yaml.v3 v3.0.1
 )

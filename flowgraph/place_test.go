@@ -40,7 +40,9 @@ func placeRegistry(t testing.TB) *functions.Registry {
 			return nil, fmt.Errorf("no real capture in tests")
 		}})
 	must(&functions.Class{Name: "p4only", MinInputs: 1, MaxInputs: -1, Targets: []functions.Target{functions.TargetP4},
-		New: func(*functions.Context) (functions.Function, error) { return keepIf(func([]byte) bool { return true }), nil }})
+		New: func(*functions.Context) (functions.Function, error) {
+			return keepIf(func([]byte) bool { return true }), nil
+		}})
 	must(&functions.Class{Name: "keep", MinInputs: 1, MaxInputs: -1,
 		Params: []functions.Param{{Name: "mod", Type: functions.Int, Default: "2"}, {Name: "at", Type: functions.Int}},
 		New: func(ctx *functions.Context) (functions.Function, error) {

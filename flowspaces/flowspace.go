@@ -52,9 +52,9 @@ type Flowspace interface {
 	// Host says why n cannot run here (no implementation of its class for
 	// this target, a filter the target cannot express…), or nil if it can.
 	Host(n *Node) error
-	// HasInterface reports whether packets of the network interface enter
-	// the hierarchy here (a capture source can run here).
-	HasInterface(name string) bool
+	// Entry says whether packets of the network interface enter the
+	// hierarchy here, so that a capture source can run here.
+	Entry(iface string) Entry
 	// Stores reports whether the flowspace keeps packets in PBufs; one that
 	// does not (an eBPF hook) processes them in place and must hand them up
 	// at once.
@@ -86,6 +86,16 @@ type Flowspace interface {
 
 	position() *Position
 }
+
+// Entry is how packets of an interface enter the hierarchy at a
+// flowspace.
+type Entry int
+
+const (
+	NoEntry  Entry = iota // they do not
+	AnyEntry              // it can capture any interface (userspace, the tc hook)
+	OwnEntry              // the interface is its own (an XDP program's, a board's port)
+)
 
 // Node is one function placed in a flowspace.
 type Node struct {

@@ -49,19 +49,23 @@ type fake struct {
 	name    string
 	classes []string
 	ifaces  []string
+	any     bool // captures any interface, like the tc hook
 }
 
 func (f *fake) Name() string             { return f.name }
 func (f *fake) Kind() Kind               { return KindTest }
 func (f *fake) Target() functions.Target { return functions.TargetUser }
 func (f *fake) Stores() bool             { return true }
-func (f *fake) HasInterface(n string) bool {
+func (f *fake) Entry(n string) Entry {
 	for _, i := range f.ifaces {
 		if i == n {
-			return true
+			return OwnEntry
 		}
 	}
-	return false
+	if f.any {
+		return AnyEntry
+	}
+	return NoEntry
 }
 func (f *fake) Host(n *Node) error {
 	for _, c := range f.classes {
@@ -125,6 +129,26 @@ func TestPlaceDescendsAndBubblesUp(t *testing.T) {
 	}
 	if Place(root, &Query{Node: node("z"), Path: 0x00FFFFFF}) {
 		t.Error("a class nobody runs was placed")
+	}
+}
+
+// A capture goes to the flowspace that has its interface as its own, even
+// past a sibling that can capture any interface.
+func TestCapturePrefersOwnInterface(t *testing.T) {
+	root := &fake{name: "user", classes: []string{"cap"}, any: true}
+	k := &fake{name: "kernel", classes: []string{"cap"}, any: true}
+	x := &fake{name: "xdp:eth0", classes: []string{"cap"}, ifaces: []string{"eth0"}}
+	board := &fake{name: "board", classes: []string{"cap"}, ifaces: []string{"eth5"}}
+	for _, e := range []struct{ p, c Flowspace }{{root, k}, {k, x}, {root, board}} {
+		if _, err := Attach(e.p, e.c, "test", CopyOnce); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for iface, want := range map[string]string{"eth5": "board", "eth0": "xdp:eth0", "wlan0": "kernel"} {
+		q := &Query{Node: &Node{Class: &functions.Class{Name: "cap"}}, Iface: iface, Path: Root}
+		if !Place(root, q) || q.Placed.Name() != want {
+			t.Errorf("capture of %s placed in %v, want %s", iface, q.Placed, want)
+		}
 	}
 }
 

@@ -35,10 +35,12 @@ func Place(fs Flowspace, q *Query) bool {
 	l := fs.Level()
 	next := -1
 	if q.Iface != "" {
+		// Towards the flowspace that has the interface as its own, else
+		// towards one that can capture any.
+		best := NoEntry
 		for i, c := range fs.Children() {
-			if c.Reaches(q.Iface) {
-				next = i
-				break
+			if e := c.Reaches(q.Iface); e > best {
+				next, best = i, e
 			}
 		}
 	} else if v := q.Path.At(l); v != Invalid && int(v) < len(fs.Children()) {

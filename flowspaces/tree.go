@@ -59,18 +59,18 @@ func (s *Stub) Child() Flowspace { return s.child }
 // Place reflects a placement query down to the child (see Place).
 func (s *Stub) Place(q *Query) bool { return Place(s.child, q) }
 
-// Reaches reports whether packets of the interface enter the hierarchy in
-// the child or beneath it.
-func (s *Stub) Reaches(iface string) bool {
-	if s.child.HasInterface(iface) {
-		return true
-	}
+// Reaches says how packets of the interface enter the hierarchy in the
+// child or beneath it: OwnEntry if a flowspace there has the interface as
+// its own, AnyEntry if one can capture any interface.
+func (s *Stub) Reaches(iface string) Entry {
+	e := s.child.Entry(iface)
 	for _, c := range s.child.Children() {
-		if c.Reaches(iface) {
-			return true
+		if e == OwnEntry {
+			break
 		}
+		e = max(e, c.Reaches(iface))
 	}
-	return false
+	return e
 }
 
 // Attach makes child a child of parent, behind a barrier crossed with the

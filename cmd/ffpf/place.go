@@ -181,11 +181,11 @@ func cmdHierarchy(args []string, stdout, stderr io.Writer) error {
 	var root flowspaces.Flowspace
 	var absent []string
 	if *file != "" {
-		if root, err = hierarchy.Load(*file, functions.Default, nil); err != nil {
+		if root, err = hierarchy.Load(*file, functions.Default); err != nil {
 			return &exitError{2, err}
 		}
 	} else {
-		root, absent = hierarchy.Discover(functions.Default, nil)
+		root, absent = hierarchy.Discover(functions.Default)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

@@ -50,13 +50,13 @@ func (o *runOptions) config(cfg flowgraph.Config) (flowgraph.Config, string, err
 		return cfg, "", usageErrorf("--flowgroup: %v", err)
 	}
 	if o.hierarchy != "" {
-		root, err := hierarchy.Load(o.hierarchy, functions.Default, nil)
+		root, err := hierarchy.Load(o.hierarchy, functions.Default)
 		if err != nil {
 			return cfg, "", &exitError{2, err}
 		}
 		cfg.Hierarchy = root
 	} else {
-		cfg.Hierarchy, _ = hierarchy.Discover(functions.Default, nil)
+		cfg.Hierarchy, _ = hierarchy.Discover(functions.Default)
 	}
 	return cfg, group, nil
 }

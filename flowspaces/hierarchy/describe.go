@@ -45,7 +45,10 @@ type Interface struct {
 	Traffic string `json:"traffic"`
 }
 
-// Describe returns the tree rooted at root.
+// Describe returns the tree rooted at root. It reads the classes and
+// interfaces of the flowspace kinds it knows (flowspaces/user and
+// flowspaces/kernel); of any other it gives what the Flowspace interface
+// tells.
 func Describe(root flowspaces.Flowspace) *Info {
 	in := &Info{
 		Name:     root.Name(),
@@ -87,14 +90,16 @@ func Describe(root flowspaces.Flowspace) *Info {
 }
 
 // Format writes the tree rooted at root, one flowspace per line, with the
-// columns aligned:
+// columns aligned; examples/hierarchy/two-nics.yaml shows as
 //
 //	user        user  level 0  path 0xffffffff  stores packets
 //	└─ kernel   test  level 1  path 0x0fffffff  in place        via user/kernel, zero-copy  classes: bpf, bytecount, pktcount
-//	   ├─ nic0  test  level 2  path 0x00ffffff  stores packets  via pci, copy-once          classes: bpf  interfaces: eth0 (gen,seed=1)
+//	   ├─ nic0  test  level 2  path 0x00ffffff  stores packets  via pci, copy-once          classes: bpf                       interfaces: eth0 (gen,seed=1,packets=20000)
+//	   └─ nic1  test  level 2  path 0x01ffffff  stores packets  via pci, copy-once          classes: bpf                       interfaces: eth1 (gen,seed=2,packets=20000)
 //
-// "via" names the barrier to the parent and the strategy of the bridge
-// across it.
+// "in place" is a flowspace that keeps no PBuf; "via" names the barrier to
+// the parent and the strategy of the bridge across it; "classes: any with
+// Go code" is a test flowspace whose classes are not restricted.
 func Format(w io.Writer, root flowspaces.Flowspace) error {
 	var rows [][]string
 	var walk func(in *Info, prefix, branch string)
@@ -176,6 +181,9 @@ func row(in *Info, name string) []string {
 		if len(parts) > 0 {
 			ifaces = "interfaces: " + strings.Join(parts, ", ")
 		}
+	}
+	if classes == "" {
+		classes, ifaces = ifaces, "" // no gap before an xdp flowspace's interface
 	}
 	return []string{name, string(in.Kind), fmt.Sprintf("level %d", in.Level), "path " + in.Path, store, via, classes, ifaces}
 }

@@ -26,14 +26,13 @@ import (
 // flowspace needs (SchedCLS for the kernel, XDP for xdp:<iface>). absent
 // says, one sentence each, which flowspaces were left out and why. The
 // probes run once per process; without the privilege to load eBPF programs
-// Discover returns userspace alone and says so in absent. The root shares
-// budget (nil: no limit). reg is for flowspaces that will consult the
-// registry; the eBPF flowspaces do not yet.
+// Discover returns userspace alone and says so in absent. reg is for
+// flowspaces that will consult the registry; the eBPF flowspaces do not yet.
 //
 // An XDP flowspace is present when the kernel loads XDP programs; whether
 // the interface's driver runs them natively or in generic mode is known
 // only when one is attached.
-func Discover(reg *functions.Registry, budget *user.Budget) (root flowspaces.Flowspace, absent []string) {
+func Discover(reg *functions.Registry) (root flowspaces.Flowspace, absent []string) {
 	_ = reg
 	var ifaces []string
 	if list, err := net.Interfaces(); err == nil {
@@ -45,7 +44,7 @@ func Discover(reg *functions.Registry, budget *user.Budget) (root flowspaces.Flo
 	} else {
 		absent = append(absent, fmt.Sprintf("xdp: the network interfaces cannot be listed (%v)", err))
 	}
-	return discover(probeOnce(), ifaces, budget, absent)
+	return discover(probeOnce(), ifaces, absent)
 }
 
 // probes are the results of the eBPF probes: nil when the program type
@@ -74,8 +73,8 @@ func probeOnce() probes {
 }
 
 // discover builds the hierarchy from the probe results and the interfaces.
-func discover(pr probes, ifaces []string, budget *user.Budget, absent []string) (flowspaces.Flowspace, []string) {
-	root := user.New(user.Options{Name: "user", Kind: flowspaces.KindUser, Budget: budget})
+func discover(pr probes, ifaces []string, absent []string) (flowspaces.Flowspace, []string) {
+	root := user.New(user.Options{Name: "user", Kind: flowspaces.KindUser})
 	slices.Sort(ifaces)
 	ifaces = slices.Compact(ifaces)
 	if pr.kernel != nil {

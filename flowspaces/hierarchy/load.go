@@ -39,25 +39,24 @@ func (e *Error) Error() string {
 }
 
 // Load reads a hierarchy file (see the package documentation for its
-// schema) and builds the flowspaces it describes. Every Go flowspace of the
-// hierarchy shares budget (nil: no limit); reg (nil: functions.Default)
-// checks the class names and traffic terms.
-func Load(path string, reg *functions.Registry, budget *user.Budget) (flowspaces.Flowspace, error) {
+// schema) and builds the flowspaces it describes; reg (nil:
+// functions.Default) checks the class names and traffic terms.
+func Load(path string, reg *functions.Registry) (flowspaces.Flowspace, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
 	}
-	return Parse(data, path, reg, budget)
+	return Parse(data, path, reg)
 }
 
 // Parse is Load of data read from filename, which names the file in
 // errors; a relative file named by a traffic term (a pcap trace) is taken
 // relative to filename's directory.
-func Parse(data []byte, filename string, reg *functions.Registry, budget *user.Budget) (flowspaces.Flowspace, error) {
+func Parse(data []byte, filename string, reg *functions.Registry) (flowspaces.Flowspace, error) {
 	if reg == nil {
 		reg = functions.Default
 	}
-	p := &parser{file: filename, src: data, reg: reg, budget: budget,
+	p := &parser{file: filename, src: data, reg: reg,
 		names: map[string]int{}, ifaces: map[string]ifaceUse{}}
 	doc, err := p.document()
 	if err != nil {
@@ -87,7 +86,6 @@ type parser struct {
 	file   string
 	src    []byte
 	reg    *functions.Registry
-	budget *user.Budget
 	names  map[string]int      // flowspace name → line that defines it
 	ifaces map[string]ifaceUse // interface → where its packets enter
 }
@@ -135,10 +133,24 @@ func (p *parser) yamlError(err error) error {
 	}
 	line, _ := strconv.Atoi(m[1])
 	msg = m[2]
-	if lines := bytes.Split(p.src, []byte("\n")); line >= 1 && line <= len(lines) {
-		if bytes.Contains(lines[line-1], []byte("\t")) {
-			msg += " (YAML indents with spaces, not tabs)"
+	lines := bytes.Split(p.src, []byte("\n"))
+	indentTab := func(l int) bool {
+		s := lines[l-1]
+		return bytes.Contains(s[:len(s)-len(bytes.TrimLeft(s, " \t"))], []byte("\t"))
+	}
+	switch {
+	case line < 1 || line > len(lines):
+	case strings.Contains(msg, "tab character"):
+		// The parser names the line where the block began: point at the
+		// tab.
+		for l := line; l <= len(lines); l++ {
+			if indentTab(l) {
+				line = l
+				break
+			}
 		}
+	case indentTab(line):
+		msg += " (YAML indents with spaces, not tabs)"
 	}
 	return p.errorf(line, "%s", msg)
 }
@@ -292,7 +304,7 @@ func (p *parser) root(n *yaml.Node) (flowspaces.Flowspace, error) {
 	if err := p.define(s.line, s.name); err != nil {
 		return nil, err
 	}
-	root := user.New(user.Options{Name: s.name, Kind: flowspaces.KindUser, Budget: p.budget})
+	root := user.New(user.Options{Name: s.name, Kind: flowspaces.KindUser})
 	if err := p.children(root, s); err != nil {
 		return nil, err
 	}
@@ -480,7 +492,7 @@ func (p *parser) test(s *spec) (flowspaces.Flowspace, error) {
 	if err := p.define(s.line, s.name); err != nil {
 		return nil, err
 	}
-	opts := user.Options{Name: s.name, Kind: flowspaces.KindTest, Budget: p.budget,
+	opts := user.Options{Name: s.name, Kind: flowspaces.KindTest,
 		Interfaces: map[string]*user.Traffic{}} // non-nil: nil means every interface of the machine
 	var err error
 	if opts.Classes, err = p.classes(s); err != nil {
@@ -697,4 +709,3 @@ func rawOf(v lang.Value) functions.Raw {
 	}
 	return functions.Raw{Kind: k, Text: v.Text, Unit: v.Unit}
 }
-

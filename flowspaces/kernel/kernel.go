@@ -68,10 +68,16 @@ func (fs *Flowspace) Target() functions.Target { return fs.target }
 // Interface returns the XDP flowspace's interface ("" for the kernel).
 func (fs *Flowspace) Interface() string { return fs.opts.Interface }
 
-// HasInterface implements flowspaces.Flowspace: the tc hook sees every
+// Entry implements flowspaces.Flowspace: the tc hook sees every
 // interface, an XDP program only its own.
-func (fs *Flowspace) HasInterface(name string) bool {
-	return fs.opts.Kind == flowspaces.KindKernel || name == fs.opts.Interface
+func (fs *Flowspace) Entry(iface string) flowspaces.Entry {
+	switch {
+	case iface == fs.opts.Interface:
+		return flowspaces.OwnEntry
+	case fs.opts.Kind == flowspaces.KindKernel:
+		return flowspaces.AnyEntry
+	}
+	return flowspaces.NoEntry
 }
 
 // Stores implements flowspaces.Flowspace: eBPF programs work on the packet

@@ -135,13 +135,19 @@ func (fs *Flowspace) Interfaces() []string {
 // Traffic returns what the simulated interface delivers.
 func (fs *Flowspace) Traffic(iface string) *Traffic { return fs.opts.Interfaces[iface] }
 
-// HasInterface implements flowspaces.Flowspace.
-func (fs *Flowspace) HasInterface(name string) bool {
+// Entry implements flowspaces.Flowspace: userspace captures any interface
+// of the machine, a test flowspace its simulated ones.
+func (fs *Flowspace) Entry(iface string) flowspaces.Entry {
 	if fs.opts.Interfaces == nil {
-		return fs.opts.Kind == flowspaces.KindUser
+		if fs.opts.Kind == flowspaces.KindUser {
+			return flowspaces.AnyEntry
+		}
+		return flowspaces.NoEntry
 	}
-	_, ok := fs.opts.Interfaces[name]
-	return ok
+	if _, ok := fs.opts.Interfaces[iface]; ok {
+		return flowspaces.OwnEntry
+	}
+	return flowspaces.NoEntry
 }
 
 // Host implements flowspaces.Flowspace.
@@ -150,7 +156,7 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 	if c.Interface != nil && fs.opts.Interfaces != nil {
 		// A simulated interface: the flowspace captures it whatever its
 		// classes, by replaying its traffic.
-		if iface := c.Interface(n.Ctx.Params); !fs.HasInterface(iface) {
+		if iface := c.Interface(n.Ctx.Params); fs.Entry(iface) == flowspaces.NoEntry {
 			return fmt.Errorf("packets of %s do not enter at %s", iface, fs.Name())
 		}
 		return nil
