@@ -82,10 +82,10 @@ func writePlan(w io.Writer, root flowspaces.Flowspace, p *flowgraph.Plan) error 
 		}
 		width := 0
 		for _, f := range by[fs.Name()] {
-			width = max(width, len(f.ID))
+			width = max(width, len(name(f)))
 		}
 		for _, f := range by[fs.Name()] {
-			fmt.Fprintf(w, "%s%s%-*s  %s  %s\n", inner, bar, width, f.ID, f.Path, f.Reason)
+			fmt.Fprintf(w, "%s%s%-*s  %s  %s\n", inner, bar, width, name(f), f.Path, f.Reason)
 			pad := inner + bar + strings.Repeat(" ", width+2+len(f.Path)+2)
 			for _, r := range f.PassedOver {
 				fmt.Fprintf(w, "%snot in %s: %s\n", pad, r.Flowspace, r.Reason)
@@ -118,6 +118,14 @@ func writePlan(w io.Writer, root flowspaces.Flowspace, p *flowgraph.Plan) error 
 		}
 	}
 	return nil
+}
+
+// name is a function's id, with its label if it has one.
+func name(f flowgraph.PlannedFunction) string {
+	if f.Label != "" {
+		return f.ID + " (" + f.Label + ")"
+	}
+	return f.ID
 }
 
 func storage(fs flowspaces.Flowspace) string {
