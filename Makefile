@@ -38,6 +38,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzPopulate -fuzztime 60s ./flowgraph/
 	$(GO) test -run '^$$' -fuzz FuzzRun -fuzztime 60s ./functions/bpf/
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 60s ./functions/pcap/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./flowspaces/hierarchy/
 
 clean:
 	rm -rf bin $(OUT)
