@@ -220,6 +220,23 @@ func TestPlacementRules(t *testing.T) {
 	}
 }
 
+// TestFigure2 is FFPF's Figure 2 reduced to its point: two boards under
+// the host that both filter; a filter fed by both runs at their common
+// successor, the host, not on the first board probed.
+func TestFigure2(t *testing.T) {
+	fig2 := fsDef{name: "user", kids: []fsDef{
+		{name: "ixp0", classes: []string{"even"}, ifaces: []string{"ixp0"}},
+		{name: "ixp1", classes: []string{"even"}, ifaces: []string{"ixp1"}},
+	}}
+	_, got := place(t, fig2, `[(cap,if=ixp0)|(cap,if=ixp1)] > (even)`, `(cap,if=ixp1) > (even)`)
+	for id, want := range map[string]string{"cap#1": "ixp0 0x0fffffff", "cap#2": "ixp1 0x1fffffff",
+		"even#1": "user 0xffffffff", "even#2": "ixp1 0x1fffffff"} {
+		if f := got[id]; f.Flowspace+" "+f.Path != want {
+			t.Errorf("%s placed in %s %s, want %s", id, f.Flowspace, f.Path, want)
+		}
+	}
+}
+
 func TestPlanReasons(t *testing.T) {
 	_, got := place(t, fig4, `[(cap,if=eth0)|(cap,if=eth1)] > (all)`)
 	want := "lowest flowspace with class all at or above kernel, the lowest common successor of cap#1 (nic0) and cap#2 (nic1)"
