@@ -202,6 +202,14 @@ func (b *Bridge) Send(ctx context.Context, m *Message) error {
 	}
 }
 
+// Lose counts n packets that were on their way up but never got into a
+// message (the run stopped while the producer waited for one): they
+// entered the bridge and were dropped.
+func (b *Bridge) Lose(n int) {
+	b.in.Add(uint64(n))
+	b.dropped.Add(uint64(n))
+}
+
 // Close tells the receiver that nothing more will come.
 func (b *Bridge) Close() { close(b.ch) }
 

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const (
@@ -154,5 +157,47 @@ func TestBadHierarchyOrGroup(t *testing.T) {
 				t.Errorf("%v: stderr %q lacks %q", tc.args, r.stderr, w)
 			}
 		}
+	}
+}
+
+// TestSIGINTOnAHierarchy: ^C in the middle of a run across bridges stops
+// it with exit 0, and every packet is accounted for: what a function sent
+// up entered the bridge, and left it or was dropped there.
+func TestSIGINTOnAHierarchy(t *testing.T) {
+	src, err := os.ReadFile(twoNICs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	os.WriteFile(big, []byte(strings.ReplaceAll(string(src), "packets=20000", "packets=1G")), 0o644)
+	cmd := exec.Command(ffpfBin, "run", "--json", "--hierarchy", big,
+		`[[(dev,expr=eth0) > (bpf,"udp") | (dev,expr=eth1)] > (bpf,expr="tcp or udp")] > (pktcount) > (export,file=`+filepath.Join(t.TempDir(), "o.pcap")+`)`)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	doc := parseRun(t, cliResult{out.String(), errb.String(), 0})
+	fn := map[string]uint64{}
+	for _, f := range doc.Functions {
+		fn[f.ID+" in"], fn[f.ID+" out"] = f.In, f.Out
+	}
+	br := map[string][3]uint64{}
+	for _, b := range doc.Bridges {
+		m := b.(map[string]any)
+		in, o, d := uint64(m["in"].(float64)), uint64(m["out"].(float64)), uint64(m["dropped"].(float64))
+		if in != o+d {
+			t.Errorf("bridge %v: in != out + dropped", m)
+		}
+		br[m["from"].(string)] = [3]uint64{in, o, d}
+	}
+	if fn["bpf#1 out"] == 0 || br["nic0"][0] != fn["bpf#1 out"] || br["nic1"][0] != fn["dev#2 out"] ||
+		fn["bpf#2 in"] != br["nic0"][1]+br["nic1"][1] || br["kernel"][0] != fn["pktcount#1 out"] || fn["export#1 in"] != br["kernel"][1] {
+		t.Errorf("accounting across bridges does not add up:\nfunctions %v\nbridges %v", fn, br)
 	}
 }

@@ -223,34 +223,37 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region) {
 	if len(r.exports) == 0 {
 		return
 	}
-	m, err := r.up.Message(ctx)
-	if err != nil {
-		return
-	}
-	m.Stream, m.Region = r.stream, reg
 	var seen [buffers.MaxBatch]bool
+	n := 0
 	for _, e := range r.exports {
 		b := r.vals[e.val]
-		if b.N == 0 {
-			continue
-		}
-		m.Out = append(m.Out, inproc.Out{Tag: e.node})
-		m.Out[len(m.Out)-1].Batch.CopyFrom(b)
 		for _, x := range b.E[:b.N] {
 			if k := x.Slot - b.Base; !seen[k] {
 				seen[k] = true
-				m.Packets++
+				n++
 			}
 		}
 	}
-	if m.Packets == 0 {
-		r.up.Recycle(m)
+	if n == 0 {
 		return
+	}
+	m, err := r.up.Message(ctx)
+	if err != nil {
+		r.up.Lose(n) // the run stops: what was on its way up is dropped, and counted
+		return
+	}
+	m.Stream, m.Region, m.Packets = r.stream, reg, n
+	for _, e := range r.exports {
+		if b := r.vals[e.val]; b.N > 0 {
+			m.Out = append(m.Out, inproc.Out{Tag: e.node})
+			m.Out[len(m.Out)-1].Batch.CopyFrom(b)
+		}
 	}
 	if (reg.Stored && r.zeroCopy) || !r.parentStores {
 		reg.Hold()
 	} else if r.up.CopyUp(ctx, m) != nil {
 		r.up.Recycle(m)
+		r.up.Lose(n)
 		return
 	}
 	r.up.Send(ctx, m)
