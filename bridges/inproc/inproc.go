@@ -106,8 +106,7 @@ type Bridge struct {
 	// can refer to are copied into the parent's receive pool.
 	ch   chan *Message
 	free chan *Message
-	recv chan *Region
-	slot int // receive slot size
+	recv atomic.Pointer[receivePool]
 
 	in, out, dropped, copied, msgs atomic.Uint64
 }
@@ -125,21 +124,29 @@ func New(name string) *Bridge {
 	return b
 }
 
+// receivePool is the PBuf of the flowspace above that copies go into, as
+// Depth regions.
+type receivePool struct {
+	free chan *Region
+	slot int
+}
+
 // EnsureReceive allocates the parent's receive pool for copies, if it has
 // none with slots of at least slot bytes. It is a control-plane call, made
-// before the producer may need it.
+// before the producer may need it; a producer copying meanwhile finishes
+// with the old pool, whose regions stay valid until released.
 func (b *Bridge) EnsureReceive(slot int) {
-	if b.recv != nil && b.slot >= slot {
+	if p := b.recv.Load(); p != nil && p.slot >= slot {
 		return
 	}
-	p := buffers.NewPBuf(Depth*buffers.MaxBatch, slot)
-	pool := make(chan *Region, Depth)
+	pb := buffers.NewPBuf(Depth*buffers.MaxBatch, slot)
+	pool := &receivePool{free: make(chan *Region, Depth), slot: slot}
 	for i := range Depth {
-		r := NewRegion(p, uint32(i*buffers.MaxBatch), true)
-		r.pool = pool
-		pool <- r
+		r := NewRegion(pb, uint32(i*buffers.MaxBatch), true)
+		r.pool = pool.free
+		pool.free <- r
 	}
-	b.recv, b.slot = pool, slot
+	b.recv.Store(pool)
 }
 
 // Message returns a free message to fill, waiting for one.
@@ -162,7 +169,7 @@ func (b *Bridge) Recycle(m *Message) { b.free <- m }
 func (b *Bridge) CopyUp(ctx context.Context, m *Message) error {
 	var r *Region
 	select {
-	case r = <-b.recv:
+	case r = <-b.recv.Load().free:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
