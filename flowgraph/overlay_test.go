@@ -91,6 +91,26 @@ func TestOverlayWhileRunning(t *testing.T) {
 			if err := rt.Activate(context.Background()); err != nil {
 				t.Fatal(err)
 			}
+			// A reader polls the state while requests come and go (the race
+			// detector watches).
+			stop := make(chan struct{})
+			polled := make(chan struct{})
+			go func() {
+				defer close(polled)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					rt.Functions()
+					rt.Progress()
+					rt.Plan()
+					rt.Bridges()
+					time.Sleep(100 * time.Microsecond)
+				}
+			}()
+			defer func() { close(stop); <-polled }()
 			allow.Store(10000)
 			waitFor(t, rt, 10000)
 

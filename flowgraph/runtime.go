@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ffpf-go/ffpf/flowspaces"
@@ -82,7 +83,10 @@ type Function struct {
 	group string
 	node  *flowspaces.Node
 	refs  int
-	live  bool // instantiated
+	live  bool // instantiated (guarded by Runtime.mu)
+	// ready is live for readers that do not hold Runtime.mu (State,
+	// Progress): node.Function and node.Source are set before it is.
+	ready atomic.Bool
 }
 
 // Class returns the function's class.
@@ -219,9 +223,6 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 	req := &Request{rt: rt, Expr: expr, ast: ast, bound: bound, group: group}
 	for _, n := range order {
 		f := n.fn
-		if f.Label == "" {
-			f.Label = n.label
-		}
 		if !slices.Contains(req.funcs, f) {
 			f.refs++
 			req.funcs = append(req.funcs, f)
@@ -313,6 +314,7 @@ func (rt *Runtime) Instantiate() error {
 			break
 		}
 		f.live = true
+		f.ready.Store(true)
 		done = append(done, f)
 	}
 	if err == nil {
@@ -328,6 +330,7 @@ func (rt *Runtime) Instantiate() error {
 	for _, f := range done {
 		f.node.Flowspace.Remove(f.node)
 		f.live = false
+		f.ready.Store(false)
 	}
 	return errors.Join(err, rt.connect())
 }
@@ -505,6 +508,10 @@ func (rt *Runtime) Progress() (frac float64, known bool) {
 		if !f.node.Class.IsSource() {
 			continue
 		}
+		if !f.ready.Load() {
+			all = false
+			continue
+		}
 		p, ok := f.node.Source.(functions.Progresser)
 		if !ok {
 			all = false
@@ -585,7 +592,7 @@ func (f *Function) State() FunctionState {
 	}
 	n.Ctx.Params.Each(func(name string, v functions.Value) { s.Params[name] = v.JSON() })
 	s.In, s.Out, s.Filtered, s.Dropped = n.Counters.Snapshot()
-	if n.Function != nil {
+	if f.ready.Load() && n.Function != nil {
 		if st := n.State(); st != nil {
 			s.State = st
 		}

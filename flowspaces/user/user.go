@@ -177,7 +177,9 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	n.Ctx.Flowspace = fs.Name()
+	if n.Ctx.Flowspace == "" { // placed by hand, not by the flowgraph
+		n.Ctx.Flowspace = fs.Name()
+	}
 	if err := fs.instantiate(n); err != nil {
 		return err
 	}
