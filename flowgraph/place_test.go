@@ -311,7 +311,7 @@ func TestFigure9PBufs(t *testing.T) {
 		"F3": "kernel [pbuf:cap#1@ixp0 pbuf:cap#2@ixp1]",
 		"F4": "kernel [in place]",
 		"F5": "kernel [in place]",
-		"F6": "user [pbuf:cap#1@ixp0 pbuf:cap#2@ixp1 pbuf:kernel>user]",
+		"F6": "user [pbuf:cap#1@ixp0 pbuf:cap#2@ixp1 pbuf:cap#3@user]",
 	}
 	for l, w := range want {
 		f := byLabel[l]

@@ -118,13 +118,14 @@ func (pl *planner) sources(n *flowspaces.Node) []*flowspaces.Node {
 }
 
 // loc is the PBuf that holds source s's packets when they are processed in
-// fs, which is s's flowspace or above it (FFPF §4.1, §6.2):
+// fs, which is s's flowspace or above it (FFPF §4.1, §6.2). Packets are
+// stored once, in a PBuf named pbuf:<source>@<flowspace>:
 //   - where s runs, its packets are stored there if the flowspace keeps
 //     PBufs and a function there uses them; otherwise they are pushed up;
-//   - crossing up, a flowspace that keeps no PBuf works on them where they
-//     are; one that does refers to them in place over a zero-copy bridge
-//     when they are in a PBuf, and otherwise stores a copy in a PBuf of its
-//     own, one per bridge.
+//   - crossing a zero-copy barrier, packets that are in a PBuf stay there
+//     and the flowspace above refers to them in place;
+//   - otherwise a flowspace that keeps PBufs stores a copy in its own, and
+//     one that does not works on them where they arrive, unstored.
 func (pl *planner) loc(s *flowspaces.Node, fs flowspaces.Flowspace) string {
 	if fs == s.Flowspace {
 		if fs.Stores() && pl.usedIn(s, fs) {
@@ -134,11 +135,13 @@ func (pl *planner) loc(s *flowspaces.Node, fs flowspaces.Flowspace) string {
 	}
 	child := fs.Children()[s.Path.At(fs.Level())].Child()
 	below := pl.loc(s, child)
-	stub := flowspaces.StubOf(child)
-	if !fs.Stores() || (below != InPlace && stub.Strategy == flowspaces.ZeroCopy) {
+	if below != InPlace && flowspaces.StubOf(child).Strategy == flowspaces.ZeroCopy {
 		return below
 	}
-	return pl.pbuf("pbuf:"+child.Name()+">"+fs.Name(), fs, "packets copied up from "+child.Name())
+	if fs.Stores() {
+		return pl.pbuf("pbuf:"+s.ID+"@"+fs.Name(), fs, "packets of "+s.ID+", copied up from "+child.Name())
+	}
+	return InPlace
 }
 
 // usedIn reports whether a function in fs uses s's packets.

@@ -337,15 +337,14 @@ func (rt *Runtime) Instantiate() error {
 
 // connect rebuilds the datapath of every flowspace, parents first: a
 // parent asks its children, through their stubs, for the outputs it needs
-// before they connect.
+// before they connect. It stops at the first flowspace that fails.
 func (rt *Runtime) connect() error {
-	var errs []error
-	flowspaces.Walk(rt.root, func(fs flowspaces.Flowspace) {
+	for _, fs := range rt.all() {
 		if err := fs.Connect(); err != nil {
-			errs = append(errs, fmt.Errorf("flowspace %s: %w", fs.Name(), err))
+			return fmt.Errorf("flowspace %s: %w", fs.Name(), err)
 		}
-	})
-	return errors.Join(errs...)
+	}
+	return nil
 }
 
 // all returns every flowspace, parents first.

@@ -9,8 +9,8 @@
 // zero-copy the message refers to the producer's own PBuf region, which the
 // producer reuses only when every flowspace above has released it; with
 // copy-once the producer copies the packets once into a region of a PBuf
-// that belongs to the flowspace above (the receive pool) and the entries
-// are renumbered into it.
+// that belongs to the flowspace above (a Pool, one per stream, sized for
+// its packets) and the entries are renumbered into it.
 //
 // Back-pressure, not loss: a producer waits for a free message or region.
 // Packets are lost only where they arrive (a live capture's kernel buffer,
@@ -87,8 +87,13 @@ type Out struct {
 
 // Message is one batch crossing the bridge.
 type Message struct {
-	Stream  any     // the source the packets came from
-	Region  *Region // where the packets are
+	Stream any     // the source the packets came from
+	Region *Region // where the packets are
+	// Stored says whether the packets are in a PBuf the receiver may refer
+	// to when it sends them further up (rather than in transient memory of
+	// a flowspace that processes in place, or copied across a barrier into
+	// such memory).
+	Stored  bool
 	Out     []Out
 	Packets int // distinct packets referred to
 }
@@ -101,12 +106,10 @@ type Stats struct {
 
 // Bridge is a queue of messages from one lower flowspace to its parent.
 type Bridge struct {
-	Name string
-	// Copy is set when packets that are not in a stored PBuf the parent
-	// can refer to are copied into the parent's receive pool.
-	ch   chan *Message
-	free chan *Message
-	recv atomic.Pointer[receivePool]
+	Name   string
+	ch     chan *Message
+	free   chan *Message
+	closed atomic.Bool
 
 	in, out, dropped, copied, msgs atomic.Uint64
 }
@@ -124,29 +127,39 @@ func New(name string) *Bridge {
 	return b
 }
 
-// receivePool is the PBuf of the flowspace above that copies go into, as
-// Depth regions.
-type receivePool struct {
-	free chan *Region
-	slot int
+// Carry adds the counters of old, a bridge this one replaces (the same
+// barrier, reopened after its lower side had ended).
+func (b *Bridge) Carry(old *Bridge) {
+	s := old.Stats()
+	b.in.Add(s.In)
+	b.out.Add(s.Out)
+	b.dropped.Add(s.Dropped)
+	b.copied.Add(s.Copied)
+	b.msgs.Add(s.Messages)
 }
 
-// EnsureReceive allocates the parent's receive pool for copies, if it has
-// none with slots of at least slot bytes. It is a control-plane call, made
-// before the producer may need it; a producer copying meanwhile finishes
-// with the old pool, whose regions stay valid until released.
-func (b *Bridge) EnsureReceive(slot int) {
-	if p := b.recv.Load(); p != nil && p.slot >= slot {
-		return
-	}
-	pb := buffers.NewPBuf(Depth*buffers.MaxBatch, slot)
-	pool := &receivePool{free: make(chan *Region, Depth), slot: slot}
-	for i := range Depth {
+// Pool is the PBuf of the flowspace above that the copies of one stream go
+// into, in regions of MaxBatch slots. Each stream has its own, sized for
+// its packets, so that a stream added later never changes another's.
+type Pool struct {
+	free chan *Region
+}
+
+// PoolBytes bounds a pool's memory: fewer regions for long slots.
+const PoolBytes = 64 << 20
+
+// NewPool allocates a pool with slots of slot bytes: Depth regions, or as
+// many as fit in PoolBytes (at least one).
+func NewPool(slot int) *Pool {
+	k := max(1, min(Depth, PoolBytes/(slot*buffers.MaxBatch)))
+	pb := buffers.NewPBuf(k*buffers.MaxBatch, slot)
+	p := &Pool{free: make(chan *Region, k)}
+	for i := range k {
 		r := NewRegion(pb, uint32(i*buffers.MaxBatch), true)
-		r.pool = pool.free
-		pool.free <- r
+		r.pool = p.free
+		p.free <- r
 	}
-	b.recv.Store(pool)
+	return p
 }
 
 // Message returns a free message to fill, waiting for one.
@@ -163,13 +176,13 @@ func (b *Bridge) Message(ctx context.Context) (*Message, error) {
 // Recycle gives back a message that was not sent.
 func (b *Bridge) Recycle(m *Message) { b.free <- m }
 
-// CopyUp copies the packets m's entries refer to into a receive region
+// CopyUp copies the packets m's entries refer to into a region of pool
 // (each once, at the same offset in the window) and renumbers the entries.
 // It takes the place of m.Region, which the caller no longer needs.
-func (b *Bridge) CopyUp(ctx context.Context, m *Message) error {
+func (b *Bridge) CopyUp(ctx context.Context, m *Message, pool *Pool) error {
 	var r *Region
 	select {
-	case r = <-b.recv.Load().free:
+	case r = <-pool.free:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -189,7 +202,7 @@ func (b *Bridge) CopyUp(ctx context.Context, m *Message) error {
 		o.PBuf, o.Base = r.PBuf, r.Base
 	}
 	r.Hold()
-	m.Region = r
+	m.Region, m.Stored = r, true
 	b.copied.Add(uint64(m.Packets))
 	return nil
 }
@@ -198,15 +211,18 @@ func (b *Bridge) CopyUp(ctx context.Context, m *Message) error {
 // held) after processing. If ctx ends first the packets count as dropped.
 func (b *Bridge) Send(ctx context.Context, m *Message) error {
 	b.in.Add(uint64(m.Packets))
-	select {
-	case b.ch <- m:
-		return nil
-	case <-ctx.Done():
-		b.dropped.Add(uint64(m.Packets))
-		m.Region.Release()
-		b.free <- m
-		return ctx.Err()
+	if ctx.Err() == nil {
+		select {
+		case b.ch <- m:
+			return nil
+		case <-ctx.Done():
+		}
 	}
+	// Stopped: a message sent now might never be read.
+	b.dropped.Add(uint64(m.Packets))
+	m.Region.Release()
+	b.free <- m
+	return ctx.Err()
 }
 
 // Lose counts n packets that were on their way up but never got into a
@@ -218,7 +234,13 @@ func (b *Bridge) Lose(n int) {
 }
 
 // Close tells the receiver that nothing more will come.
-func (b *Bridge) Close() { close(b.ch) }
+func (b *Bridge) Close() {
+	b.closed.Store(true)
+	close(b.ch)
+}
+
+// Closed reports whether the lower side has closed the bridge.
+func (b *Bridge) Closed() bool { return b.closed.Load() }
 
 // Receive returns the next message, or nil when the bridge is closed and
 // empty or ctx is done.
@@ -258,6 +280,17 @@ func (b *Bridge) Drain() {
 		default:
 			return
 		}
+	}
+}
+
+// DrainUntilClosed counts everything still sent as dropped and releases
+// it, until the lower side closes the bridge: a receiver that stops must
+// not leave a producer blocked, nor a message in a queue nobody reads.
+func (b *Bridge) DrainUntilClosed() {
+	for m := range b.ch {
+		b.dropped.Add(uint64(m.Packets))
+		m.Region.Release()
+		b.free <- m
 	}
 }
 

@@ -11,7 +11,8 @@ import (
 // producer fills regions of its own PBuf with numbered packets and sends
 // the even ones (tag "even") and those divisible by 3 (tag "three") up,
 // by reference or copied, as a source worker does.
-func produce(t *testing.T, ctx context.Context, b *Bridge, copyUp bool, batches int) {
+func produce(t *testing.T, ctx context.Context, b *Bridge, pool *Pool, batches int) {
+	copyUp := pool != nil
 	const k = 3
 	p := buffers.NewPBuf(k*buffers.MaxBatch, 64)
 	regions := make([]*Region, k)
@@ -53,7 +54,7 @@ func produce(t *testing.T, ctx context.Context, b *Bridge, copyUp bool, batches 
 		}
 		m.Packets = len(seen)
 		if copyUp {
-			if err := b.CopyUp(ctx, m); err != nil {
+			if err := b.CopyUp(ctx, m, pool); err != nil {
 				t.Error(err)
 				return
 			}
@@ -71,9 +72,12 @@ func produce(t *testing.T, ctx context.Context, b *Bridge, copyUp bool, batches 
 func TestBridgeDeliversEveryPacketOnce(t *testing.T) {
 	for _, copyUp := range []bool{false, true} {
 		b := New("test")
-		b.EnsureReceive(64)
+		var pool *Pool
+		if copyUp {
+			pool = NewPool(64)
+		}
 		const batches = 200
-		go produce(t, context.Background(), b, copyUp, batches)
+		go produce(t, context.Background(), b, pool, batches)
 		next := map[string]int64{"even": 0, "three": 0}
 		for m := b.Receive(context.Background()); m != nil; m = b.Receive(context.Background()) {
 			for _, o := range m.Out {

@@ -1,7 +1,6 @@
 package user
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -31,7 +30,8 @@ type route struct {
 
 	stored       bool // the stream's packets are stored in a PBuf here (§6.2)
 	up           *inproc.Bridge
-	zeroCopy     bool // the bridge up refers to stored packets in place
+	pool         *inproc.Pool // where copies up go
+	zeroCopy     bool         // the bridge up refers to stored packets in place
 	parentStores bool
 }
 
@@ -64,11 +64,6 @@ func (fs *Flowspace) setWant(want []*flowspaces.Node, b *inproc.Bridge, parentSt
 	fs.parentStores = parentStores
 	if b != nil && b != fs.upSent {
 		fs.up, fs.upSent = b, b
-		if fs.ended {
-			// Nothing will ever come from here again.
-			fs.up.Close()
-			fs.up = nil
-		}
 	}
 }
 
@@ -76,6 +71,8 @@ func (fs *Flowspace) setWant(want []*flowspaces.Node, b *inproc.Bridge, parentSt
 func (fs *Flowspace) Connect() error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+
+	// First what the new datapath is, without changing anything.
 	var keep []*flowspaces.Node
 	local := map[*flowspaces.Node]bool{}
 	for _, n := range fs.nodes {
@@ -89,7 +86,6 @@ func (fs *Flowspace) Connect() error {
 		return err
 	}
 	reach := reachMap{}
-
 	// What this flowspace needs from each child: the inputs of its
 	// functions that run beneath, and what the parent wants from beneath.
 	need := map[*flowspaces.Stub][]*flowspaces.Node{}
@@ -100,8 +96,8 @@ func (fs *Flowspace) Connect() error {
 		}
 		cs := fs.Children()
 		i := x.Path.At(fs.Level())
-		if int(i) >= len(cs) || !flowspaces.Above(fs, x.Flowspace) {
-			return fmt.Errorf("flowspace %s: %s runs in %s, which is not beneath it", fs.Name(), x.ID, x.Flowspace.Name())
+		if int(i) >= len(cs) || x.Flowspace == nil || !flowspaces.Above(fs, x.Flowspace) {
+			return fmt.Errorf("%s is not placed beneath %s", x.ID, fs.Name())
 		}
 		need[cs[i]] = append(need[cs[i]], x)
 		ghosts = append(ghosts, x)
@@ -119,33 +115,34 @@ func (fs *Flowspace) Connect() error {
 			return err
 		}
 	}
+	for s, ns := range need {
+		if _, ok := s.Child().(*Flowspace); !ok && len(ns) > 0 {
+			return fmt.Errorf("no bridge from %s (%s) to %s yet", s.Name(), s.Child().Kind(), fs.Name())
+		}
+	}
+
+	// The bridges from beneath: one per child that has something to send;
+	// one that its child closed (it had nothing left to run) is replaced.
 	for _, s := range fs.Children() {
 		child, ok := s.Child().(*Flowspace)
 		if !ok {
-			if len(need[s]) > 0 {
-				return fmt.Errorf("no bridge from %s (%s) to %s yet", s.Name(), s.Child().Kind(), fs.Name())
-			}
 			continue
 		}
 		b := fs.downs[s]
-		if b == nil && len(need[s]) > 0 {
-			b = inproc.New(child.Name() + ">" + fs.Name())
-			fs.downs[s] = b
+		if len(need[s]) > 0 && (b == nil || b.Closed()) {
+			nb := inproc.New(child.Name() + ">" + fs.Name())
+			if b != nil {
+				if w := fs.readers[b]; w != nil {
+					for w.started && !w.done.Load() {
+						time.Sleep(50 * time.Microsecond) // it has read the close
+					}
+					delete(fs.readers, b)
+				}
+				nb.Carry(b)
+			}
+			fs.downs[s], b = nb, nb
 		}
 		child.setWant(need[s], b, fs.Stores())
-	}
-	if fs.ctx != nil && fs.ended {
-		// Its bridge up is closed: it cannot take new streams.
-		for _, n := range order {
-			if n.Source != nil && fs.srcs[n] == nil {
-				return errors.New("flowspace " + fs.Name() + " has finished (its sources have ended): it cannot take new sources")
-			}
-		}
-		for s, ns := range need {
-			if b := fs.downs[s]; len(ns) > 0 && (b == nil || fs.readers[b] == nil) {
-				return errors.New("flowspace " + fs.Name() + " has finished (its sources have ended): it cannot take new bridges")
-			}
-		}
 	}
 
 	// One route per stream.
@@ -176,13 +173,12 @@ func (fs *Flowspace) Connect() error {
 			idx[n] = len(inputs) + len(r.steps)
 			r.steps = append(r.steps, st)
 		}
-		for _, x := range fs.want {
-			if i, ok := idx[x]; ok && reach.of(x)[stream] {
-				r.exports = append(r.exports, export{x, i})
+		if r.up != nil {
+			for _, x := range fs.want {
+				if i, ok := idx[x]; ok && reach.of(x)[stream] {
+					r.exports = append(r.exports, export{x, i})
+				}
 			}
-		}
-		if r.up == nil {
-			r.exports = nil
 		}
 		r.vals = make([]*buffers.Batch, len(inputs)+len(r.steps))
 		r.blank = make([]buffers.Batch, len(inputs))
@@ -190,24 +186,27 @@ func (fs *Flowspace) Connect() error {
 			r.vals[len(inputs)+j] = r.steps[j].out
 		}
 		r.stored = fs.Stores() && len(r.steps) > 0
+		if len(r.exports) > 0 && r.parentStores {
+			// Copies of this stream go into a PBuf of the parent's, sized
+			// for its packets.
+			if fs.pools[stream] == nil {
+				fs.pools[stream] = inproc.NewPool(stream.Ctx.Snaplen)
+			}
+			r.pool = fs.pools[stream]
+		}
 		return r
 	}
-	maxSnap := 0
 	var started []*worker
 	for _, n := range order {
 		if n.Source == nil {
 			continue
-		}
-		r := newRoute(n, []*flowspaces.Node{n})
-		if len(r.exports) > 0 {
-			maxSnap = max(maxSnap, n.Ctx.Snaplen)
 		}
 		w := fs.srcs[n]
 		if w == nil {
 			w = newSourceWorker(fs, n)
 			fs.srcs[n] = w
 		}
-		w.route.Store(r)
+		w.route.Store(newRoute(n, []*flowspaces.Node{n}))
 		started = append(started, w)
 	}
 	// Streams from beneath, grouped by the bridge they arrive through.
@@ -228,11 +227,12 @@ func (fs *Flowspace) Connect() error {
 		if sets[b] == nil {
 			sets[b] = &routeSet{gen: gen, stream: map[*flowspaces.Node]*route{}}
 		}
-		r := newRoute(s, streams[s])
-		if len(r.exports) > 0 {
-			maxSnap = max(maxSnap, s.Ctx.Snaplen)
+		sets[b].stream[s] = newRoute(s, streams[s])
+	}
+	for b := range fs.readers {
+		if sets[b] == nil { // nothing of it is needed any more
+			sets[b] = &routeSet{gen: gen, stream: map[*flowspaces.Node]*route{}}
 		}
-		sets[b].stream[s] = r
 	}
 	for b, set := range sets {
 		w := fs.readers[b]
@@ -243,30 +243,31 @@ func (fs *Flowspace) Connect() error {
 		w.routes.Store(set)
 		started = append(started, w)
 	}
-	if fs.up != nil && fs.parentStores && maxSnap > 0 {
-		fs.up.EnsureReceive(maxSnap)
-	}
 
-	// Sources that leave stop; the others adopt the new routes.
+	// Sources that leave finish the batch at hand and stop; the others
+	// adopt the new routes. Only then is what left released.
 	var gone []*worker
 	for n, w := range fs.srcs {
 		if !local[n] {
 			gone = append(gone, w)
 			delete(fs.srcs, n)
+			delete(fs.pools, n)
+			w.quit.Store(true)
 		}
 	}
 	if fs.ctx != nil {
 		for _, w := range started {
 			fs.start(w)
 		}
-		for _, w := range gone {
-			if w.cancel != nil {
-				w.cancel()
-			}
-		}
 		fs.mu.Unlock()
-		fs.settle(gen, append(started, gone...))
+		fs.settle(gen, started)
+		for _, w := range gone {
+			w.stop()
+		}
 		fs.mu.Lock()
+		if fs.live == 0 {
+			fs.finish() // nothing runs here now
+		}
 	}
 	for _, w := range gone {
 		w.accountDrops()

@@ -83,13 +83,14 @@ type Flowspace struct {
 
 	srcs    map[*flowspaces.Node]*worker
 	readers map[*inproc.Bridge]*worker
+	pools   map[*flowspaces.Node]*inproc.Pool // per stream, for copies up
 	gen     uint64
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	live   int  // running workers; the last one closes the bridge up
-	ended  bool // every worker has finished
+	live   int     // running workers; when none is left, the bridge up closes
+	errs   []error // of the workers that have ended
 }
 
 // New returns an empty Go flowspace.
@@ -102,7 +103,7 @@ func New(opts Options) *Flowspace {
 	}
 	return &Flowspace{opts: opts, locks: map[*flowspaces.Node]*sync.Mutex{},
 		downs: map[*flowspaces.Stub]*inproc.Bridge{}, srcs: map[*flowspaces.Node]*worker{},
-		readers: map[*inproc.Bridge]*worker{}}
+		readers: map[*inproc.Bridge]*worker{}, pools: map[*flowspaces.Node]*inproc.Pool{}}
 }
 
 // Name implements flowspaces.Flowspace.
@@ -269,7 +270,9 @@ func (fs *Flowspace) start(w *worker) {
 		defer fs.wg.Done()
 		w.run(wctx)
 		fs.mu.Lock()
-		w.exited = true
+		if w.err != nil {
+			fs.errs = append(fs.errs, w.err)
+		}
 		fs.live--
 		if fs.live == 0 {
 			fs.finish()
@@ -282,9 +285,10 @@ func (fs *Flowspace) start(w *worker) {
 	}
 }
 
-// finish marks the datapath ended and tells the parent; fs.mu is held.
+// finish tells the parent that nothing more will come up for now: no
+// worker runs. fs.mu is held. Should a later Connect start workers again,
+// the parent gives a new bridge.
 func (fs *Flowspace) finish() {
-	fs.ended = true
 	if fs.up != nil {
 		fs.up.Close()
 		fs.up = nil
@@ -296,13 +300,7 @@ func (fs *Flowspace) Wait() error {
 	fs.wg.Wait()
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	var errs []error
-	for _, n := range fs.nodes {
-		if w := fs.srcs[n]; w != nil && w.err != nil {
-			errs = append(errs, w.err)
-		}
-	}
-	return errors.Join(errs...)
+	return errors.Join(fs.errs...)
 }
 
 // Stop implements flowspaces.Flowspace.

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ffpf-go/ffpf/bridges/inproc"
 	"github.com/ffpf-go/ffpf/buffers"
@@ -35,15 +36,32 @@ type worker struct {
 	bridge *inproc.Bridge
 	routes atomic.Pointer[routeSet]
 
+	cur *inproc.Message // the message being carried
+
 	// seen is the route generation in use; busy is set while a batch is
-	// being carried (see Flowspace.settle).
-	seen       atomic.Uint64
-	busy, done atomic.Bool
-	started    bool
-	exited     bool
-	cancel     context.CancelFunc
-	held       *sync.Mutex // the function lock held during Process, if any
-	err        error
+	// being carried (see Flowspace.settle); quit asks a source to stop
+	// after the batch at hand (its request was removed).
+	seen             atomic.Uint64
+	busy, done, quit atomic.Bool
+	started          bool
+	cancel           context.CancelFunc
+	held             *sync.Mutex // the function lock held during Process, if any
+	err              error
+}
+
+// stop ends a source that quit was set on: it finishes the batch at hand;
+// one blocked on a silent input is interrupted after a while.
+func (w *worker) stop() {
+	if !w.started {
+		return
+	}
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for !w.done.Load() {
+		if time.Now().After(deadline) && w.cancel != nil {
+			w.cancel()
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
 }
 
 // regionsFor is how many batch windows a source's PBuf has: one at the
@@ -98,11 +116,17 @@ func (w *worker) run(ctx context.Context) {
 		if w.held != nil {
 			w.held.Unlock()
 		}
-		who := "a bridge"
 		if w.node != nil {
-			who = w.node.ID
+			w.err = fmt.Errorf("%s: packet memory became unreadable (%v): was the input changed while being read?", w.node.ID, r)
+			return
 		}
-		w.err = fmt.Errorf("%s: packet memory became unreadable (%v): was the input changed while being read?", who, r)
+		w.err = fmt.Errorf("bridge %s: packet memory became unreadable (%v): was the input changed while being read?", w.bridge.Name, r)
+		// What comes up from now on is dropped (and counted), so that the
+		// flowspace beneath is not left blocked.
+		if w.cur != nil {
+			w.bridge.Done(w.cur)
+		}
+		w.bridge.DrainUntilClosed()
 	}()
 	if w.bridge != nil {
 		w.read(ctx)
@@ -120,7 +144,7 @@ func (w *worker) fill(ctx context.Context) {
 	}
 	defer w.accountDrops()
 	dropper, _ := w.src.(functions.Dropper)
-	for i := 0; ctx.Err() == nil; i++ {
+	for i := 0; ctx.Err() == nil && !w.quit.Load(); i++ {
 		k := w.next
 		w.next = (w.next + 1) % len(w.regions)
 		reg, b := w.regions[k], w.batches[k]
@@ -141,8 +165,7 @@ func (w *worker) fill(ctx context.Context) {
 			w.node.Counters.Add(b.N, b.N, 0)
 			r.vals[0] = b
 			r.process(w)
-			reg.Stored = r.stored
-			w.export(ctx, r, reg)
+			w.export(ctx, r, reg, r.stored)
 			w.busy.Store(false)
 		}
 		if err != nil {
@@ -163,10 +186,13 @@ func (w *worker) read(ctx context.Context) {
 		m := w.bridge.Receive(ctx)
 		if m == nil {
 			if ctx.Err() != nil {
-				w.bridge.Drain()
+				// Stopped: the flowspace beneath stops too and closes the
+				// bridge; what it sends meanwhile is dropped, and counted.
+				w.bridge.DrainUntilClosed()
 			}
 			return
 		}
+		w.cur = m
 		w.busy.Store(true)
 		set := w.routes.Load()
 		w.seen.Store(set.gen)
@@ -186,9 +212,10 @@ func (w *worker) read(ctx context.Context) {
 				}
 			}
 			r.process(w)
-			w.export(ctx, r, m.Region)
+			w.export(ctx, r, m.Region, m.Stored)
 		}
 		w.bridge.Done(m)
+		w.cur = nil
 		w.busy.Store(false)
 	}
 }
@@ -215,11 +242,12 @@ func (r *route) process(w *worker) {
 	}
 }
 
-// export sends the outputs the parent asked for up the bridge: by
-// reference when the packets are stored where the parent may refer to them
-// (or the parent processes in place), otherwise copied once into the
-// parent's receive pool.
-func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region) {
+// export sends the outputs the parent asked for up the bridge. stored says
+// whether the packets are in a PBuf the parent may refer to. Across a
+// zero-copy barrier the parent refers to such packets in place; otherwise a
+// parent that keeps PBufs gets a copy in its own (one per stream), and one
+// that processes in place gets them handed up as they are, not stored.
+func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, stored bool) {
 	if len(r.exports) == 0 {
 		return
 	}
@@ -249,12 +277,19 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region) {
 			m.Out[len(m.Out)-1].Batch.CopyFrom(b)
 		}
 	}
-	if (reg.Stored && r.zeroCopy) || !r.parentStores {
+	switch {
+	case stored && r.zeroCopy:
 		reg.Hold()
-	} else if r.up.CopyUp(ctx, m) != nil {
-		r.up.Recycle(m)
-		r.up.Lose(n)
-		return
+		m.Stored = true
+	case r.parentStores:
+		if r.up.CopyUp(ctx, m, r.pool) != nil {
+			r.up.Recycle(m)
+			r.up.Lose(n)
+			return
+		}
+	default:
+		reg.Hold()
+		m.Stored = false
 	}
 	r.up.Send(ctx, m)
 }
