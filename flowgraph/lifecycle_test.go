@@ -72,7 +72,7 @@ func (s *bigSource) Info() functions.SourceInfo {
 	return functions.SourceInfo{Name: "big", LinkType: s.lt, MaxCapLen: 1500}
 }
 
-func reviewRegistry(t testing.TB) *functions.Registry {
+func lifecycleRegistry(t testing.TB) *functions.Registry {
 	r := placeRegistry(t)
 	must := func(c *functions.Class) {
 		t.Helper()
@@ -167,15 +167,15 @@ func noLeak(t *testing.T, before int) {
 	}
 }
 
-// TestReviewCancelMidFlightAccounting: cancelling the context given to
+// TestCancelMidFlightAccounting: cancelling the context given to
 // Activate (what ^C does in ffpf run) during heavy traffic across bridges
 // must leave every bridge with in = out + dropped: the packets in flight
 // count as the bridge's dropped. Nothing may panic or stay behind.
-func TestReviewCancelMidFlightAccounting(t *testing.T) {
+func TestCancelMidFlightAccounting(t *testing.T) {
 	before := runtime.NumGoroutine()
 	bad := 0
 	for i := range 30 {
-		reg := reviewRegistry(t)
+		reg := lifecycleRegistry(t)
 		rt := New(Config{Registry: reg, Hierarchy: tree(t, reg, fig4, 1<<40)})
 		for _, e := range []string{
 			`[(cap,if=eth0)|(cap,if=eth1)] > (even) > (closecheck,tag=a,slow=20)`,
@@ -219,17 +219,17 @@ func TestReviewCancelMidFlightAccounting(t *testing.T) {
 	noLeak(t, before)
 }
 
-// TestReviewStopMidFlightNothingLostSilently: on Stop during heavy traffic
+// TestStopMidFlightNothingLostSilently: on Stop during heavy traffic
 // every packet a function beneath passed to be carried up reaches the
 // bridge (as in) and every one the bridge gave out reaches the function
 // above: the bridge's counters account for all of them.
-func TestReviewStopMidFlightNothingLostSilently(t *testing.T) {
+func TestStopMidFlightNothingLostSilently(t *testing.T) {
 	for _, s := range []flowspaces.Strategy{flowspaces.CopyOnce, flowspaces.ZeroCopy} {
 		t.Run(string(s), func(t *testing.T) {
 			before := runtime.NumGoroutine()
 			lost := 0
 			for i := range 30 {
-				reg := reviewRegistry(t)
+				reg := lifecycleRegistry(t)
 				root := twoLevel(t, []string{"even"}, s, map[string]*user.Traffic{"eth0": traffic(t, reg, "src", 1<<40)})
 				rt := New(Config{Registry: reg, Hierarchy: root})
 				if _, err := rt.Populate(`(cap,if=eth0) > (even) > (closecheck,slow=50)`, RequestOptions{}); err != nil {
@@ -269,10 +269,10 @@ func TestReviewStopMidFlightNothingLostSilently(t *testing.T) {
 	}
 }
 
-// TestReviewAddRequestBelowIdleRoot: a running flowgraph whose root (or a
+// TestAddRequestBelowIdleRoot: a running flowgraph whose root (or a
 // board) ran nothing when it was activated must still take new requests
 // there: Instantiate works "also while running".
-func TestReviewAddRequestBelowIdleRoot(t *testing.T) {
+func TestAddRequestBelowIdleRoot(t *testing.T) {
 	var allow atomic.Int64
 	for _, tc := range []struct{ name, first, second string }{
 		// everything of the first request runs on nic0: userspace and the
@@ -307,9 +307,9 @@ func TestReviewAddRequestBelowIdleRoot(t *testing.T) {
 	}
 }
 
-// TestReviewRemoveThenReAdd: removing the only request of a board and
+// TestRemoveThenReAdd: removing the only request of a board and
 // adding it again while the flowgraph runs (an application restarting).
-func TestReviewRemoveThenReAdd(t *testing.T) {
+func TestRemoveThenReAdd(t *testing.T) {
 	var allow atomic.Int64
 	reg := gatedRegistry(t, &allow)
 	allow.Store(0)
@@ -344,13 +344,13 @@ func TestReviewRemoveThenReAdd(t *testing.T) {
 	}
 }
 
-// TestReviewRemoveLeavesNoStaleRoute: a request whose function in
+// TestRemoveLeavesNoStaleRoute: a request whose function in
 // userspace is fed over a bridge is removed while the bridge is full; the
 // released function must never run again (the reader of the bridge must
 // not keep the routes of before the removal).
-func TestReviewRemoveLeavesNoStaleRoute(t *testing.T) {
+func TestRemoveLeavesNoStaleRoute(t *testing.T) {
 	for i := range 10 {
-		reg := reviewRegistry(t)
+		reg := lifecycleRegistry(t)
 		root := twoLevel(t, []string{"even", "keep"}, flowspaces.CopyOnce, map[string]*user.Traffic{
 			"eth0": traffic(t, reg, "src", 1<<40)})
 		rt := New(Config{Registry: reg, Hierarchy: root})
@@ -382,12 +382,12 @@ func TestReviewRemoveLeavesNoStaleRoute(t *testing.T) {
 	}
 }
 
-// TestReviewRemoveRunningSource: removing a request whose live source is
+// TestRemoveRunningSource: removing a request whose live source is
 // in the middle of a Fill: its functions are released only once nothing
 // can run them, and the source's drops are counted once.
-func TestReviewRemoveRunningSource(t *testing.T) {
+func TestRemoveRunningSource(t *testing.T) {
 	for i := range 10 {
-		reg := reviewRegistry(t)
+		reg := lifecycleRegistry(t)
 		rt := New(Config{Registry: reg})
 		r1, err := rt.Populate(`(dropsrc,pause=2000) > (closecheck)`, RequestOptions{})
 		if err != nil {
@@ -420,12 +420,12 @@ func TestReviewRemoveRunningSource(t *testing.T) {
 	}
 }
 
-// TestReviewReceivePoolGrowsWhileCopying: a board copies packets up into
+// TestReceivePoolGrowsWhileCopying: a board copies packets up into
 // the receive pool of userspace; a request added while it runs brings a
 // source with larger packets, so the pool is reallocated while the first
 // source copies into it.
-func TestReviewReceivePoolGrowsWhileCopying(t *testing.T) {
-	reg := reviewRegistry(t)
+func TestReceivePoolGrowsWhileCopying(t *testing.T) {
+	reg := lifecycleRegistry(t)
 	root := twoLevel(t, []string{"even"}, flowspaces.CopyOnce, map[string]*user.Traffic{
 		"eth0": traffic(t, reg, "src", 1<<40), "eth1": traffic(t, reg, "big", 1<<40)})
 	rt := New(Config{Registry: reg, Hierarchy: root})
@@ -451,10 +451,10 @@ func TestReviewReceivePoolGrowsWhileCopying(t *testing.T) {
 	checkInvariants(t, "after", rt)
 }
 
-// TestReviewGhostAndLocalSource: a function fed at once by a function
+// TestGhostAndLocalSource: a function fed at once by a function
 // beneath (through a bridge) and by a source of its own flowspace counts
 // exactly what it counts when everything runs in userspace.
-func TestReviewGhostAndLocalSource(t *testing.T) {
+func TestGhostAndLocalSource(t *testing.T) {
 	exprs := []string{
 		`[(cap,if=eth0) > (even) | (src,n=3000,link=0)] > (count,tag=j)`,
 		`[(cap,if=eth2) > (even) > (mod3) | (src,n=3000,link=0) > (keep,mod=5) | (cap,if=eth1)] > (count,tag=j)`,
@@ -495,9 +495,9 @@ func TestReviewGhostAndLocalSource(t *testing.T) {
 	}
 }
 
-// TestReviewManyExports: 70 functions on a board whose outputs each go up
+// TestManyExports: 70 functions on a board whose outputs each go up
 // two bridges to a function of their own in userspace.
-func TestReviewManyExports(t *testing.T) {
+func TestManyExports(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("(cap,if=eth0) > [")
 	for i := range 70 {
@@ -542,10 +542,10 @@ func TestReviewManyExports(t *testing.T) {
 	}
 }
 
-// TestReviewSmallChildEndsFirst: boards whose traffic ends before
+// TestSmallChildEndsFirst: boards whose traffic ends before
 // userspace is even activated (a few packets, fewer than a batch, or just
 // more than a bridge holds) deliver everything.
-func TestReviewSmallChildEndsFirst(t *testing.T) {
+func TestSmallChildEndsFirst(t *testing.T) {
 	for _, n := range []int{1, 10, 255, 256, 257, 4 * 256, 9*256 + 3} {
 		for _, expr := range []string{
 			`[(cap,if=eth0)|(cap,if=eth1)] > (even) > (all) > (count)`,
@@ -599,10 +599,10 @@ func TestReviewSmallChildEndsFirst(t *testing.T) {
 	}
 }
 
-// TestReviewLateRequestOnEndedBoard: a request added after a board's
+// TestLateRequestOnEndedBoard: a request added after a board's
 // traffic has ended (userspace still runs) neither hangs nor breaks the
 // counts: it sees nothing, or fails cleanly.
-func TestReviewLateRequestOnEndedBoard(t *testing.T) {
+func TestLateRequestOnEndedBoard(t *testing.T) {
 	var allow atomic.Int64
 	reg := gatedRegistry(t, &allow)
 	root := tree(t, reg, fig4, 300) // the boards' traffic: 300 packets
@@ -655,10 +655,10 @@ func TestReviewLateRequestOnEndedBoard(t *testing.T) {
 	}
 }
 
-// TestReviewStateReadWhileAdding: reading the functions' state (as a
+// TestStateReadWhileAdding: reading the functions' state (as a
 // progress display or an embedding program does) while requests are added
 // to the running flowgraph.
-func TestReviewStateReadWhileAdding(t *testing.T) {
+func TestStateReadWhileAdding(t *testing.T) {
 	var allow atomic.Int64
 	reg := gatedRegistry(t, &allow)
 	rt := New(Config{Registry: reg})
@@ -702,10 +702,10 @@ func TestReviewStateReadWhileAdding(t *testing.T) {
 	wg.Wait()
 }
 
-// TestReviewPlanPBufsMatchEngine: the PBufs the plan lists for a function
+// TestPlanPBufsMatchEngine: the PBufs the plan lists for a function
 // are the PBufs its batches come from when it runs (counted by the pbufs
 // class), for functions whose packets are all in PBufs.
-func TestReviewPlanPBufsMatchEngine(t *testing.T) {
+func TestPlanPBufsMatchEngine(t *testing.T) {
 	defs := map[string]fsDef{"fig4": fig4, "deep": {name: "user", kids: []fsDef{
 		{name: "kernel", classes: []string{"even", "pbufs"}, strategy: flowspaces.ZeroCopy, kids: []fsDef{
 			{name: "ixp0", classes: []string{"even", "pbufs"}, ifaces: []string{"eth3"}, strategy: flowspaces.ZeroCopy, kids: []fsDef{
@@ -760,13 +760,13 @@ func TestReviewPlanPBufsMatchEngine(t *testing.T) {
 	}
 }
 
-// TestReviewChurnKeepsSharedCounts: requests sharing a board's functions
+// TestChurnKeepsSharedCounts: requests sharing a board's functions
 // are added and removed while heavy traffic crosses two bridges; the
 // request that stays from the first packet to the last counts every packet
 // its shared prefix passed, and no bridge loses or drops any.
-func TestReviewChurnKeepsSharedCounts(t *testing.T) {
+func TestChurnKeepsSharedCounts(t *testing.T) {
 	for i := range 5 {
-		reg := reviewRegistry(t)
+		reg := lifecycleRegistry(t)
 		rt := New(Config{Registry: reg, Hierarchy: tree(t, reg, fig4, 400000)})
 		if _, err := rt.Populate(`(cap,if=eth2) > (even) > (mod3) > (closecheck,tag=stay)`, RequestOptions{}); err != nil {
 			t.Fatal(err)
@@ -823,15 +823,15 @@ func TestReviewChurnKeepsSharedCounts(t *testing.T) {
 	}
 }
 
-// TestReviewRemoveIsNotADrop: removing a request whose source runs on a
+// TestRemoveIsNotADrop: removing a request whose source runs on a
 // board while its packets cross a bridge: the design says functions leave
 // "between two batches" and bridges drop only on overflow, error or stop;
 // a Remove is none of those, yet the removed source's batch in flight is
 // counted as the bridge's dropped.
-func TestReviewRemoveIsNotADrop(t *testing.T) {
+func TestRemoveIsNotADrop(t *testing.T) {
 	dropped := 0
 	for i := range 10 {
-		reg := reviewRegistry(t)
+		reg := lifecycleRegistry(t)
 		root := twoLevel(t, []string{"even"}, flowspaces.CopyOnce, map[string]*user.Traffic{
 			"eth0": traffic(t, reg, "src", 1<<40), "eth1": traffic(t, reg, "src", 1<<40)})
 		rt := New(Config{Registry: reg, Hierarchy: root})
@@ -863,10 +863,10 @@ func TestReviewRemoveIsNotADrop(t *testing.T) {
 	}
 }
 
-// TestReviewDeepAndWideHierarchy: the deepest hierarchy the path field
+// TestDeepAndWideHierarchy: the deepest hierarchy the path field
 // allows (8 levels) and the widest flowspace (15 children): placement
 // reaches the bottom and the last child, and packets come all the way up.
-func TestReviewDeepAndWideHierarchy(t *testing.T) {
+func TestDeepAndWideHierarchy(t *testing.T) {
 	deep := fsDef{name: "l7", classes: []string{"even"}, ifaces: []string{"deep"}}
 	for l := 6; l >= 1; l-- {
 		deep = fsDef{name: fmt.Sprintf("l%d", l), classes: []string{"mod3"}, kids: []fsDef{deep}}
@@ -909,10 +909,10 @@ func TestReviewDeepAndWideHierarchy(t *testing.T) {
 	}
 }
 
-// TestReviewLimitAcrossBoards: the packet limit (ffpf run -c) is shared by
+// TestLimitAcrossBoards: the packet limit (ffpf run -c) is shared by
 // the sources of every flowspace of the hierarchy: exactly Limit packets
 // enter, and the run ends.
-func TestReviewLimitAcrossBoards(t *testing.T) {
+func TestLimitAcrossBoards(t *testing.T) {
 	for _, limit := range []int64{1, 255, 1000, 7777} {
 		reg := placeRegistry(t)
 		rt := New(Config{Registry: reg, Hierarchy: tree(t, reg, fig4, 1<<40), Limit: limit})
@@ -945,12 +945,12 @@ func TestReviewLimitAcrossBoards(t *testing.T) {
 	}
 }
 
-// TestReviewPlanPBufsAfterPoolGrows: the plan lists one receive PBuf per
+// TestPlanPBufsAfterPoolGrows: the plan lists one receive PBuf per
 // copy-once bridge; when a request added while running brings longer
 // packets, the engine reallocates the bridge's receive pool, and a
 // function above then sees its packets in two PBufs.
-func TestReviewPlanPBufsAfterPoolGrows(t *testing.T) {
-	reg := reviewRegistry(t)
+func TestPlanPBufsAfterPoolGrows(t *testing.T) {
+	reg := lifecycleRegistry(t)
 	root := twoLevel(t, []string{"even"}, flowspaces.CopyOnce, map[string]*user.Traffic{
 		"eth0": traffic(t, reg, "src", 1<<40), "eth1": traffic(t, reg, "big", 1<<40)})
 	rt := New(Config{Registry: reg, Hierarchy: root})

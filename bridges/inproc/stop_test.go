@@ -7,12 +7,12 @@ import (
 	"github.com/ffpf-go/ffpf/buffers"
 )
 
-// TestReviewSendAfterDrainIsCounted: when a run is cancelled, the receiver
+// TestSendAfterDrainIsCounted: when a run is cancelled, the receiver
 // sees the context done, drains what is queued and stops; the producer,
 // cancelled by the same context, may still be about to Send. Send with a
 // done context and room in the queue must not leave the message in a queue
 // nobody reads any more: in = out + dropped must hold once both stopped.
-func TestReviewSendAfterDrainIsCounted(t *testing.T) {
+func TestSendAfterDrainIsCounted(t *testing.T) {
 	b := New("test")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
