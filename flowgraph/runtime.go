@@ -425,18 +425,15 @@ func (rt *Runtime) Wait() error {
 // Stop ends the datapath: every source stops after the batch at hand. The
 // functions' state stays readable until Close.
 func (rt *Runtime) Stop() {
-	rt.mu.Lock()
-	started := rt.phase >= active
-	rt.mu.Unlock()
-	if !started {
+	rt.mu.Lock() // not while requests are instantiated or removed
+	defer rt.mu.Unlock()
+	if rt.phase != active {
 		return
 	}
 	rt.stopAll()
-	rt.mu.Lock()
 	if rt.end.IsZero() && !rt.start.IsZero() {
 		rt.end = time.Now()
 	}
-	rt.mu.Unlock()
 }
 
 // stopAll stops the flowspaces children first, so that what is in flight

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -318,7 +319,8 @@ func TestBadInput(t *testing.T) {
 func TestSIGINTPrintsFinalState(t *testing.T) {
 	cmd := exec.Command(ffpfBin, "run", "--json", `(gen,packets=1G) > (bpf,"udp") > (pktcount)`)
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	var wrote atomic.Bool // errb is written by another goroutine: look at it after Wait
+	cmd.Stdout, cmd.Stderr = &out, writerFunc(func(p []byte) (int, error) { wrote.Store(true); return errb.Write(p) })
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +328,7 @@ func TestSIGINTPrintsFinalState(t *testing.T) {
 	// that a slow machine does not get the signal during start-up.
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		time.Sleep(200 * time.Millisecond)
-		if errb.Len() > 0 || time.Now().After(deadline) {
+		if wrote.Load() || time.Now().After(deadline) {
 			break
 		}
 		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)); err == nil && cpuTicks(st) >= 20 {
@@ -356,6 +358,10 @@ func TestSIGINTPrintsFinalState(t *testing.T) {
 }
 
 // cpuTicks returns utime+stime from a /proc/PID/stat line.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
 func cpuTicks(stat []byte) int {
 	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 	if len(f) < 13 {

@@ -258,7 +258,7 @@ func (fs *Flowspace) Activate(ctx context.Context) error {
 
 // start runs w; the caller holds fs.mu.
 func (fs *Flowspace) start(w *worker) {
-	if w.started {
+	if w.started || fs.ctx.Err() != nil { // running, or the flowspace is stopped
 		return
 	}
 	w.started = true
