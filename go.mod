@@ -13,3 +13,8 @@ require (
 	golang.org/x/sys v0.49.0
 	gopkg.in/yaml.v3 v3.0.1
 )
+
+require (
+	github.com/cloudflare/cbpfc v0.0.0-20260219140841-0661ad29132c // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+)

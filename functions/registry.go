@@ -2,6 +2,7 @@ package functions
 
 import (
 	"fmt"
+	"github.com/ffpf-go/ffpf/functions/ebpfgen"
 	"sort"
 	"strings"
 	"sync"
@@ -33,6 +34,12 @@ type Class struct {
 	// type of its input is known (a filter compiles its expression here), so
 	// that a bad request fails before anything is instantiated.
 	Validate func(ctx *Context) error
+
+	// EBPF, when set, gives a function's code for the eBPF flowspaces
+	// (kernel, xdp); the class then lists those targets. An error (a filter
+	// eBPF cannot express) keeps the function out of them, with the error
+	// as the reason.
+	EBPF func(ctx *Context) (ebpfgen.Function, error)
 
 	// Interface, set for a source that captures from a network interface,
 	// names that interface: the source is placed where the interface's

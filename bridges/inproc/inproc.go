@@ -106,10 +106,11 @@ type Stats struct {
 
 // Bridge is a queue of messages from one lower flowspace to its parent.
 type Bridge struct {
-	Name   string
-	ch     chan *Message
-	free   chan *Message
-	closed atomic.Bool
+	Name      string
+	ch        chan *Message
+	free      chan *Message
+	closed    atomic.Bool
+	producers atomic.Int32
 
 	in, out, dropped, copied, msgs atomic.Uint64
 }
@@ -160,6 +161,18 @@ func NewPool(slot int) *Pool {
 		p.free <- r
 	}
 	return p
+}
+
+// Take returns a free region of the pool, held once (the message that will
+// refer to it), waiting for one.
+func (p *Pool) Take(ctx context.Context) (*Region, error) {
+	select {
+	case r := <-p.free:
+		r.Hold()
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Message returns a free message to fill, waiting for one.
@@ -225,6 +238,10 @@ func (b *Bridge) Send(ctx context.Context, m *Message) error {
 	return ctx.Err()
 }
 
+// Copied counts n packets copied across by the producer itself (a reader
+// of a kernel ring buffer that stores them in the parent's pool).
+func (b *Bridge) Copied(n int) { b.copied.Add(uint64(n)) }
+
 // Lose counts n packets that were on their way up but never got into a
 // message (the run stopped while the producer waited for one): they
 // entered the bridge and were dropped.
@@ -233,10 +250,20 @@ func (b *Bridge) Lose(n int) {
 	b.dropped.Add(uint64(n))
 }
 
-// Close tells the receiver that nothing more will come.
+// Share registers one more producer: a bridge that several flowspaces
+// send up through (an eBPF flowspace and the one beneath it that it
+// relays for) closes when the last of them closes it.
+func (b *Bridge) Share() { b.producers.Add(1) }
+
+// Close tells the receiver that nothing more will come, once every
+// producer that shared the bridge has closed it.
 func (b *Bridge) Close() {
-	b.closed.Store(true)
-	close(b.ch)
+	if b.producers.Load() > 0 && b.producers.Add(-1) > 0 {
+		return
+	}
+	if b.closed.CompareAndSwap(false, true) {
+		close(b.ch)
+	}
 }
 
 // Closed reports whether the lower side has closed the bridge.

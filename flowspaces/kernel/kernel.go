@@ -13,10 +13,21 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/ffpf-go/ffpf/bridges/inproc"
+	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/ebpfgen"
 )
 
 // Options describe an eBPF flowspace.
@@ -31,6 +42,39 @@ type Flowspace struct {
 	flowspaces.Position
 	opts   Options
 	target functions.Target
+
+	mu       sync.Mutex
+	nodes    []*node // instantiated here, in topological order
+	removed  []*flowspaces.Node
+	slots    int // counter slots handed out
+	counters *ebpf.Map
+	ring     *ebpf.Map
+	want     []*flowspaces.Node
+	up       *inproc.Bridge
+	sending  *inproc.Bridge         // up, while this flowspace sends through it
+	attached map[string]*attachment // by interface
+	reader   *ringReader
+	active   bool
+	stopSync chan struct{}
+	synced   sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+// node is a function placed here.
+type node struct {
+	*flowspaces.Node
+	fn    ebpfgen.Function
+	iface string // a source's interface
+	slot  int
+	mbuf  *buffers.MBuf // its state, summed from the counter map
+}
+
+// attachment is the program of one interface and its link.
+type attachment struct {
+	prog *ebpf.Program
+	link link.Link
+	mode string // "native" or "generic" for XDP, "tcx" for the kernel
 }
 
 // New returns an eBPF flowspace.
@@ -84,31 +128,492 @@ func (fs *Flowspace) Entry(iface string) flowspaces.Entry {
 // where the kernel holds it.
 func (fs *Flowspace) Stores() bool { return false }
 
-// Host implements flowspaces.Flowspace.
+// Host implements flowspaces.Flowspace: the function's class must have an
+// eBPF implementation that accepts it, its inputs must run here (there is
+// no bridge between two eBPF flowspaces), and a source must capture an
+// interface whose packets enter here.
 func (fs *Flowspace) Host(n *flowspaces.Node) error {
-	if !n.Class.Supports(fs.target) {
-		return fmt.Errorf("class %s has no %s (eBPF) implementation", n.Class.Name, fs.target)
+	c := n.Class
+	if !c.Supports(fs.target) {
+		return fmt.Errorf("class %s has no %s (eBPF) implementation", c.Name, fs.target)
 	}
-	return fmt.Errorf("eBPF code generation for %s is not available in this build", fs.target)
+	if c.IsSource() {
+		if c.Interface == nil {
+			return fmt.Errorf("%s captures only from interfaces", fs.Name())
+		}
+		if iface := c.Interface(n.Ctx.Params); fs.Entry(iface) == flowspaces.NoEntry {
+			return fmt.Errorf("packets of %s do not enter at %s", iface, fs.Name())
+		}
+		return nil
+	}
+	for _, in := range n.Inputs {
+		if in.Flowspace != flowspaces.Flowspace(fs) {
+			return fmt.Errorf("its input %s runs in %s, and packets cannot come into an eBPF program from another flowspace", in.ID, in.Flowspace.Name())
+		}
+	}
+	if c.EBPF == nil {
+		return fmt.Errorf("class %s has no eBPF code", c.Name)
+	}
+	if _, err := c.EBPF(&n.Ctx); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Instantiate implements flowspaces.Flowspace.
-func (fs *Flowspace) Instantiate(n *flowspaces.Node) error { return fs.Host(n) }
+func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
+	if err := fs.Host(n); err != nil {
+		return err
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if err := fs.maps(); err != nil {
+		return err
+	}
+	k := &node{Node: n, slot: fs.slots}
+	if n.Class.IsSource() {
+		k.iface = n.Class.Interface(n.Ctx.Params)
+		if _, err := net.InterfaceByName(k.iface); err != nil {
+			return fmt.Errorf("cannot capture on %s: %v", k.iface, err)
+		}
+		n.Source = hookSource{fs.Name(), k.iface}
+		fs.slots += 2
+	} else {
+		fn, err := n.Class.EBPF(&n.Ctx)
+		if err != nil {
+			return err
+		}
+		// The Go function gives the state's layout (its MBuf); it never
+		// sees a packet.
+		gofn, err := n.Class.New(&n.Ctx)
+		if err != nil {
+			return err
+		}
+		k.fn = fn
+		n.Function = noState{}
+		if st, ok := gofn.(functions.Stateful); ok {
+			k.mbuf = st.MBuf()
+			n.Function = stateOnly{k.mbuf}
+		}
+		fs.slots += 2 + fn.StateSlots()
+	}
+	if fs.slots+1 > counterSlots {
+		return fmt.Errorf("%s has no counter slots left for %s", fs.Name(), n.ID)
+	}
+	fs.nodes = append(fs.nodes, k)
+	return nil
+}
+
+// counterSlots is the size of the counter map; the last slot counts the
+// packets the ring buffer had no room for.
+const counterSlots = 4096
+
+// maps creates the counter map and the ring buffer once; fs.mu is held.
+func (fs *Flowspace) maps() error {
+	if fs.counters != nil {
+		return nil
+	}
+	var err error
+	fs.counters, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_counters", Type: ebpf.PerCPUArray,
+		KeySize: 4, ValueSize: 8, MaxEntries: counterSlots})
+	if err != nil {
+		return fmt.Errorf("%s: cannot create its counter map: %w", fs.Name(), err)
+	}
+	fs.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_ring", Type: ebpf.RingBuf, MaxEntries: ringBytes})
+	if err != nil {
+		fs.counters.Close()
+		fs.counters = nil
+		return fmt.Errorf("%s: cannot create its ring buffer: %w", fs.Name(), err)
+	}
+	return nil
+}
+
+// ringBytes is the ring buffer's size: about 4000 records of a full frame.
+const ringBytes = 8 << 20
 
 // Remove implements flowspaces.Flowspace.
-func (fs *Flowspace) Remove(*flowspaces.Node) {}
+func (fs *Flowspace) Remove(n *flowspaces.Node) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.removed = append(fs.removed, n)
+}
 
-// Connect implements flowspaces.Flowspace.
-func (fs *Flowspace) Connect() error { return nil }
+// SetWant implements user.Child: the parent asks for the outputs of want,
+// which go up through b. Outputs of functions beneath (an XDP flowspace
+// under the kernel's) are asked of the child they run in, to come up
+// through the same bridge: an eBPF program cannot relay packets, but the
+// process reads every ring buffer.
+func (fs *Flowspace) SetWant(want []*flowspaces.Node, b *inproc.Bridge, parentStores bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var local []*flowspaces.Node
+	below := map[*flowspaces.Stub][]*flowspaces.Node{}
+	for _, w := range want {
+		if w.Flowspace == flowspaces.Flowspace(fs) {
+			local = append(local, w)
+			continue
+		}
+		if i := int(w.Path.At(fs.Level())); i < len(fs.Children()) {
+			s := fs.Children()[i]
+			below[s] = append(below[s], w)
+		}
+	}
+	for _, s := range fs.Children() {
+		if c, ok := s.Child().(interface {
+			SetWant([]*flowspaces.Node, *inproc.Bridge, bool)
+		}); ok {
+			c.SetWant(below[s], b, parentStores)
+		}
+	}
+	fs.want = local
+	if b != nil {
+		fs.up = b
+	}
+}
 
-// Activate implements flowspaces.Flowspace.
-func (fs *Flowspace) Activate(context.Context) error { return nil }
+// Connect implements flowspaces.Flowspace: it generates and loads one
+// program per interface from the functions placed here, and on an active
+// flowspace swaps it in atomically.
+func (fs *Flowspace) Connect() error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var keep []*node
+	for _, k := range fs.nodes {
+		if !slices.Contains(fs.removed, k.Node) {
+			keep = append(keep, k)
+		}
+	}
+	progs := map[string]*ebpf.Program{}
+	release := func() {
+		for _, p := range progs {
+			p.Close()
+		}
+	}
+	for port, iface := range ifaces(keep) {
+		spec, err := fs.spec(keep, iface, port)
+		if err != nil {
+			release()
+			return err
+		}
+		p, err := spec.load(fs.Name())
+		if err != nil {
+			release()
+			return err
+		}
+		progs[iface] = p
+	}
+	if fs.active {
+		if err := fs.attach(progs); err != nil {
+			release()
+			return err
+		}
+	} else {
+		fs.swap(progs)
+	}
+	fs.nodes, fs.removed = keep, nil
+	fs.restartReader(keep)
+	return nil
+}
 
-// Wait implements flowspaces.Flowspace.
-func (fs *Flowspace) Wait() error { return nil }
+// ifaces returns the interfaces the sources here capture, sorted.
+func ifaces(nodes []*node) []string {
+	var out []string
+	for _, k := range nodes {
+		if k.iface != "" && !slices.Contains(out, k.iface) {
+			out = append(out, k.iface)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
-// Stop implements flowspaces.Flowspace.
-func (fs *Flowspace) Stop() {}
+// spec describes the program for iface.
+func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, error) {
+	p := &progSpec{kind: fs.opts.Kind, iface: iface, port: port, counters: fs.counters, ring: fs.ring,
+		dropSlot: counterSlots - 1, snap: bridgeSnap}
+	idx := map[*flowspaces.Node]int{}
+	for i, k := range nodes {
+		idx[k.Node] = i
+		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot}
+		for _, in := range k.Inputs {
+			j, ok := idx[in]
+			if !ok {
+				return nil, fmt.Errorf("%s: its input %s is not in %s", k.ID, in.ID, fs.Name())
+			}
+			pn.inputs = append(pn.inputs, j)
+		}
+		if k.iface != "" && k.Ctx.Params.Int("snaplen") > 0 {
+			p.snap = min(p.snap, int(k.Ctx.Params.Int("snaplen")))
+		}
+		p.nodes = append(p.nodes, pn)
+	}
+	for _, w := range fs.want {
+		if i, ok := idx[w]; ok {
+			p.exports = append(p.exports, i)
+		}
+	}
+	if len(p.exports) > 64 {
+		return nil, fmt.Errorf("%s: more than 64 functions send packets up", fs.Name())
+	}
+	return p, nil
+}
 
-// Close implements flowspaces.Flowspace.
-func (fs *Flowspace) Close() error { return nil }
+// bridgeSnap is the most bytes of a packet the ring buffer carries up: a
+// full Ethernet frame with VLAN tags. Longer packets arrive truncated, their
+// wire length intact, as with a capture's snap length.
+const bridgeSnap = 1536
+
+// attach puts the programs on their interfaces, replacing the programs of
+// an earlier Connect in place; fs.mu is held.
+func (fs *Flowspace) attach(progs map[string]*ebpf.Program) error {
+	if fs.attached == nil {
+		fs.attached = map[string]*attachment{}
+	}
+	for iface, p := range progs {
+		if a := fs.attached[iface]; a != nil {
+			if err := a.link.Update(p); err != nil {
+				return fmt.Errorf("%s: cannot replace the program on %s: %w", fs.Name(), iface, err)
+			}
+			a.prog.Close()
+			a.prog = p
+			continue
+		}
+		a, err := fs.attachNew(iface, p)
+		if err != nil {
+			return err
+		}
+		fs.attached[iface] = a
+	}
+	for iface, a := range fs.attached {
+		if progs[iface] == nil { // nothing captures there any more
+			a.link.Close()
+			a.prog.Close()
+			delete(fs.attached, iface)
+		}
+	}
+	return nil
+}
+
+// swap keeps the programs for Activate to attach; fs.mu is held.
+func (fs *Flowspace) swap(progs map[string]*ebpf.Program) {
+	if fs.attached == nil {
+		fs.attached = map[string]*attachment{}
+	}
+	for iface, a := range fs.attached {
+		if a.link == nil {
+			a.prog.Close()
+			delete(fs.attached, iface)
+		}
+	}
+	for iface, p := range progs {
+		fs.attached[iface] = &attachment{prog: p}
+	}
+}
+
+// attachNew links p to iface: XDP in the driver if it can, else generic;
+// tc through TCX.
+func (fs *Flowspace) attachNew(iface string, p *ebpf.Program) (*attachment, error) {
+	ifc, err := net.InterfaceByName(iface)
+	if err != nil {
+		return nil, fmt.Errorf("cannot capture on %s: %v", iface, err)
+	}
+	if fs.opts.Kind == flowspaces.KindXDP {
+		l, err := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifc.Index, Flags: link.XDPDriverMode})
+		if err == nil {
+			return &attachment{prog: p, link: l, mode: "native"}, nil
+		}
+		l, err2 := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifc.Index, Flags: link.XDPGenericMode})
+		if err2 != nil {
+			return nil, fmt.Errorf("cannot attach XDP to %s: native: %v; generic: %v", iface, err, err2)
+		}
+		return &attachment{prog: p, link: l, mode: "generic"}, nil
+	}
+	l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: p, Attach: ebpf.AttachTCXIngress})
+	if err != nil {
+		return nil, fmt.Errorf("cannot attach to the tc ingress hook of %s: %w", iface, err)
+	}
+	return &attachment{prog: p, link: l, mode: "tcx"}, nil
+}
+
+// Mode says how the program is attached to iface ("native" or "generic"
+// XDP, "tcx"), or "" when it is not.
+func (fs *Flowspace) Mode(iface string) string {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if a := fs.attached[iface]; a != nil && a.link != nil {
+		return a.mode
+	}
+	return ""
+}
+
+// Activate implements flowspaces.Flowspace: it attaches the programs and
+// starts reading the counters (every 100 ms) and the ring buffer.
+func (fs *Flowspace) Activate(ctx context.Context) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.ctx, fs.cancel = context.WithCancel(ctx)
+	pending := map[string]*ebpf.Program{}
+	for iface, a := range fs.attached {
+		pending[iface] = a.prog
+	}
+	fs.attached = nil
+	if err := fs.attach(pending); err != nil {
+		return err
+	}
+	fs.active = true
+	if fs.up != nil && len(fs.want) > 0 {
+		fs.up.Share()
+		fs.sending = fs.up
+	}
+	fs.stopSync = make(chan struct{})
+	fs.synced.Add(1)
+	go fs.syncLoop()
+	fs.restartReader(fs.nodes)
+	// The end of the run detaches the programs and closes the bridge up,
+	// which the flowspace above waits for.
+	context.AfterFunc(fs.ctx, fs.Stop)
+	return nil
+}
+
+func (fs *Flowspace) syncLoop() {
+	defer fs.synced.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			fs.sync()
+		case <-fs.stopSync:
+			fs.sync()
+			return
+		}
+	}
+}
+
+// sync sums the per-CPU counters into the nodes' counters and MBufs.
+func (fs *Flowspace) sync() {
+	fs.mu.Lock()
+	nodes, m := append([]*node(nil), fs.nodes...), fs.counters
+	fs.mu.Unlock()
+	if m == nil {
+		return
+	}
+	sum := func(slot int) uint64 {
+		var per []uint64
+		if err := m.Lookup(uint32(slot), &per); err != nil {
+			return 0
+		}
+		var s uint64
+		for _, v := range per {
+			s += v
+		}
+		return s
+	}
+	for _, k := range nodes {
+		in, out := sum(k.slot), sum(k.slot+1)
+		// Read out before in: a packet counted in but not yet out is
+		// filtered for a moment, never the reverse.
+		k.Counters.Out.Store(out)
+		k.Counters.Filtered.Store(in - min(in, out))
+		k.Counters.In.Store(in)
+		if k.fn != nil && k.mbuf != nil {
+			for i, f := range k.mbuf.Fields() {
+				if i < k.fn.StateSlots() {
+					k.mbuf.Store64(f.Offset, sum(k.slot+2+i))
+				}
+			}
+		}
+	}
+}
+
+// Wait implements flowspaces.Flowspace: a live capture ends when the run
+// is stopped.
+func (fs *Flowspace) Wait() error {
+	fs.mu.Lock()
+	ctx := fs.ctx
+	n := len(fs.nodes)
+	fs.mu.Unlock()
+	if ctx == nil || n == 0 {
+		return nil
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// Stop implements flowspaces.Flowspace: it detaches the programs (so that
+// nothing more is counted) and reads the counters a last time.
+func (fs *Flowspace) Stop() {
+	fs.mu.Lock()
+	if !fs.active {
+		fs.mu.Unlock()
+		return
+	}
+	fs.active = false
+	fs.cancel()
+	for iface, a := range fs.attached {
+		if a.link != nil {
+			a.link.Close()
+			a.link = nil
+		}
+		_ = iface
+	}
+	r := fs.reader
+	fs.reader = nil
+	fs.mu.Unlock()
+	if r != nil {
+		r.stop()
+	}
+	close(fs.stopSync)
+	fs.synced.Wait()
+	fs.mu.Lock()
+	if fs.sending != nil {
+		fs.sending.Close() // nothing more comes up from here
+		fs.sending = nil
+	}
+	fs.mu.Unlock()
+}
+
+// Close implements flowspaces.Flowspace: nothing stays attached.
+func (fs *Flowspace) Close() error {
+	fs.Stop()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, a := range fs.attached {
+		if a.link != nil {
+			a.link.Close()
+		}
+		a.prog.Close()
+	}
+	fs.attached = nil
+	if fs.up != nil {
+		fs.up = nil
+	}
+	if fs.ring != nil {
+		fs.ring.Close()
+		fs.counters.Close()
+		fs.ring, fs.counters = nil, nil
+	}
+	return nil
+}
+
+// hookSource is a source that is an eBPF hook: its packets never come to
+// userspace as a source's would.
+type hookSource struct{ fs, iface string }
+
+func (h hookSource) Info() functions.SourceInfo {
+	return functions.SourceInfo{Name: h.iface + " (" + h.fs + ")", LinkType: functions.LinkEthernet, MaxCapLen: bridgeSnap}
+}
+func (h hookSource) Fill(*buffers.Batch) error { return errors.New("an eBPF hook is not read") }
+func (h hookSource) Close() error              { return nil }
+
+// stateOnly stands for a function that runs in eBPF: its MBuf holds the
+// state summed from the counter map.
+type stateOnly struct{ m *buffers.MBuf }
+
+func (s stateOnly) Process(*buffers.Batch) {}
+func (s stateOnly) MBuf() *buffers.MBuf    { return s.m }
+
+// noState stands for a function without state that runs in eBPF.
+type noState struct{}
+
+func (noState) Process(*buffers.Batch) {}

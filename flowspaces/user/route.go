@@ -55,9 +55,20 @@ type routeSet struct {
 	stream map[*flowspaces.Node]*route
 }
 
-// setWant is the parent's request, through this flowspace's stub, for the
-// outputs of want; b is the bridge they go up through.
-func (fs *Flowspace) setWant(want []*flowspaces.Node, b *inproc.Bridge, parentStores bool) {
+// Child is a flowspace beneath a Go flowspace that sends function outputs
+// up through an in-process bridge: another Go flowspace, or an eBPF one
+// whose ring buffer a goroutine of this process reads.
+type Child interface {
+	flowspaces.Flowspace
+	// SetWant is the parent's request, through the child's stub, for the
+	// outputs of want (functions in the child or beneath it), sent up
+	// through b from the child's next Connect on. parentStores says
+	// whether the parent keeps PBufs.
+	SetWant(want []*flowspaces.Node, b *inproc.Bridge, parentStores bool)
+}
+
+// SetWant implements Child.
+func (fs *Flowspace) SetWant(want []*flowspaces.Node, b *inproc.Bridge, parentStores bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.want = want
@@ -116,7 +127,7 @@ func (fs *Flowspace) Connect() error {
 		}
 	}
 	for s, ns := range need {
-		if _, ok := s.Child().(*Flowspace); !ok && len(ns) > 0 {
+		if _, ok := s.Child().(Child); !ok && len(ns) > 0 {
 			return fmt.Errorf("no bridge from %s (%s) to %s yet", s.Name(), s.Child().Kind(), fs.Name())
 		}
 	}
@@ -124,7 +135,7 @@ func (fs *Flowspace) Connect() error {
 	// The bridges from beneath: one per child that has something to send;
 	// one that its child closed (it had nothing left to run) is replaced.
 	for _, s := range fs.Children() {
-		child, ok := s.Child().(*Flowspace)
+		child, ok := s.Child().(Child)
 		if !ok {
 			continue
 		}
@@ -142,7 +153,7 @@ func (fs *Flowspace) Connect() error {
 			}
 			fs.downs[s], b = nb, nb
 		}
-		child.setWant(need[s], b, fs.Stores())
+		child.SetWant(need[s], b, fs.Stores())
 	}
 
 	// One route per stream.

@@ -16,11 +16,12 @@ func init() {
 			Summary:  `pcap-filter(7) expression, as tcpdump takes it, e.g. "tcp and dst port 80"`,
 		}},
 		MinInputs: 1, MaxInputs: -1,
-		// Kernel and XDP targets come with the cBPF→eBPF translation
-		// (cbpfc); filters with a backward jump (protochain) will stay here.
-		Targets:  []functions.Target{functions.TargetUser},
+		// In the kernel and XDP, cbpfc translates libpcap's program to
+		// eBPF; filters with a backward jump (protochain) stay in userspace.
+		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		Validate: validateFilter,
 		New:      newFilter,
+		EBPF:     newEBPF,
 	})
 }
 

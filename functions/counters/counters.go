@@ -12,15 +12,17 @@ func init() {
 		Name:      "pktcount",
 		Summary:   "count the packets that pass (state: packets)",
 		MinInputs: 1, MaxInputs: -1,
-		Targets: []functions.Target{functions.TargetUser},
+		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		New:     func(*functions.Context) (functions.Function, error) { return newPktCount(), nil },
+		EBPF:    ebpfPktCount,
 	})
 	functions.Register(&functions.Class{
 		Name:      "bytecount",
 		Summary:   "count the wire bytes of the packets that pass (state: bytes)",
 		MinInputs: 1, MaxInputs: -1,
-		Targets: []functions.Target{functions.TargetUser},
+		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		New:     func(*functions.Context) (functions.Function, error) { return newByteCount(), nil },
+		EBPF:    ebpfByteCount,
 	})
 }
 

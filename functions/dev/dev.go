@@ -32,7 +32,9 @@ func init() {
 			{Name: "buffer", Type: functions.Size, Default: "8MB", Unit: "bytes",
 				Summary: "kernel capture buffer: packets arriving while it is full are dropped", Check: bufRange},
 		},
-		Targets:   []functions.Target{functions.TargetUser},
+		// In the kernel and XDP flowspaces the source is the eBPF hook on
+		// the interface itself.
+		Targets:   []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		Interface: func(p functions.Params) string { return p.Str("expr") },
 		// Validate reports the interface's link type. A missing
 		// interface is a runtime error, not a bad request: NewSource

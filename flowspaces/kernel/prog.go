@@ -1,0 +1,239 @@
+package kernel
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/functions/ebpfgen"
+)
+
+// A program chains the functions of one flowspace for packets arriving on
+// one interface. Per function it keeps a pass flag on the stack: a source
+// (the hook) passes when the packet came in on its interface; another
+// function sees the packet when one of its inputs passed it, and counts it
+// in and, if it keeps it, out. Packets that pass a function the flowspace
+// above asked for go up through the ring buffer, at most once, with a mask
+// of those functions. The verdict always lets the packet on to the kernel
+// stack: the flowgraph observes, it does not steal.
+
+// Record is the layout of a ring buffer record: a mask of the exported
+// functions that passed the packet, its wire and captured length, a
+// CLOCK_MONOTONIC timestamp, the port (which of the flowspace's interfaces
+// it came in on), then the captured bytes.
+const (
+	recMask    = 0
+	recWireLen = 8
+	recCapLen  = 12
+	recTime    = 16
+	recPort    = 24
+	recData    = 32
+)
+
+// maxNodes bounds the functions of one program: their pass flags live on
+// the 512-byte stack beside cBPF's scratch memory.
+const maxNodes = 40
+
+// Stack layout, below the frame pointer.
+const (
+	stackKey   = -8  // u32 map key
+	stackValue = -16 // u64 value being added to a slot
+	stackMask  = -24 // u64 export mask
+	stackFlags = -32 // pass flag (u32, 0 or 1) of node i at stackFlags - 8*i
+)
+
+// progNode is a node as the program generator sees it.
+type progNode struct {
+	node   *flowspaces.Node
+	fn     ebpfgen.Function // nil for a source
+	iface  string           // a source's interface
+	inputs []int            // indices of its inputs among the program's nodes
+	slot   int              // first counter slot: in, out, then state
+}
+
+// progSpec is everything one program needs.
+type progSpec struct {
+	kind     flowspaces.Kind
+	iface    string // the interface the program is attached to
+	port     int    // its number among the flowspace's interfaces
+	nodes    []progNode
+	exports  []int // node indices whose outputs go up, bit i = exports[i]
+	snap     int   // bytes of each packet copied up
+	counters *ebpf.Map
+	ring     *ebpf.Map // nil without exports
+	dropSlot int       // counts records the ring had no room for
+}
+
+func flag(i int) int16 { return int16(stackFlags - 8*i) }
+
+// addState returns code that adds register r to counter slot.
+func (p *progSpec) addState(label string) func(slot int, r asm.Register) asm.Instructions {
+	n := 0
+	return func(slot int, r asm.Register) asm.Instructions {
+		n++
+		skip := fmt.Sprintf("%s_add%d", label, n)
+		return asm.Instructions{
+			asm.StoreMem(asm.RFP, stackValue, r, asm.DWord),
+			asm.StoreImm(asm.RFP, stackKey, int64(slot), asm.Word),
+			asm.LoadMapPtr(asm.R1, p.counters.FD()),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, stackKey),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, skip),
+			asm.LoadMem(asm.R1, asm.RFP, stackValue, asm.DWord),
+			asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
+			asm.Add.Reg(asm.R2, asm.R1),
+			asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol(skip),
+		}
+	}
+}
+
+// build generates the program's instructions.
+func (p *progSpec) build() (asm.Instructions, error) {
+	if len(p.nodes) > maxNodes {
+		return nil, fmt.Errorf("more than %d functions in one eBPF program", maxNodes)
+	}
+	in := asm.Instructions{asm.Mov.Reg(ebpfgen.Ctx, asm.R1)}
+	if p.kind == flowspaces.KindXDP {
+		in = append(in,
+			asm.LoadMem(ebpfgen.PacketStart, ebpfgen.Ctx, 0, asm.Word), // xdp_md.data
+			asm.LoadMem(ebpfgen.PacketEnd, ebpfgen.Ctx, 4, asm.Word),   // xdp_md.data_end
+			asm.Mov.Reg(ebpfgen.WireLen, ebpfgen.PacketEnd),
+			asm.Sub.Reg(ebpfgen.WireLen, ebpfgen.PacketStart),
+		)
+	} else {
+		// Make the whole packet directly readable, as libpcap's filters
+		// expect, then read __sk_buff's len, data and data_end.
+		in = append(in,
+			asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
+			asm.LoadMem(asm.R2, ebpfgen.Ctx, 0, asm.Word),
+			asm.FnSkbPullData.Call(),
+			asm.LoadMem(ebpfgen.WireLen, ebpfgen.Ctx, 0, asm.Word),
+			asm.LoadMem(ebpfgen.PacketStart, ebpfgen.Ctx, 76, asm.Word),
+			asm.LoadMem(ebpfgen.PacketEnd, ebpfgen.Ctx, 80, asm.Word),
+		)
+	}
+	add := p.addState("main")
+	for i, n := range p.nodes {
+		next := fmt.Sprintf("n%d_next", i)
+		if n.fn == nil {
+			if n.iface != p.iface {
+				in = append(in, asm.StoreImm(asm.RFP, flag(i), 0, asm.Word))
+				continue
+			}
+			in = append(in, asm.StoreImm(asm.RFP, flag(i), 1, asm.Word), asm.Mov.Imm(asm.R1, 1))
+			in = append(in, add(n.slot, asm.R1)...)
+			in = append(in, asm.Mov.Imm(asm.R1, 1))
+			in = append(in, add(n.slot+1, asm.R1)...)
+			continue
+		}
+		pass, drop := fmt.Sprintf("n%d_pass", i), fmt.Sprintf("n%d_drop", i)
+		in = append(in, asm.Mov.Imm(asm.R1, 0))
+		for _, j := range n.inputs {
+			in = append(in, asm.LoadMem(asm.R2, asm.RFP, flag(j), asm.Word), asm.Or.Reg(asm.R1, asm.R2))
+		}
+		in = append(in, asm.StoreImm(asm.RFP, flag(i), 0, asm.Word), asm.JEq.Imm(asm.R1, 0, next))
+		in = append(in, add(n.slot, asm.R1)...) // in += 1 (r1 is 1: flags are 0 or 1)
+		state := p.addState(fmt.Sprintf("n%d_state", i))
+		e := &ebpfgen.Emitter{Prefix: fmt.Sprintf("n%d", i), Pass: pass, Drop: drop,
+			StackOffset: -int(flag(len(p.nodes) - 1)), // the flags end here
+			AddState:    func(k int, r asm.Register) asm.Instructions { return state(n.slot+2+k, r) }}
+		if err := n.fn.Emit(e); err != nil {
+			return nil, fmt.Errorf("%s: %v", n.node.ID, err)
+		}
+		in = append(in, e.Insns...)
+		in = append(in, asm.StoreImm(asm.RFP, flag(i), 1, asm.Word).WithSymbol(pass), asm.Mov.Imm(asm.R1, 1))
+		in = append(in, add(n.slot+1, asm.R1)...) // out += 1
+		if _, dropped := e.Insns.ReferenceOffsets()[drop]; dropped {
+			// The verifier refuses dead code: only a function that can
+			// filter gets a drop block.
+			in = append(in, asm.Ja.Label(next), asm.Mov.Imm(asm.R0, 0).WithSymbol(drop))
+		}
+		in = append(in, asm.Mov.Imm(asm.R0, 0).WithSymbol(next))
+	}
+	if len(p.exports) > 0 {
+		in = append(in, p.export()...)
+	}
+	verdict := int32(2) // XDP_PASS
+	if p.kind != flowspaces.KindXDP {
+		verdict = -1 // TCX_NEXT: on to the next program, or the stack
+	}
+	in = append(in, asm.Mov.Imm(asm.R0, verdict).WithSymbol("verdict"), asm.Return())
+	return in, nil
+}
+
+// export copies the packet into the ring buffer when an exported function
+// passed it.
+func (p *progSpec) export() asm.Instructions {
+	add := p.addState("export")
+	in := asm.Instructions{asm.Mov.Imm(asm.R1, 0)}
+	for b, i := range p.exports {
+		in = append(in, asm.LoadMem(asm.R2, asm.RFP, flag(i), asm.Word))
+		if b > 0 {
+			in = append(in, asm.LSh.Imm(asm.R2, int32(b)))
+		}
+		in = append(in, asm.Or.Reg(asm.R1, asm.R2))
+	}
+	in = append(in,
+		asm.JEq.Imm(asm.R1, 0, "verdict"),
+		asm.StoreMem(asm.RFP, stackMask, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, p.ring.FD()),
+		asm.Mov.Imm(asm.R2, int32(recData+p.snap)),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JNE.Imm(asm.R0, 0, "reserved"),
+		asm.Mov.Imm(asm.R1, 1),
+	)
+	in = append(in, add(p.dropSlot, asm.R1)...)
+	in = append(in,
+		asm.Ja.Label("verdict"),
+		// The packet pointers are not needed any more: R7 holds the record.
+		asm.Mov.Reg(ebpfgen.PacketStart, asm.R0).WithSymbol("reserved"),
+		asm.LoadMem(asm.R1, asm.RFP, stackMask, asm.DWord),
+		asm.StoreMem(ebpfgen.PacketStart, recMask, asm.R1, asm.DWord),
+		asm.StoreMem(ebpfgen.PacketStart, recWireLen, ebpfgen.WireLen, asm.Word),
+		asm.StoreImm(ebpfgen.PacketStart, recPort, int64(p.port), asm.Word),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(ebpfgen.PacketStart, recTime, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R4, ebpfgen.WireLen),
+		asm.JLE.Imm(asm.R4, int32(p.snap), "caplen"),
+		asm.Mov.Imm(asm.R4, int32(p.snap)),
+		asm.StoreMem(ebpfgen.PacketStart, recCapLen, asm.R4, asm.Word).WithSymbol("caplen"),
+		asm.JEq.Imm(asm.R4, 0, "submit"),
+		asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.Mov.Reg(asm.R3, ebpfgen.PacketStart),
+		asm.Add.Imm(asm.R3, recData),
+	)
+	if p.kind == flowspaces.KindXDP {
+		in = append(in, asm.FnXdpLoadBytes.Call())
+	} else {
+		in = append(in, asm.FnSkbLoadBytes.Call())
+	}
+	in = append(in,
+		asm.Mov.Reg(asm.R1, ebpfgen.PacketStart).WithSymbol("submit"),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.FnRingbufSubmit.Call(),
+	)
+	return in
+}
+
+// load builds and loads the program; a verifier error names the flowspace.
+func (p *progSpec) load(name string) (*ebpf.Program, error) {
+	insns, err := p.build()
+	if err != nil {
+		return nil, err
+	}
+	typ := ebpf.XDP
+	if p.kind != flowspaces.KindXDP {
+		typ = ebpf.SchedCLS
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "ffpf", Type: typ, Instructions: insns, License: "GPL"})
+	if err != nil {
+		return nil, fmt.Errorf("the kernel refuses the program for %s: %w", name, err)
+	}
+	return prog, nil
+}

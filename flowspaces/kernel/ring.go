@@ -1,0 +1,243 @@
+package kernel
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/ffpf-go/ffpf/bridges/inproc"
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/flowspaces"
+)
+
+// The kernel → user bridge. The programs copy each packet that an exported
+// function passed into the BPF ring buffer, once, with the mask of those
+// functions; a goroutine reads the records, stores the packets in a PBuf
+// of the flowspace above and sends them up as in-process messages, one
+// per source and batch, with each exported function's IBuf entries.
+//
+// Notification adapts to the rate on its own: the kernel wakes the reader
+// only for a record committed while the reader had caught up (an empty
+// ring). At high rates the reader is always behind, so it drains batch
+// after batch without a wake-up — polling; at low rates each packet wakes
+// it. A batch that is not full goes up after flushAfter.
+
+// flushAfter is how long a packet may wait in a batch that is not full.
+const flushAfter = time.Millisecond
+
+// ringReader reads one flowspace's ring buffer.
+type ringReader struct {
+	rd      *ringbuf.Reader
+	up      *inproc.Bridge
+	ports   [][]*stream // per port, the sources that capture there
+	wg      sync.WaitGroup
+	offset  int64 // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
+	dropped func() uint64
+	lost    uint64
+}
+
+// stream is the batch being filled for one source.
+type stream struct {
+	src  *flowspaces.Node
+	mask uint64             // the exported functions it reaches
+	tags []*flowspaces.Node // by bit
+	pool *inproc.Pool
+	reg  *inproc.Region
+	out  map[int]*buffers.Batch
+	msg  *inproc.Message
+	n    int
+}
+
+// restartReader starts reading the ring buffer for the current exports,
+// replacing the reader of an earlier Connect; fs.mu is held.
+func (fs *Flowspace) restartReader(nodes []*node) {
+	if !fs.active || fs.up == nil || len(fs.want) == 0 || fs.ring == nil {
+		return
+	}
+	if fs.reader != nil {
+		fs.reader.stop()
+		fs.reader = nil
+	}
+	var exports []*flowspaces.Node
+	for _, w := range fs.want {
+		for _, k := range nodes {
+			if k.Node == w {
+				exports = append(exports, w)
+			}
+		}
+	}
+	// Which sources reach which exported functions.
+	reach := map[*flowspaces.Node]map[*flowspaces.Node]bool{}
+	var of func(n *flowspaces.Node) map[*flowspaces.Node]bool
+	of = func(n *flowspaces.Node) map[*flowspaces.Node]bool {
+		if r, ok := reach[n]; ok {
+			return r
+		}
+		r := map[*flowspaces.Node]bool{}
+		if n.Class.IsSource() {
+			r[n] = true
+		}
+		for _, in := range n.Inputs {
+			for s := range of(in) {
+				r[s] = true
+			}
+		}
+		reach[n] = r
+		return r
+	}
+	r := &ringReader{up: fs.up, offset: time.Now().UnixNano() - monotonic()}
+	for _, iface := range ifaces(nodes) {
+		var port []*stream
+		for _, k := range nodes {
+			if k.iface != iface {
+				continue
+			}
+			s := &stream{src: k.Node, pool: inproc.NewPool(bridgeSnap), out: map[int]*buffers.Batch{}}
+			for b, e := range exports {
+				if of(e)[k.Node] {
+					s.mask |= 1 << b
+				}
+			}
+			s.tags = exports
+			port = append(port, s)
+		}
+		r.ports = append(r.ports, port)
+	}
+	rd, err := ringbuf.NewReader(fs.ring)
+	if err != nil {
+		return
+	}
+	r.rd = rd
+	r.wg.Add(1)
+	go r.run(fs.ctx)
+	fs.reader = r
+}
+
+func (r *ringReader) stop() {
+	r.rd.Close()
+	r.wg.Wait()
+}
+
+func (r *ringReader) run(ctx context.Context) {
+	defer r.wg.Done()
+	var rec ringbuf.Record
+	pending := 0
+	for {
+		if pending > 0 {
+			r.rd.SetDeadline(time.Now().Add(flushAfter))
+		} else {
+			r.rd.SetDeadline(time.Time{})
+		}
+		err := r.rd.ReadInto(&rec)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			r.flushAll(ctx)
+			pending = 0
+			continue
+		case err != nil: // closed: the run stops
+			r.flushAll(ctx)
+			return
+		}
+		raw := rec.RawSample
+		if len(raw) < recData {
+			continue
+		}
+		mask := binary.NativeEndian.Uint64(raw[recMask:])
+		wire := binary.NativeEndian.Uint32(raw[recWireLen:])
+		capLen := min(int(binary.NativeEndian.Uint32(raw[recCapLen:])), len(raw)-recData)
+		ts := int64(binary.NativeEndian.Uint64(raw[recTime:])) + r.offset
+		port := int(binary.NativeEndian.Uint32(raw[recPort:]))
+		if port >= len(r.ports) {
+			continue
+		}
+		for _, s := range r.ports[port] {
+			if m := mask & s.mask; m != 0 {
+				if r.add(ctx, s, m, raw[recData:recData+capLen], wire, ts) {
+					pending++
+				}
+			}
+		}
+	}
+}
+
+// add puts one packet into s's batch; it returns false when the run stops.
+func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte, wire uint32, ts int64) bool {
+	if s.msg == nil {
+		m, err := r.up.Message(ctx)
+		if err != nil {
+			r.up.Lose(1)
+			return false
+		}
+		reg, err := s.region(ctx)
+		if err != nil {
+			r.up.Recycle(m)
+			r.up.Lose(1)
+			return false
+		}
+		m.Stream, m.Region, m.Stored = s.src, reg, true
+		if cap(m.Out) < len(s.tags) {
+			// Once per message: the batches are referred to below, so
+			// the slice must not move while it grows.
+			m.Out = make([]inproc.Out, 0, len(s.tags))
+		}
+		s.msg, s.reg, s.n = m, reg, 0
+		clear(s.out)
+	}
+	slot := s.reg.Base + uint32(s.n)
+	s.reg.PBuf.Store(slot, pkt, wire, ts, 0)
+	for b := 0; mask != 0; b++ {
+		if mask&1 != 0 {
+			o := s.out[b]
+			if o == nil {
+				s.msg.Out = append(s.msg.Out, inproc.Out{Tag: s.tags[b]})
+				o = &s.msg.Out[len(s.msg.Out)-1].Batch
+				o.PBuf, o.Base = s.reg.PBuf, s.reg.Base
+				s.out[b] = o
+			}
+			o.E[o.N] = buffers.Entry{Slot: slot}
+			o.N++
+		}
+		mask >>= 1
+	}
+	s.n++
+	if s.n == buffers.MaxBatch {
+		r.flush(ctx, s)
+	}
+	return true
+}
+
+// monotonic returns CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns, in ns.
+func monotonic() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+func (s *stream) region(ctx context.Context) (*inproc.Region, error) {
+	return s.pool.Take(ctx)
+}
+
+// flush sends s's batch up.
+func (r *ringReader) flush(ctx context.Context, s *stream) {
+	if s.msg == nil {
+		return
+	}
+	s.msg.Packets = s.n
+	r.up.Copied(s.n)
+	r.up.Send(ctx, s.msg)
+	s.msg, s.reg, s.n = nil, nil, 0
+}
+
+func (r *ringReader) flushAll(ctx context.Context) {
+	for _, port := range r.ports {
+		for _, s := range port {
+			r.flush(ctx, s)
+		}
+	}
+}
