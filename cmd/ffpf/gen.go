@@ -5,16 +5,26 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
 
 	"github.com/ffpf-go/ffpf/functions/gen"
 )
 
-const genSynopsis = `-o FILE [--packets N] [--seed N] [--malformed F] [--vlan F] [--ipv6 F] [--flows N]
+const genSynopsis = `(-o FILE | -i IFACE [--pps N] [-o SENT.pcap]) [--packets N] [--seed N] [--malformed F] [--vlan F] [--ipv6 F] [--flows N]
 
 Writes a synthetic, deterministic trace (classic pcap, Ethernet): the same
 flags give the same bytes. The traffic mixes TCP, UDP, ICMP and ARP over IPv4
 and IPv6, some of it VLAN-tagged, with heavy-tailed flow sizes; --malformed
-adds truncated and malformed frames. "-o -" writes to standard output.`
+adds truncated and malformed frames. "-o -" writes to standard output.
+
+With -i it transmits the trace on the interface instead (AF_PACKET; root),
+paced at --pps packets per second or as fast as the interface takes them;
+frames the interface refuses (too long for its MTU) are skipped and
+counted. -o then records the frames that went out, for comparison.`
 
 func cmdGen(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("gen", genSynopsis, stderr)
@@ -26,6 +36,8 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 	ipv6 := fs.Float64("ipv6", 0.2, "fraction of IPv6 among IP packets (0..1)")
 	flows := fs.Int("flows", 10000, "number of distinct flows")
 	snaplen := fs.Int("s", 0, "snap length recorded in the file header (0: the longest frame generated)")
+	iface := fs.String("i", "", "transmit the trace on `IFACE` instead of writing it")
+	pps := fs.Float64("pps", 0, "with -i: packets per second (0: top speed)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -33,8 +45,10 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case len(pos) > 0:
 		return usageErrorf("gen takes no arguments (did you mean -o %s?)", pos[0])
-	case *out == "":
-		return usageErrorf("gen needs -o FILE")
+	case *out == "" && *iface == "":
+		return usageErrorf("gen needs -o FILE or -i IFACE")
+	case *pps < 0:
+		return usageErrorf("--pps must be positive (0: top speed)")
 	case *packets <= 0:
 		return usageErrorf("--packets must be positive")
 	case *flows <= 0:
@@ -46,6 +60,9 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	cfg := gen.Config{Seed: *seed, Packets: *packets, Malformed: *malformed, VLAN: *vlan, IPv6: *ipv6, Flows: *flows}
+	if *iface != "" {
+		return transmit(*iface, *out, cfg, *pps, stderr)
+	}
 
 	var w io.Writer = stdout
 	var f *os.File
@@ -69,4 +86,37 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("writing %s: %w", *out, err)
 	}
 	return nil
+}
+
+// transmit sends the trace on iface and, with out, records what went out.
+func transmit(iface, out string, cfg gen.Config, pps float64, stderr io.Writer) error {
+	var record func([]byte, time.Time) error
+	var f *os.File
+	var bw *bufio.Writer
+	if out != "" {
+		var err error
+		if f, err = os.Create(out); err != nil {
+			return err
+		}
+		defer f.Close()
+		bw = bufio.NewWriterSize(f, 1<<20)
+		pw := pcapgo.NewWriter(bw)
+		if err := pw.WriteFileHeader(gen.MaxFrameLen, layers.LinkTypeEthernet); err != nil {
+			return err
+		}
+		record = func(b []byte, ts time.Time) error {
+			return pw.WritePacket(gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(b), Length: len(b)}, b)
+		}
+	}
+	start := time.Now()
+	n, skipped, err := gen.Transmit(iface, cfg, pps, record)
+	if bw != nil {
+		if ferr := bw.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	el := time.Since(start)
+	fmt.Fprintf(stderr, "sent %d packets on %s in %v (%.0f pps); %d refused by the interface\n",
+		n, iface, el.Round(time.Millisecond), float64(n)/el.Seconds(), skipped)
+	return err
 }

@@ -41,7 +41,8 @@ const (
 	stackKey   = -8  // u32 map key
 	stackValue = -16 // u64 value being added to a slot
 	stackMask  = -24 // u64 export mask
-	stackFlags = -32 // pass flag (u32, 0 or 1) of node i at stackFlags - 8*i
+	stackVlan  = -32 // u32: the tc program put a VLAN tag back into the packet
+	stackFlags = -40 // pass flag (u32, 0 or 1) of node i at stackFlags - 8*i
 )
 
 // progNode is a node as the program generator sees it.
@@ -105,10 +106,23 @@ func (p *progSpec) build() (asm.Instructions, error) {
 			asm.Sub.Reg(ebpfgen.WireLen, ebpfgen.PacketStart),
 		)
 	} else {
-		// Make the whole packet directly readable, as libpcap's filters
-		// expect, then read __sk_buff's len, data and data_end.
+		// At the tc hook the kernel has taken a VLAN tag out of the
+		// packet (into the skb's metadata); libpcap's filters expect it in
+		// place, as on the wire. Pushing the same tag puts it back into the
+		// data (the pop before the verdict restores the skb as it was).
+		// Then make the whole packet directly readable, and read
+		// __sk_buff's len, data and data_end.
 		in = append(in,
+			asm.StoreImm(asm.RFP, stackVlan, 0, asm.Word),
+			asm.LoadMem(asm.R1, ebpfgen.Ctx, 20, asm.Word), // vlan_present
+			asm.JEq.Imm(asm.R1, 0, "untagged"),
 			asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
+			asm.LoadMem(asm.R2, ebpfgen.Ctx, 28, asm.Word), // vlan_proto
+			asm.LoadMem(asm.R3, ebpfgen.Ctx, 24, asm.Word), // vlan_tci
+			asm.FnSkbVlanPush.Call(),
+			asm.JNE.Imm(asm.R0, 0, "untagged"),
+			asm.StoreImm(asm.RFP, stackVlan, 1, asm.Word),
+			asm.Mov.Reg(asm.R1, ebpfgen.Ctx).WithSymbol("untagged"),
 			asm.LoadMem(asm.R2, ebpfgen.Ctx, 0, asm.Word),
 			asm.FnSkbPullData.Call(),
 			asm.LoadMem(ebpfgen.WireLen, ebpfgen.Ctx, 0, asm.Word),
@@ -157,11 +171,18 @@ func (p *progSpec) build() (asm.Instructions, error) {
 	if len(p.exports) > 0 {
 		in = append(in, p.export()...)
 	}
-	verdict := int32(2) // XDP_PASS
-	if p.kind != flowspaces.KindXDP {
-		verdict = -1 // TCX_NEXT: on to the next program, or the stack
+	if p.kind == flowspaces.KindXDP {
+		in = append(in, asm.Mov.Imm(asm.R0, 2).WithSymbol("verdict"), asm.Return()) // XDP_PASS
+		return in, nil
 	}
-	in = append(in, asm.Mov.Imm(asm.R0, verdict).WithSymbol("verdict"), asm.Return())
+	in = append(in,
+		asm.LoadMem(asm.R1, asm.RFP, stackVlan, asm.Word).WithSymbol("verdict"),
+		asm.JEq.Imm(asm.R1, 0, "return"),
+		asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
+		asm.FnSkbVlanPop.Call(),
+		asm.Mov.Imm(asm.R0, -1).WithSymbol("return"), // TCX_NEXT: on to the next program, or the stack
+		asm.Return(),
+	)
 	return in, nil
 }
 
