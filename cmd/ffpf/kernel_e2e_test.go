@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/google/gopacket/pcapgo"
+)
+
+// These tests put functions in the kernel (tc) and XDP flowspaces of a
+// veth interface in a network namespace they create, transmit a generated
+// trace into it from another namespace, and compare what each placement
+// counted with each other and with libpcap's verdicts on the frames that
+// went out. They need root, ip(8) and tcpdump; under CI=true they must
+// run, elsewhere they skip when something is missing.
+
+// netnsPair creates namespaces <tag>a and <tag>b joined by a veth pair
+// (<tag>a in the first, <tag>b in the second) with IPv6 off, so that only
+// the test's frames cross it, and removes them at the end.
+func netnsPair(t *testing.T) (nsA, nsB, ifA, ifB string) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	for _, tool := range []string{"ip", "tcpdump"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	if len(missing) > 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("cannot test the eBPF flowspaces: missing %s", strings.Join(missing, ", "))
+		}
+		t.Skipf("needs %s", strings.Join(missing, ", "))
+	}
+	tag := fmt.Sprintf("ffk%d", os.Getpid()%100000)
+	nsA, nsB, ifA, ifB = tag+"na", tag+"nb", tag+"a", tag+"b"
+	sh := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	sh("netns", "add", nsA)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsA).Run() })
+	sh("netns", "add", nsB)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsB).Run() })
+	sh("link", "add", ifA, "netns", nsA, "type", "veth", "peer", "name", ifB, "netns", nsB)
+	for _, x := range [][2]string{{nsA, ifA}, {nsB, ifB}} {
+		exec.Command("ip", "netns", "exec", x[0], "sysctl", "-qw", "net.ipv6.conf."+x[1]+".disable_ipv6=1").Run()
+		sh("-n", x[0], "link", "set", x[1], "up")
+	}
+	return nsA, nsB, ifA, ifB
+}
+
+// capture is an ffpf run in a namespace, stopped by SIGINT.
+type capture struct {
+	cmd      *exec.Cmd
+	out, err bytes.Buffer
+}
+
+func startCapture(t *testing.T, ns string, args ...string) *capture {
+	t.Helper()
+	c := &capture{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, ffpfBin}, args...)...)}
+	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.err
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (c *capture) stop(t *testing.T) runJSON {
+	t.Helper()
+	c.cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%v: %v: %s", c.cmd.Args, err, c.err.String())
+		}
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Kill()
+		t.Fatalf("%v does not stop on SIGINT", c.cmd.Args)
+	}
+	return parseRun(t, cliResult{c.out.String(), c.err.String(), 0})
+}
+
+// ffpfPrograms counts the eBPF programs ffpf loaded that the kernel still
+// holds.
+func ffpfPrograms(t *testing.T) int {
+	n := 0
+	for id := ebpf.ProgramID(0); ; {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			return n
+		}
+		id = next
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue
+		}
+		if info, err := p.Info(); err == nil && info.Name == "ffpf" {
+			n++
+		}
+		p.Close()
+	}
+}
+
+// waitPrograms waits until the kernel holds want ffpf programs.
+func waitPrograms(t *testing.T, want int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for ffpfPrograms(t) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ffpf programs in the kernel, want %d", ffpfPrograms(t), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestPlacementsGiveLibpcapVerdicts(t *testing.T) {
+	nsA, nsB, ifA, ifB := netnsPair(t)
+	if n := ffpfPrograms(t); n != 0 {
+		t.Fatalf("%d ffpf programs in the kernel before the test", n)
+	}
+	dir := t.TempDir()
+	hier := map[string]string{"user": "children: []\n", "kernel": "children:\n  - kind: kernel\n", "xdp": ""}
+	for name, body := range hier {
+		if body != "" {
+			os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(body), 0o644)
+		}
+	}
+	exprs := []string{
+		`(bpf,"tcp and dst port 80") > [(pktcount)|(bytecount)]`,
+		`(bpf,"vlan and udp") > [(pktcount)|(bytecount)]`,
+		`(bpf,"tcp[tcpflags] & tcp-syn != 0 or ip6 and udp") > [(pktcount)|(bytecount)]`,
+		`(bpf,"arp or icmp or less 80") > [(pktcount)|(bytecount)]`,
+	}
+	for i, expr := range exprs {
+		arrived := filepath.Join(dir, fmt.Sprintf("arrived%d.pcap", i))
+		var caps []*capture
+		for _, place := range []string{"user", "kernel", "xdp"} {
+			args := []string{"run", "--json", "-i", ifB}
+			if place != "xdp" { // the default hierarchy puts it in XDP
+				args = append(args, "--hierarchy", filepath.Join(dir, place+".yaml"))
+			}
+			args = append(args, "-e", expr)
+			if place == "user" {
+				// What reached the stack, as libpcap captured it.
+				args = append(args, "-e", "(export,file="+arrived+")")
+			}
+			caps = append(caps, startCapture(t, nsB, args...))
+		}
+		waitPrograms(t, 2)                 // tc and XDP attached
+		time.Sleep(300 * time.Millisecond) // and libpcap's socket open
+		sent := filepath.Join(dir, fmt.Sprintf("sent%d.pcap", i))
+		if out, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000",
+			"--seed", fmt.Sprint(i+1), "--malformed", "0.02", "-o", sent).CombinedOutput(); err != nil {
+			t.Fatalf("gen: %v: %s", err, out)
+		}
+		time.Sleep(300 * time.Millisecond)
+		filter := expr[strings.Index(expr, `"`)+1 : strings.LastIndex(expr, `"`)]
+		docs := make([]runJSON, len(caps))
+		for j, c := range caps {
+			docs[j] = c.stop(t)
+		}
+		for j, doc := range docs {
+			place := []string{"user", "kernel", "xdp"}[j]
+			// XDP sees every frame that arrives; the tc hook and libpcap
+			// only those the stack takes (not, say, a frame too short to
+			// be Ethernet).
+			oracle := arrived
+			if place == "xdp" {
+				oracle = sent
+			}
+			want, wantBytes := libpcapSelect(t, oracle, filter)
+			went, _ := libpcapSelect(t, oracle, "")
+			pc, bc := doc.Functions[doc.byClass("pktcount")[0]], doc.Functions[doc.byClass("bytecount")[0]]
+			src := doc.Functions[doc.byClass("dev")[0]]
+			if !strings.HasPrefix(pc.Flowspace, place) {
+				t.Errorf("%s: pktcount ran in %s, want %s", expr, pc.Flowspace, place)
+			}
+			if src.Out != went {
+				t.Errorf("%s in %s: the source saw %d packets, %d arrived", expr, place, src.Out, went)
+			}
+			if got := stateNum(t, pc.State["packets"]); got != want {
+				t.Errorf("%s in %s: %d packets, libpcap says %d", expr, place, got, want)
+			}
+			if got := stateNum(t, bc.State["bytes"]); got != wantBytes {
+				t.Errorf("%s in %s: %d bytes, libpcap's selection has %d", expr, place, got, wantBytes)
+			}
+		}
+		if n, _ := libpcapSelect(t, arrived, ""); n < 19000 {
+			t.Errorf("only %d of 20000 frames arrived", n)
+		}
+	}
+	waitPrograms(t, 0) // nothing stays attached
+}
+
+// libpcapSelect is the oracle: the packets of file that libpcap's filter
+// expr selects (tcpdump -w), and their bytes.
+func libpcapSelect(t *testing.T, file, expr string) (packets, bytes uint64) {
+	t.Helper()
+	sel := filepath.Join(t.TempDir(), "sel.pcap")
+	args := []string{"-r", file, "-w", sel}
+	if expr != "" {
+		args = append(args, expr)
+	}
+	if out, err := exec.Command("tcpdump", args...).CombinedOutput(); err != nil {
+		t.Fatalf("tcpdump %v: %v: %s", args, err, out)
+	}
+	f, err := os.Open(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcapgo.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, ci, err := r.ReadPacketData()
+		if err != nil {
+			return packets, bytes
+		}
+		packets++
+		bytes += uint64(ci.Length)
+	}
+}
+
+// TestOnlyMatchingPacketsReachUserspace: a userspace function after an XDP
+// filter gets exactly the filtered packets, byte for byte, through the
+// ring buffer; killing ffpf leaves no program attached.
+func TestOnlyMatchingPacketsReachUserspace(t *testing.T) {
+	nsA, nsB, ifA, ifB := netnsPair(t)
+	dir := t.TempDir()
+	out, sent := filepath.Join(dir, "out.pcap"), filepath.Join(dir, "sent.pcap")
+	c := startCapture(t, nsB, "run", "--json", "-i", ifB, `(bpf,"udp and not vlan") > (export,file=`+out+`)`)
+	waitPrograms(t, 1)
+	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000", "-o", sent).CombinedOutput(); err != nil {
+		t.Fatalf("gen: %v: %s", err, o)
+	}
+	time.Sleep(300 * time.Millisecond)
+	doc := c.stop(t)
+	want, _ := libpcapSelect(t, sent, "udp and not vlan")
+	f := doc.Functions[doc.byClass("bpf")[0]]
+	e := doc.Functions[doc.byClass("export")[0]]
+	if !strings.HasPrefix(f.Flowspace, "xdp:") || e.Flowspace != "user" {
+		t.Fatalf("bpf ran in %s, export in %s", f.Flowspace, e.Flowspace)
+	}
+	if e.In != want || f.Out != want {
+		t.Errorf("userspace got %d packets, the filter passed %d, libpcap says %d", e.In, f.Out, want)
+	}
+	a, _ := exec.Command("tcpdump", "-r", sent, "-nn", "-x", "udp and not vlan").Output()
+	b, _ := exec.Command("tcpdump", "-r", out, "-nn", "-x").Output()
+	if strip(a) != strip(b) {
+		t.Error("the packets that reached userspace differ from libpcap's selection of what was sent")
+	}
+
+	// A crash (SIGKILL) leaves nothing attached: the links die with the
+	// process.
+	k := startCapture(t, nsB, "run", "-i", ifB, `(bpf,"tcp") > (pktcount)`)
+	waitPrograms(t, 1)
+	k.cmd.Process.Signal(syscall.SIGKILL)
+	var ee *exec.ExitError
+	if err := k.cmd.Wait(); !errors.As(err, &ee) {
+		t.Fatalf("killed ffpf: %v", err)
+	}
+	waitPrograms(t, 0)
+}
+
+// strip drops tcpdump's timestamps, keeping the packets' descriptions and bytes.
+func strip(b []byte) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if i := strings.Index(l, " "); i > 0 && strings.Count(l[:i], ":") == 2 {
+			l = l[i:]
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
