@@ -222,3 +222,17 @@ func (rt *Runtime) Bridges() []BridgeState {
 	}
 	return out
 }
+
+// Attachments says, per flowspace that attaches programs to interfaces
+// (the eBPF ones), where and how it did: native or generic XDP, TCX.
+func (rt *Runtime) Attachments() map[string][]string {
+	out := map[string][]string{}
+	for _, fs := range rt.all() {
+		if a, ok := fs.(interface{ Attachments() []string }); ok {
+			if l := a.Attachments(); len(l) > 0 {
+				out[fs.Name()] = l
+			}
+		}
+	}
+	return out
+}

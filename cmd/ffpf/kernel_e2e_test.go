@@ -291,3 +291,22 @@ func strip(b []byte) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestPlaceExplainsEBPFRefusals: a filter eBPF cannot express stays in
+// userspace, and the plan says why.
+func TestPlaceExplainsEBPFRefusals(t *testing.T) {
+	_, nsB, _, ifB := netnsPair(t)
+	out, err := exec.Command("ip", "netns", "exec", nsB, ffpfBin, "place", "-i", ifB, `(bpf,"ip protochain 6") > (pktcount)`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{
+		"dev#1  0x00ffffff  lowest flowspace with class dev at or above xdp:" + ifB,
+		"not in xdp:" + ifB + ": the filter jumps backwards (protochain), and eBPF cannot loop",
+		"pktcount#1  0xffffffff",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("place lacks %q:\n%s", want, out)
+		}
+	}
+}

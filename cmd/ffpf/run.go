@@ -171,6 +171,12 @@ func printResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", id, f.Flowspace, f.In, f.Out, f.Filtered, f.Dropped, formatState(f.State))
 	}
+	for _, fs := range sortedKeys(rt.Attachments()) {
+		for _, a := range rt.Attachments()[fs] {
+			fmt.Fprintf(tw, "\n%s attached on %s", fs, a)
+		}
+		fmt.Fprintln(tw)
+	}
 	if len(r.Bridges) > 0 {
 		fmt.Fprintln(tw, "\nBRIDGE\tSTRATEGY\tIN\tOUT\tCOPIED\tDROPPED\t")
 		for _, b := range r.Bridges {

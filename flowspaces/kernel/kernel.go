@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -53,6 +54,8 @@ type Flowspace struct {
 	up       *inproc.Bridge
 	sending  *inproc.Bridge         // up, while this flowspace sends through it
 	attached map[string]*attachment // by interface
+	modes    map[string]string      // how each interface was attached, kept after detach
+	verified map[string]error       // Host's verifier checks, by class and parameters
 	reader   *ringReader
 	active   bool
 	stopSync chan struct{}
@@ -154,10 +157,42 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 	if c.EBPF == nil {
 		return fmt.Errorf("class %s has no eBPF code", c.Name)
 	}
-	if _, err := c.EBPF(&n.Ctx); err != nil {
+	fn, err := c.EBPF(&n.Ctx)
+	if err != nil {
 		return err
 	}
-	return nil
+	return fs.verify(n, fn)
+}
+
+// verify loads a program with fn alone, so that code the kernel's verifier
+// refuses keeps the function out of this flowspace at placement, with the
+// verifier's reason, rather than failing the run later. Results are kept
+// per class and parameters.
+func (fs *Flowspace) verify(n *flowspaces.Node, fn ebpfgen.Function) error {
+	key := n.Class.Name + "\x00" + n.Ctx.Params.Canonical()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if err, ok := fs.verified[key]; ok {
+		return err
+	}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(8 + fn.StateSlots())})
+	if err != nil {
+		return fmt.Errorf("%s cannot create maps: %w", fs.Name(), err)
+	}
+	defer m.Close()
+	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, dropSlot: 7, snap: bridgeSnap,
+		nodes: []progNode{{node: n, iface: "probe", slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2}}}
+	prog, err := p.load(fs.Name())
+	if err == nil {
+		prog.Close()
+	} else {
+		err = fmt.Errorf("the kernel's verifier refuses its code: %w", err)
+	}
+	if fs.verified == nil {
+		fs.verified = map[string]error{}
+	}
+	fs.verified[key] = err
+	return err
 }
 
 // Instantiate implements flowspaces.Flowspace.
@@ -383,6 +418,10 @@ func (fs *Flowspace) attach(progs map[string]*ebpf.Program) error {
 			return err
 		}
 		fs.attached[iface] = a
+		if fs.modes == nil {
+			fs.modes = map[string]string{}
+		}
+		fs.modes[iface] = a.mode
 	}
 	for iface, a := range fs.attached {
 		if progs[iface] == nil { // nothing captures there any more
@@ -435,15 +474,24 @@ func (fs *Flowspace) attachNew(iface string, p *ebpf.Program) (*attachment, erro
 	return &attachment{prog: p, link: l, mode: "tcx"}, nil
 }
 
-// Mode says how the program is attached to iface ("native" or "generic"
-// XDP, "tcx"), or "" when it is not.
-func (fs *Flowspace) Mode(iface string) string {
+// Attachments says where the flowspace's programs are (or were) attached
+// and how: "fb: XDP in the driver (native)", "fb: XDP generic (the driver
+// has no XDP support)", "fb: tc ingress (TCX)".
+func (fs *Flowspace) Attachments() []string {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if a := fs.attached[iface]; a != nil && a.link != nil {
-		return a.mode
+	var out []string
+	for _, iface := range slices.Sorted(maps.Keys(fs.modes)) {
+		switch fs.modes[iface] {
+		case "native":
+			out = append(out, iface+": XDP in the driver (native)")
+		case "generic":
+			out = append(out, iface+": XDP generic (the driver runs no XDP of its own)")
+		default:
+			out = append(out, iface+": tc ingress (TCX)")
+		}
 	}
-	return ""
+	return out
 }
 
 // Activate implements flowspaces.Flowspace: it attaches the programs and
