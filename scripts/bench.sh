@@ -72,3 +72,13 @@ awk '/^BenchmarkBridge\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
        for (i=1;i<=NF;i++) if ($(i+1)=="Mpps") { s[m]+=$i; n[m]++ } }
      END { l=s["local"]/n["local"]
            for (m in s) printf "   %-9s %6.1f Mpps (%.2f of everything in the board)\n", m, s[m]/n[m], s[m]/n[m]/l }' "$OUT/bridge.txt" | sort
+
+echo
+echo "== 6. funnel: a 1%-selective filter and counter in userspace (libpcap capture) vs in XDP, veth in a netns"
+if [ "$(id -u)" = 0 ] && command -v ip >/dev/null; then
+	scripts/funnel.sh || echo "   (the funnel measurement failed)"
+	echo "   (both are fed by one AF_PACKET sender, whose rate bounds what is offered; CPU is ffpf's own,"
+	echo "    user and system: the XDP program's cost is paid in the softirq of the packet's arrival)"
+else
+	echo "   skipped: needs root and ip(8) to create network namespaces"
+fi
