@@ -1,14 +1,19 @@
 // Package kernel holds the eBPF flowspaces of the host: the kernel's
-// traffic-control hook (kind kernel: TCX ingress, every interface) and one
-// XDP flowspace per interface (kind xdp: at the driver). Their functions
-// are eBPF programs generated at run time; a class runs here only if it
-// has an implementation for the target (functions.TargetKernel or
-// functions.TargetXDP). The hierarchy includes these flowspaces only where
-// the machine can load such programs (see flowspaces/hierarchy).
+// traffic-control hook (kind kernel: TCX ingress, any interface) and one
+// XDP flowspace per interface (kind xdp: in the driver, or generic). The
+// functions placed in one are chained into one eBPF program per interface,
+// generated at run time from the code each class gives (functions/ebpfgen)
+// and loaded with cilium/ebpf; a source placed here is the hook itself.
+// Counters and state live in a per-CPU map that a goroutine sums into the
+// nodes' counters and MBufs every 100 ms; packets a flowspace above asks
+// for go up through a BPF ring buffer (ring.go). Every packet goes on to the
+// kernel stack. The hierarchy includes these flowspaces only where the
+// machine can load such programs (see flowspaces/hierarchy).
 //
-// The sharp edge: a class with no eBPF implementation makes placement move
-// the function up, and the plan says so; no class has one yet, so today
-// these flowspaces take part in placement but host nothing.
+// The sharp edge: a program holds at most 40 functions, and packets cannot
+// come into it from another flowspace: a function whose input runs
+// elsewhere is placed above, as is one whose class has no eBPF code or
+// whose code the verifier refuses (placement loads it once to ask).
 package kernel
 
 import (
