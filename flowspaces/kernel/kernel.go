@@ -49,32 +49,35 @@ type Flowspace struct {
 	opts   Options
 	target functions.Target
 
-	mu       sync.Mutex
-	nodes    []*node // instantiated here, in topological order
-	removed  []*flowspaces.Node
-	slots    int // counter slots handed out
-	counters *ebpf.Map
-	ring     *ebpf.Map
-	want     []*flowspaces.Node
-	up       *inproc.Bridge
-	sending  *inproc.Bridge         // up, while this flowspace sends through it
-	attached map[string]*attachment // by interface
-	modes    map[string]string      // how each interface was attached, kept after detach
-	verified map[string]error       // Host's verifier checks, by class and parameters
-	reader   *ringReader
-	active   bool
-	stopSync chan struct{}
-	synced   sync.WaitGroup
-	ctx      context.Context
-	cancel   context.CancelFunc
+	mu        sync.Mutex
+	nodes     []*node // instantiated here, in topological order
+	removed   []*flowspaces.Node
+	slots     int // counter slots handed out
+	counters  *ebpf.Map
+	ring      *ebpf.Map
+	want      []*flowspaces.Node
+	up        *inproc.Bridge
+	sending   *inproc.Bridge         // up, while this flowspace sends through it
+	attached  map[string]*attachment // by interface
+	modes     map[string]string      // how each interface was attached, kept after detach
+	verified  map[string]error       // Host's verifier checks, by class and parameters
+	offered   []*flowspaces.Node     // nodes Host accepted, until the next Connect
+	ringDrops uint64                 // ring buffer overflows already counted
+	reader    *ringReader
+	active    bool
+	stopSync  chan struct{}
+	synced    sync.WaitGroup
+	ctx       context.Context
+	cancel    context.CancelFunc
 }
 
 // node is a function placed here.
 type node struct {
 	*flowspaces.Node
 	fn    ebpfgen.Function
-	iface string // a source's interface
-	slot  int
+	iface string        // a source's interface
+	slot  int           // its first counter slot
+	need  int           // how many slots it has
 	mbuf  *buffers.MBuf // its state, summed from the counter map
 }
 
@@ -152,12 +155,18 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 		if iface := c.Interface(n.Ctx.Params); fs.Entry(iface) == flowspaces.NoEntry {
 			return fmt.Errorf("packets of %s do not enter at %s", iface, fs.Name())
 		}
-		return nil
+		return fs.room(n)
 	}
 	for _, in := range n.Inputs {
 		if in.Flowspace != flowspaces.Flowspace(fs) {
 			return fmt.Errorf("its input %s runs in %s, and packets cannot come into an eBPF program from another flowspace", in.ID, in.Flowspace.Name())
 		}
+	}
+	if snap := sourceSnaplen(n); snap < 65535 {
+		return fmt.Errorf("its packets are captured with a snap length of %d bytes, and an eBPF program sees all of a packet: libpcap's verdicts need the truncation", snap)
+	}
+	if err := fs.room(n); err != nil {
+		return err
 	}
 	if c.EBPF == nil {
 		return fmt.Errorf("class %s has no eBPF code", c.Name)
@@ -167,6 +176,44 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 		return err
 	}
 	return fs.verify(n, fn)
+}
+
+// sourceSnaplen is the smallest snap length of the sources that feed n
+// (a capture's snaplen parameter, or the run's).
+func sourceSnaplen(n *flowspaces.Node) int {
+	snap := n.Ctx.Snaplen
+	if snap <= 0 {
+		snap = 1 << 30
+	}
+	if n.Class.IsSource() {
+		if s := int(n.Ctx.Params.Int("snaplen")); s > 0 {
+			snap = min(snap, s)
+		}
+		return snap
+	}
+	for _, in := range n.Inputs {
+		snap = min(snap, sourceSnaplen(in))
+	}
+	return snap
+}
+
+// room refuses n when the programs are full: the functions instantiated
+// here and those placed here since the last Connect (a request being
+// populated) count.
+func (fs *Flowspace) room(n *flowspaces.Node) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var kept []*flowspaces.Node
+	for _, o := range fs.offered {
+		if o != n && o.Flowspace == flowspaces.Flowspace(fs) && o.Source == nil && o.Function == nil {
+			kept = append(kept, o) // placed here, not yet instantiated
+		}
+	}
+	if len(fs.nodes)+len(kept)+1 > maxNodes && n.Source == nil && n.Function == nil {
+		return fmt.Errorf("%s already runs %d functions, as many as one eBPF program holds", fs.Name(), maxNodes)
+	}
+	fs.offered = append(kept, n)
+	return nil
 }
 
 // verify loads a program with fn alone, so that code the kernel's verifier
@@ -217,7 +264,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 			return fmt.Errorf("cannot capture on %s: %v", k.iface, err)
 		}
 		n.Source = hookSource{fs.Name(), k.iface}
-		fs.slots += 2
+		k.need = 2
 	} else {
 		fn, err := n.Class.EBPF(&n.Ctx)
 		if err != nil {
@@ -235,11 +282,13 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 			k.mbuf = st.MBuf()
 			n.Function = stateOnly{k.mbuf}
 		}
-		fs.slots += 2 + fn.StateSlots()
+		k.need = 2 + fn.StateSlots()
 	}
-	if fs.slots+1 > counterSlots {
+	if fs.slots+k.need >= counterSlots { // the last slot counts ring overflows
+		n.Source, n.Function = nil, nil
 		return fmt.Errorf("%s has no counter slots left for %s", fs.Name(), n.ID)
 	}
+	fs.slots += k.need
 	fs.nodes = append(fs.nodes, k)
 	return nil
 }
@@ -350,7 +399,7 @@ func (fs *Flowspace) Connect() error {
 	} else {
 		fs.swap(progs)
 	}
-	fs.nodes, fs.removed = keep, nil
+	fs.nodes, fs.removed, fs.offered = keep, nil, nil
 	fs.restartReader(keep)
 	return nil
 }
@@ -562,10 +611,21 @@ func (fs *Flowspace) sync() {
 		}
 		return s
 	}
+	// Records the ring buffer had no room for entered the bridge and were
+	// dropped there.
+	if d := sum(counterSlots - 1); d > fs.ringDrops {
+		fs.mu.Lock()
+		if fs.sending != nil {
+			fs.sending.Lose(int(d - fs.ringDrops))
+		}
+		fs.mu.Unlock()
+		fs.ringDrops = d
+	}
 	for _, k := range nodes {
-		in, out := sum(k.slot), sum(k.slot+1)
 		// Read out before in: a packet counted in but not yet out is
 		// filtered for a moment, never the reverse.
+		out := sum(k.slot + 1)
+		in := sum(k.slot)
 		k.Counters.Out.Store(out)
 		k.Counters.Filtered.Store(in - min(in, out))
 		k.Counters.In.Store(in)

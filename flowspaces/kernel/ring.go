@@ -33,13 +33,11 @@ const flushAfter = time.Millisecond
 
 // ringReader reads one flowspace's ring buffer.
 type ringReader struct {
-	rd      *ringbuf.Reader
-	up      *inproc.Bridge
-	ports   [][]*stream // per port, the sources that capture there
-	wg      sync.WaitGroup
-	offset  int64 // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
-	dropped func() uint64
-	lost    uint64
+	rd     *ringbuf.Reader
+	up     *inproc.Bridge
+	ports  [][]*stream // per port, the sources that capture there
+	wg     sync.WaitGroup
+	offset int64 // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
 }
 
 // stream is the batch being filled for one source.
@@ -115,13 +113,17 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 	}
 	r.rd = rd
 	r.wg.Add(1)
-	go r.run(fs.ctx)
+	// Not the run's context: at the end, what the ring holds still goes
+	// up (the flowspace above reads its bridge until it is closed).
+	go r.run(context.Background())
 	fs.reader = r
 }
 
+// stop sends up what the ring buffer holds, then stops reading.
 func (r *ringReader) stop() {
-	r.rd.Close()
+	r.rd.Flush()
 	r.wg.Wait()
+	r.rd.Close()
 }
 
 func (r *ringReader) run(ctx context.Context) {
@@ -140,7 +142,7 @@ func (r *ringReader) run(ctx context.Context) {
 			r.flushAll(ctx)
 			pending = 0
 			continue
-		case err != nil: // closed: the run stops
+		case err != nil: // flushed (or closed): the run stops
 			r.flushAll(ctx)
 			return
 		}
