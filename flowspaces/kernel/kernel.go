@@ -62,6 +62,7 @@ type Flowspace struct {
 	modes     map[string]string      // how each interface was attached, kept after detach
 	verified  map[string]error       // Host's verifier checks, by class and parameters
 	offered   []*flowspaces.Node     // nodes Host accepted, until the next Connect
+	free      []slotRange            // counter slots of removed functions
 	ringDrops uint64                 // ring buffer overflows already counted
 	reader    *ringReader
 	active    bool
@@ -257,7 +258,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 	if err := fs.maps(); err != nil {
 		return err
 	}
-	k := &node{Node: n, slot: fs.slots}
+	k := &node{Node: n}
 	if n.Class.IsSource() {
 		k.iface = n.Class.Interface(n.Ctx.Params)
 		if _, err := net.InterfaceByName(k.iface); err != nil {
@@ -284,14 +285,45 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		}
 		k.need = 2 + fn.StateSlots()
 	}
-	if fs.slots+k.need >= counterSlots { // the last slot counts ring overflows
+	slot, err := fs.allocSlots(k.need)
+	if err != nil {
 		n.Source, n.Function = nil, nil
-		return fmt.Errorf("%s has no counter slots left for %s", fs.Name(), n.ID)
+		return fmt.Errorf("%s: %s", n.ID, err)
 	}
-	fs.slots += k.need
+	k.slot = slot
 	fs.nodes = append(fs.nodes, k)
 	return nil
 }
+
+// allocSlots hands out need consecutive counter slots, reusing those of
+// removed functions (zeroed first); fs.mu is held.
+func (fs *Flowspace) allocSlots(need int) (int, error) {
+	for i, r := range fs.free {
+		if r.need < need {
+			continue
+		}
+		zero := make([]uint64, ebpf.MustPossibleCPU())
+		for s := r.slot; s < r.slot+need; s++ {
+			if err := fs.counters.Update(uint32(s), zero, ebpf.UpdateAny); err != nil {
+				return 0, fmt.Errorf("cannot reset counter slot %d: %w", s, err)
+			}
+		}
+		if r.need == need {
+			fs.free = append(fs.free[:i], fs.free[i+1:]...)
+		} else {
+			fs.free[i] = slotRange{r.slot + need, r.need - need}
+		}
+		return r.slot, nil
+	}
+	if fs.slots+need >= counterSlots { // the last slot counts ring overflows
+		return 0, fmt.Errorf("%s has no counter slots left", fs.Name())
+	}
+	fs.slots += need
+	return fs.slots - need, nil
+}
+
+// slotRange is a run of free counter slots.
+type slotRange struct{ slot, need int }
 
 // counterSlots is the size of the counter map; the last slot counts the
 // packets the ring buffer had no room for.
@@ -398,6 +430,13 @@ func (fs *Flowspace) Connect() error {
 		}
 	} else {
 		fs.swap(progs)
+	}
+	// The programs that counted into the slots of removed functions are
+	// replaced: the slots can serve again.
+	for _, k := range fs.nodes {
+		if slices.Contains(fs.removed, k.Node) {
+			fs.free = append(fs.free, slotRange{k.slot, k.need})
+		}
 	}
 	fs.nodes, fs.removed, fs.offered = keep, nil, nil
 	fs.restartReader(keep)

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
 	fbpf "github.com/ffpf-go/ffpf/functions/bpf"
+	_ "github.com/ffpf-go/ffpf/functions/counters"
 	"github.com/ffpf-go/ffpf/functions/gen"
 )
 
@@ -90,5 +92,55 @@ func TestGeneratedFiltersMatchTheEngine(t *testing.T) {
 			}
 		}
 		prog.Close()
+	}
+}
+
+// TestCounterSlotsAreReused: the counter slots of removed functions serve
+// again, zeroed, so that requests can come and go without end.
+func TestCounterSlotsAreReused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("loading eBPF programs needs root")
+		}
+		t.Skip("loading eBPF programs needs root")
+	}
+	fs, err := New(Options{Kind: flowspaces.KindXDP, Interface: "lo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	count, _ := functions.Default.Lookup("pktcount")
+	mk := func(id string) *flowspaces.Node {
+		n := &flowspaces.Node{ID: id, Class: count, Ctx: functions.Context{Params: functions.Params{}}}
+		n.Flowspace = fs
+		return n
+	}
+	a := mk("a")
+	if err := fs.Instantiate(a); err != nil {
+		t.Fatal(err)
+	}
+	dirty := make([]uint64, ebpf.MustPossibleCPU())
+	dirty[0] = 7
+	fs.counters.Update(uint32(fs.nodes[0].slot), dirty, ebpf.UpdateAny) // a counted something
+	used := fs.slots
+	for i := range 3000 { // far more than the map holds without reuse
+		fs.Remove(a)
+		if err := fs.Connect(); err != nil {
+			t.Fatal(err)
+		}
+		a = mk(fmt.Sprint("a", i))
+		if err := fs.Instantiate(a); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	if fs.slots != used {
+		t.Errorf("%d slots handed out, want %d", fs.slots, used)
+	}
+	var per []uint64
+	fs.counters.Lookup(uint32(fs.nodes[0].slot), &per)
+	for _, v := range per {
+		if v != 0 {
+			t.Fatalf("a reused slot starts at %v", per)
+		}
 	}
 }
