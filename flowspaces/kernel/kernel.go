@@ -64,6 +64,7 @@ type Flowspace struct {
 	offered   []*flowspaces.Node     // nodes Host accepted, until the next Connect
 	free      []slotRange            // counter slots of removed functions
 	ringDrops uint64                 // ring buffer overflows already counted
+	stopped   chan struct{}          // closed when Stop is done
 	reader    *ringReader
 	active    bool
 	stopSync  chan struct{}
@@ -639,9 +640,11 @@ func (fs *Flowspace) sync() {
 	if m == nil {
 		return
 	}
+	failed := false
 	sum := func(slot int) uint64 {
 		var per []uint64
 		if err := m.Lookup(uint32(slot), &per); err != nil {
+			failed = true
 			return 0
 		}
 		var s uint64
@@ -652,7 +655,7 @@ func (fs *Flowspace) sync() {
 	}
 	// Records the ring buffer had no room for entered the bridge and were
 	// dropped there.
-	if d := sum(counterSlots - 1); d > fs.ringDrops {
+	if d := sum(counterSlots - 1); !failed && d > fs.ringDrops {
 		fs.mu.Lock()
 		if fs.sending != nil {
 			fs.sending.Lose(int(d - fs.ringDrops))
@@ -665,15 +668,20 @@ func (fs *Flowspace) sync() {
 		// filtered for a moment, never the reverse.
 		out := sum(k.slot + 1)
 		in := sum(k.slot)
+		var state []uint64
+		if k.fn != nil && k.mbuf != nil {
+			for i := range min(len(k.mbuf.Fields()), k.fn.StateSlots()) {
+				state = append(state, sum(k.slot+2+i))
+			}
+		}
+		if failed {
+			return // a map that cannot be read (closed) must not zero what was read before
+		}
 		k.Counters.Out.Store(out)
 		k.Counters.Filtered.Store(in - min(in, out))
 		k.Counters.In.Store(in)
-		if k.fn != nil && k.mbuf != nil {
-			for i, f := range k.mbuf.Fields() {
-				if i < k.fn.StateSlots() {
-					k.mbuf.Store64(f.Offset, sum(k.slot+2+i))
-				}
-			}
+		for i, v := range state {
+			k.mbuf.Store64(k.mbuf.Fields()[i].Offset, v)
 		}
 	}
 }
@@ -697,10 +705,17 @@ func (fs *Flowspace) Wait() error {
 func (fs *Flowspace) Stop() {
 	fs.mu.Lock()
 	if !fs.active {
+		stopped := fs.stopped
 		fs.mu.Unlock()
+		if stopped != nil {
+			<-stopped // another Stop (the end of the run) is under way: wait for its last sync
+		}
 		return
 	}
 	fs.active = false
+	stopped := make(chan struct{})
+	fs.stopped = stopped
+	defer close(stopped)
 	fs.cancel()
 	for iface, a := range fs.attached {
 		if a.link != nil {
