@@ -310,3 +310,39 @@ func TestPlaceExplainsEBPFRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestStealThroughAFXDP: with (dev,IF,steal=true) the packets an XDP
+// filter passes go up through an AF_XDP socket, byte for byte, and leave
+// the kernel stack: a libpcap capture on the same interface no longer
+// sees them, but still sees the rest.
+func TestStealThroughAFXDP(t *testing.T) {
+	nsA, nsB, ifA, ifB := netnsPair(t)
+	dir := t.TempDir()
+	out, sent := filepath.Join(dir, "out.pcap"), filepath.Join(dir, "sent.pcap")
+	users := filepath.Join(dir, "user.yaml")
+	os.WriteFile(users, []byte("children: []\n"), 0o644)
+	x := startCapture(t, nsB, "run", "--json", "(dev,"+ifB+",steal=true) > (bpf,\"udp and not vlan\") > (export,file="+out+")")
+	u := startCapture(t, nsB, "run", "--json", "--hierarchy", users, "-i", ifB, `(pktcount)`)
+	waitPrograms(t, 1)
+	time.Sleep(300 * time.Millisecond)
+	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000", "-o", sent).CombinedOutput(); err != nil {
+		t.Fatalf("gen: %v: %s", err, o)
+	}
+	time.Sleep(300 * time.Millisecond)
+	xd, ud := x.stop(t), u.stop(t)
+	want, _ := libpcapSelect(t, sent, "udp and not vlan")
+	all, _ := libpcapSelect(t, sent, "")
+	e := xd.Functions[xd.byClass("export")[0]]
+	if e.In != want {
+		t.Errorf("AF_XDP brought %d packets up, libpcap selects %d", e.In, want)
+	}
+	a, _ := exec.Command("tcpdump", "-r", sent, "-nn", "-x", "udp and not vlan").Output()
+	b, _ := exec.Command("tcpdump", "-r", out, "-nn", "-x").Output()
+	if strip(a) != strip(b) {
+		t.Error("the packets that came up through AF_XDP differ from libpcap's selection")
+	}
+	if seen := ud.Functions[ud.byClass("pktcount")[0]].In; seen != all-want {
+		t.Errorf("the stack still saw %d packets, want the %d not stolen", seen, all-want)
+	}
+	waitPrograms(t, 0)
+}

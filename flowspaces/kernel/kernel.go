@@ -55,6 +55,7 @@ type Flowspace struct {
 	slots     int // counter slots handed out
 	counters  *ebpf.Map
 	ring      *ebpf.Map
+	xsks      *ebpf.Map // AF_XDP sockets by receive queue (XDP)
 	want      []*flowspaces.Node
 	up        *inproc.Bridge
 	sending   *inproc.Bridge         // up, while this flowspace sends through it
@@ -347,6 +348,15 @@ func (fs *Flowspace) maps() error {
 		fs.counters = nil
 		return fmt.Errorf("%s: cannot create its ring buffer: %w", fs.Name(), err)
 	}
+	if fs.opts.Kind == flowspaces.KindXDP {
+		fs.xsks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: maxQueues})
+		if err != nil {
+			fs.ring.Close()
+			fs.counters.Close()
+			fs.ring, fs.counters = nil, nil
+			return fmt.Errorf("%s: cannot create its AF_XDP socket map: %w", fs.Name(), err)
+		}
+	}
 	return nil
 }
 
@@ -484,8 +494,25 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, err
 	if len(p.exports) > 64 {
 		return nil, fmt.Errorf("%s: more than 64 functions send packets up", fs.Name())
 	}
+	if steals(nodes) && fs.opts.Kind == flowspaces.KindXDP {
+		p.xsk = fs.xsks
+	}
 	return p, nil
 }
+
+// steals reports whether a capture placed here asks for its packets to go
+// up through AF_XDP, leaving the kernel stack (dev's steal parameter).
+func steals(nodes []*node) bool {
+	for _, k := range nodes {
+		if k.iface != "" && k.Ctx.Params.Bool("steal") {
+			return true
+		}
+	}
+	return false
+}
+
+// maxQueues bounds the receive queues of an interface AF_XDP sockets serve.
+const maxQueues = 64
 
 // bridgeSnap is the most bytes of a packet the ring buffer carries up: a
 // full Ethernet frame with VLAN tags. Longer packets arrive truncated, their
@@ -759,6 +786,10 @@ func (fs *Flowspace) Close() error {
 		fs.ring.Close()
 		fs.counters.Close()
 		fs.ring, fs.counters = nil, nil
+	}
+	if fs.xsks != nil {
+		fs.xsks.Close()
+		fs.xsks = nil
 	}
 	return nil
 }

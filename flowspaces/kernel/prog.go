@@ -64,6 +64,7 @@ type progSpec struct {
 	snap     int   // bytes of each packet copied up
 	counters *ebpf.Map
 	ring     *ebpf.Map // nil without exports
+	xsk      *ebpf.Map // set when exported packets leave through AF_XDP (XDP only)
 	dropSlot int       // counts records the ring had no room for
 }
 
@@ -201,6 +202,11 @@ func (p *progSpec) export() asm.Instructions {
 	in = append(in,
 		asm.JEq.Imm(asm.R1, 0, "verdict"),
 		asm.StoreMem(asm.RFP, stackMask, asm.R1, asm.DWord),
+	)
+	if p.xsk != nil {
+		return append(in, p.redirect()...)
+	}
+	in = append(in,
 		asm.LoadMapPtr(asm.R1, p.ring.FD()),
 		asm.Mov.Imm(asm.R2, int32(recData+p.snap)),
 		asm.Mov.Imm(asm.R3, 0),
@@ -240,6 +246,30 @@ func (p *progSpec) export() asm.Instructions {
 		asm.FnRingbufSubmit.Call(),
 	)
 	return in
+}
+
+// redirect sends the packet up through the AF_XDP socket of its receive
+// queue, with the export mask in front of it (XDP metadata); without a
+// socket on that queue it goes on to the stack.
+func (p *progSpec) redirect() asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
+		asm.Mov.Imm(asm.R2, -8),
+		asm.FnXdpAdjustMeta.Call(),
+		asm.JNE.Imm(asm.R0, 0, "verdict"),
+		asm.LoadMem(asm.R2, ebpfgen.Ctx, 8, asm.Word), // data_meta
+		asm.LoadMem(asm.R3, ebpfgen.Ctx, 0, asm.Word), // data
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, 8),
+		asm.JGT.Reg(asm.R4, asm.R3, "verdict"),
+		asm.LoadMem(asm.R1, asm.RFP, stackMask, asm.DWord),
+		asm.StoreMem(asm.R2, 0, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, p.xsk.FD()),
+		asm.LoadMem(asm.R2, ebpfgen.Ctx, 16, asm.Word), // rx_queue_index
+		asm.Mov.Imm(asm.R3, 2),                         // XDP_PASS when no socket is bound to the queue
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+	}
 }
 
 // load builds and loads the program; a verifier error names the flowspace.

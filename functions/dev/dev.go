@@ -31,6 +31,8 @@ func init() {
 				Summary: "put the interface in promiscuous mode"},
 			{Name: "buffer", Type: functions.Size, Default: "8MB", Unit: "bytes",
 				Summary: "kernel capture buffer: packets arriving while it is full are dropped", Check: bufRange},
+			{Name: "steal", Type: functions.Bool, Default: "false",
+				Summary: "in XDP: the packets a userspace function needs go up through an AF_XDP socket and leave the kernel stack (default: a copy goes up through a ring buffer and the packet goes on)"},
 		},
 		// In the kernel and XDP flowspaces the source is the eBPF hook on
 		// the interface itself.
