@@ -163,6 +163,18 @@ func NewPool(slot int) *Pool {
 	return p
 }
 
+// PoolOf makes a pool of k regions of an existing PBuf (a view of memory
+// the producer owns, such as an AF_XDP UMEM), for zero-copy.
+func PoolOf(pb *buffers.PBuf, k int) *Pool {
+	p := &Pool{free: make(chan *Region, k)}
+	for i := range k {
+		r := NewRegion(pb, uint32(i*buffers.MaxBatch), true)
+		r.pool = p.free
+		p.free <- r
+	}
+	return p
+}
+
 // Take returns a free region of the pool, held once (the message that will
 // refer to it), waiting for one.
 func (p *Pool) Take(ctx context.Context) (*Region, error) {

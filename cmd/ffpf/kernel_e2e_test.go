@@ -318,31 +318,46 @@ func TestPlaceExplainsEBPFRefusals(t *testing.T) {
 func TestStealThroughAFXDP(t *testing.T) {
 	nsA, nsB, ifA, ifB := netnsPair(t)
 	dir := t.TempDir()
-	out, sent := filepath.Join(dir, "out.pcap"), filepath.Join(dir, "sent.pcap")
 	users := filepath.Join(dir, "user.yaml")
 	os.WriteFile(users, []byte("children: []\n"), 0o644)
-	x := startCapture(t, nsB, "run", "--json", "(dev,"+ifB+",steal=true) > (bpf,\"udp and not vlan\") > (export,file="+out+")")
-	u := startCapture(t, nsB, "run", "--json", "--hierarchy", users, "-i", ifB, `(pktcount)`)
-	waitPrograms(t, 1)
-	time.Sleep(300 * time.Millisecond)
-	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000", "-o", sent).CombinedOutput(); err != nil {
-		t.Fatalf("gen: %v: %s", err, o)
+	// zero-copy: the userspace flowspace refers to the frames in the UMEM.
+	zc := filepath.Join(dir, "zc.yaml")
+	os.WriteFile(zc, []byte("children:\n  - kind: kernel\n    bridge: zero-copy\n    children:\n"+
+		"      - {kind: xdp, interface: "+ifB+", bridge: zero-copy}\n"), 0o644)
+	for i, strategy := range []string{"copy-once", "zero-copy"} {
+		out, sent := filepath.Join(dir, strategy+".pcap"), filepath.Join(dir, "sent-"+strategy+".pcap")
+		args := []string{"run", "--json"}
+		if strategy == "zero-copy" {
+			args = append(args, "--hierarchy", zc)
+		}
+		x := startCapture(t, nsB, append(args, "(dev,"+ifB+",steal=true) > (bpf,\"udp and not vlan\") > (export,file="+out+")")...)
+		u := startCapture(t, nsB, "run", "--json", "--hierarchy", users, "-i", ifB, `(pktcount)`)
+		waitPrograms(t, 1)
+		time.Sleep(300 * time.Millisecond)
+		if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "50000",
+			"--seed", fmt.Sprint(i+1), "-o", sent).CombinedOutput(); err != nil {
+			t.Fatalf("gen: %v: %s", err, o)
+		}
+		time.Sleep(300 * time.Millisecond)
+		xd, ud := x.stop(t), u.stop(t)
+		want, _ := libpcapSelect(t, sent, "udp and not vlan")
+		all, _ := libpcapSelect(t, sent, "")
+		e := xd.Functions[xd.byClass("export")[0]]
+		if e.In != want {
+			t.Errorf("%s: AF_XDP brought %d packets up, libpcap selects %d", strategy, e.In, want)
+		}
+		a, _ := exec.Command("tcpdump", "-r", sent, "-nn", "-x", "udp and not vlan").Output()
+		b, _ := exec.Command("tcpdump", "-r", out, "-nn", "-x").Output()
+		if strip(a) != strip(b) {
+			t.Errorf("%s: the packets that came up through AF_XDP differ from libpcap's selection", strategy)
+		}
+		if seen := ud.Functions[ud.byClass("pktcount")[0]].In; seen != all-want {
+			t.Errorf("%s: the stack still saw %d packets, want the %d not stolen", strategy, seen, all-want)
+		}
+		copied := uint64(xd.Bridges[0].(map[string]any)["copied"].(float64))
+		if (strategy == "copy-once" && copied != want) || (strategy == "zero-copy" && copied != 0) {
+			t.Errorf("%s: %d of %d packets copied", strategy, copied, want)
+		}
+		waitPrograms(t, 0)
 	}
-	time.Sleep(300 * time.Millisecond)
-	xd, ud := x.stop(t), u.stop(t)
-	want, _ := libpcapSelect(t, sent, "udp and not vlan")
-	all, _ := libpcapSelect(t, sent, "")
-	e := xd.Functions[xd.byClass("export")[0]]
-	if e.In != want {
-		t.Errorf("AF_XDP brought %d packets up, libpcap selects %d", e.In, want)
-	}
-	a, _ := exec.Command("tcpdump", "-r", sent, "-nn", "-x", "udp and not vlan").Output()
-	b, _ := exec.Command("tcpdump", "-r", out, "-nn", "-x").Output()
-	if strip(a) != strip(b) {
-		t.Error("the packets that came up through AF_XDP differ from libpcap's selection")
-	}
-	if seen := ud.Functions[ud.byClass("pktcount")[0]].In; seen != all-want {
-		t.Errorf("the stack still saw %d packets, want the %d not stolen", seen, all-want)
-	}
-	waitPrograms(t, 0)
 }

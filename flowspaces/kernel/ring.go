@@ -40,6 +40,7 @@ const flushAfter = time.Millisecond
 type ringReader struct {
 	rd     *ringbuf.Reader
 	socks  []*xdp.Socket // AF_XDP, one per receive queue, instead of rd
+	zc     *zeroCopy     // set when the one socket's frames are referred to in place
 	quit   chan struct{}
 	up     *inproc.Bridge
 	ports  [][]*stream // per port, the sources that capture there
@@ -49,6 +50,7 @@ type ringReader struct {
 
 // stream is the batch being filled for one source.
 type stream struct {
+	zc   *zeroCopy // set when the batch refers to AF_XDP frames in place
 	src  *flowspaces.Node
 	mask uint64             // the exported functions it reaches
 	tags []*flowspaces.Node // by bit
@@ -115,7 +117,11 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 		r.ports = append(r.ports, port)
 	}
 	if fs.xsks != nil && steals(nodes) && len(r.ports) == 1 {
-		if err := r.openSockets(fs.opts.Interface, fs.xsks); err == nil {
+		zc := false
+		if s := flowspaces.StubOf(fs); s != nil && s.Strategy == flowspaces.ZeroCopy {
+			zc = true
+		}
+		if err := r.openSockets(fs.opts.Interface, fs.xsks, zc); err == nil {
 			r.wg.Add(1)
 			go r.runXSK(context.Background())
 			fs.reader = r
@@ -184,7 +190,7 @@ func (r *ringReader) run(ctx context.Context) {
 		}
 		for _, s := range r.ports[port] {
 			if m := mask & s.mask; m != 0 {
-				if r.add(ctx, s, m, raw[recData:recData+capLen], wire, ts) {
+				if r.add(ctx, s, m, raw[recData:recData+capLen], wire, ts, nil) {
 					pending++
 				}
 			}
@@ -193,7 +199,7 @@ func (r *ringReader) run(ctx context.Context) {
 }
 
 // add puts one packet into s's batch; it returns false when the run stops.
-func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte, wire uint32, ts int64) bool {
+func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte, wire uint32, ts int64, frame *umemFrame) bool {
 	if s.msg == nil {
 		m, err := r.up.Message(ctx)
 		if err != nil {
@@ -216,7 +222,14 @@ func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte
 		clear(s.out)
 	}
 	slot := s.reg.Base + uint32(s.n)
-	s.reg.PBuf.Store(slot, pkt, wire, ts, 0)
+	if s.zc != nil && frame != nil {
+		// Refer to the frame where it is: the slot describes it.
+		*s.reg.PBuf.Meta(slot) = buffers.Meta{Timestamp: ts, Offset: frame.Addr, CapLen: uint32(len(pkt)), WireLen: wire}
+		frame.held = true
+		s.zc.held[s.reg] = append(s.zc.held[s.reg], frame.Addr-frame.Addr%uint64(xskOptions.FrameSize))
+	} else {
+		s.reg.PBuf.Store(slot, pkt, wire, ts, 0)
+	}
 	for b := 0; mask != 0; b++ {
 		if mask&1 != 0 {
 			o := s.out[b]
@@ -246,7 +259,62 @@ func monotonic() int64 {
 }
 
 func (s *stream) region(ctx context.Context) (*inproc.Region, error) {
+	if s.zc != nil {
+		return s.zc.take(ctx)
+	}
 	return s.pool.Take(ctx)
+}
+
+// zeroCopy lets the flowspace above refer to packets where they are, in
+// the UMEM of the one AF_XDP socket: a region of a PBuf view of the UMEM
+// holds a batch's frames, which go back to the kernel's fill ring only
+// when the flowspace above has released the region.
+type zeroCopy struct {
+	sock  *xdp.Socket
+	pool  *inproc.Pool
+	held  map[*inproc.Region][]uint64 // frames each region refers to
+	spare []uint64                    // frames in neither the kernel's rings nor a region
+}
+
+func newZeroCopy(s *xdp.Socket, filled []xdp.Desc) *zeroCopy {
+	n, size := xskOptions.NumFrames, xskOptions.FrameSize
+	view := buffers.NewPBufView(s.GetFrame(xdp.Desc{Addr: 0, Len: uint32(n * size)}), inproc.Depth*buffers.MaxBatch)
+	z := &zeroCopy{sock: s, pool: inproc.PoolOf(view, inproc.Depth), held: map[*inproc.Region][]uint64{}}
+	inKernel := map[uint64]bool{}
+	for _, d := range filled {
+		inKernel[d.Addr] = true
+	}
+	for i := range n {
+		if a := uint64(i * size); !inKernel[a] {
+			z.spare = append(z.spare, a)
+		}
+	}
+	return z
+}
+
+// take returns a free region; the frames it referred to are free again.
+func (z *zeroCopy) take(ctx context.Context) (*inproc.Region, error) {
+	r, err := z.pool.Take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	z.spare = append(z.spare, z.held[r]...)
+	z.held[r] = z.held[r][:0]
+	return r, nil
+}
+
+// refill gives the kernel spare frames to receive into.
+func (z *zeroCopy) refill() {
+	n := min(len(z.spare), z.sock.NumFreeFillSlots())
+	if n == 0 {
+		return
+	}
+	descs := make([]xdp.Desc, n)
+	for i := range descs {
+		descs[i] = xdp.Desc{Addr: z.spare[len(z.spare)-1-i], Len: uint32(xskOptions.FrameSize)}
+	}
+	z.spare = z.spare[:len(z.spare)-n]
+	z.sock.Fill(descs)
 }
 
 // flush sends s's batch up.
@@ -255,7 +323,9 @@ func (r *ringReader) flush(ctx context.Context, s *stream) {
 		return
 	}
 	s.msg.Packets = s.n
-	r.up.Copied(s.n)
+	if s.zc == nil {
+		r.up.Copied(s.n)
+	}
 	r.up.Send(ctx, s.msg)
 	s.msg, s.reg, s.n = nil, nil, 0
 }
@@ -283,7 +353,7 @@ var xskOptions = xdp.SocketOptions{NumFrames: 4096, FrameSize: 2048,
 
 // openSockets binds one AF_XDP socket per receive queue of iface and
 // registers it in the program's socket map.
-func (r *ringReader) openSockets(iface string, xsks *ebpf.Map) error {
+func (r *ringReader) openSockets(iface string, xsks *ebpf.Map, zeroCopy bool) error {
 	ifc, err := net.InterfaceByName(iface)
 	if err != nil {
 		return err
@@ -304,8 +374,15 @@ func (r *ringReader) openSockets(iface string, xsks *ebpf.Map) error {
 			s.Close()
 			return err
 		}
-		s.Fill(s.GetDescs(s.NumFreeFillSlots()))
+		filled := append([]xdp.Desc(nil), s.GetDescs(s.NumFreeFillSlots())...)
+		s.Fill(filled)
 		r.socks = append(r.socks, s)
+		if zeroCopy && n == 1 && len(r.ports[0]) == 1 {
+			// One socket, one source: the flowspace above may refer to the
+			// frames in place.
+			r.zc = newZeroCopy(s, filled)
+			r.ports[0][0].zc = r.zc
+		}
 	}
 	r.quit = make(chan struct{})
 	return nil
@@ -330,20 +407,27 @@ func (r *ringReader) runXSK(ctx context.Context) {
 			}
 			now := time.Now().UnixNano()
 			for _, d := range s.Receive(n) {
-				if d.Addr < 8 {
-					continue
-				}
-				meta := s.GetFrame(xdp.Desc{Addr: d.Addr - 8, Len: 8})
-				mask := binary.NativeEndian.Uint64(meta)
-				pkt := s.GetFrame(d)
-				capLen := min(len(pkt), bridgeSnap)
-				for _, st := range r.ports[0] {
-					if m := mask & st.mask; m != 0 {
-						r.add(ctx, st, m, pkt[:capLen], uint32(len(pkt)), now)
+				f := &umemFrame{Addr: d.Addr}
+				if d.Addr >= 8 {
+					meta := s.GetFrame(xdp.Desc{Addr: d.Addr - 8, Len: 8})
+					mask := binary.NativeEndian.Uint64(meta)
+					pkt := s.GetFrame(d)
+					capLen := min(len(pkt), bridgeSnap)
+					for _, st := range r.ports[0] {
+						if m := mask & st.mask; m != 0 {
+							r.add(ctx, st, m, pkt[:capLen], uint32(len(pkt)), now, f)
+						}
 					}
 				}
+				if r.zc != nil && !f.held { // not referred to: straight back
+					r.zc.spare = append(r.zc.spare, d.Addr-d.Addr%uint64(xskOptions.FrameSize))
+				}
 			}
-			s.Fill(s.GetDescs(s.NumFreeFillSlots()))
+			if r.zc != nil {
+				r.zc.refill()
+			} else {
+				s.Fill(s.GetDescs(s.NumFreeFillSlots()))
+			}
 		}
 		if idle {
 			r.flushAll(ctx)
@@ -354,4 +438,10 @@ func (r *ringReader) runXSK(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// umemFrame is a received AF_XDP frame; held says a batch refers to it.
+type umemFrame struct {
+	Addr uint64
+	held bool
 }
