@@ -221,7 +221,7 @@ func TestTooManyFunctions(t *testing.T) {
 		reqs = append(reqs, "-e", fmt.Sprintf(`(bpf,"len > %d") > (pktcount)`, i+1))
 	}
 	for _, h := range [][]string{nil, {"--hierarchy", kernel}} {
-		args := append(append([]string{"netns", "exec", nsB, "timeout", "--preserve-status", "-s", "INT", "2", ffpfBin, "run", "--json", "-i", ifB}, h...), reqs...)
+		args := append(append([]string{"netns", "exec", nsB, "timeout", "--preserve-status", "-s", "INT", "4", ffpfBin, "run", "--json", "-i", ifB}, h...), reqs...)
 		out, err := exec.Command("ip", args...).Output()
 		if err != nil {
 			t.Fatalf("%v: %v: %s", h, err, out)

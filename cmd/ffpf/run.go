@@ -102,6 +102,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("-s must be a positive number of bytes")
 	}
 
+	// ^C from here on stops the run cleanly (a graph with many eBPF
+	// functions takes a moment to set up).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop) // the first ^C stops the run; a second one kills ffpf
 	cfg, group, err := o.config(flowgraph.Config{Limit: *count, Snaplen: *snaplen})
 	if err != nil {
 		return err
@@ -120,9 +125,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := rt.Instantiate(); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	context.AfterFunc(ctx, stop) // the first ^C stops the run; a second one kills ffpf
 	if err := rt.Activate(ctx); err != nil {
 		rt.Close()
 		return err
