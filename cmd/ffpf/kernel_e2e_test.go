@@ -96,6 +96,20 @@ func (c *capture) stop(t *testing.T) runJSON {
 	return parseRun(t, cliResult{c.out.String(), c.err.String(), 0})
 }
 
+// waitFile waits until a run has created the file (its export exists, so
+// its sources, opened first, are capturing).
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not created", path)
+		}
+	}
+}
+
 // ffpfPrograms counts the eBPF programs ffpf loaded that the kernel still
 // holds.
 func ffpfPrograms(t *testing.T) int {
@@ -162,8 +176,9 @@ func TestPlacementsGiveLibpcapVerdicts(t *testing.T) {
 			}
 			caps = append(caps, startCapture(t, nsB, args...))
 		}
-		waitPrograms(t, 2)                 // tc and XDP attached
-		time.Sleep(300 * time.Millisecond) // and libpcap's socket open
+		waitPrograms(t, 2)   // tc and XDP attached
+		waitFile(t, arrived) // and libpcap's socket open: sources open before the export
+		time.Sleep(200 * time.Millisecond)
 		sent := filepath.Join(dir, fmt.Sprintf("sent%d.pcap", i))
 		if out, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000",
 			"--seed", fmt.Sprint(i+1), "--malformed", "0.02", "-o", sent).CombinedOutput(); err != nil {
@@ -331,9 +346,11 @@ func TestStealThroughAFXDP(t *testing.T) {
 			args = append(args, "--hierarchy", zc)
 		}
 		x := startCapture(t, nsB, append(args, "(dev,"+ifB+",steal=true) > (bpf,\"udp and not vlan\") > (export,file="+out+")")...)
-		u := startCapture(t, nsB, "run", "--json", "--hierarchy", users, "-i", ifB, `(pktcount)`)
+		seen := filepath.Join(dir, "seen-"+strategy+".pcap")
+		u := startCapture(t, nsB, "run", "--json", "--hierarchy", users, "-i", ifB, `(pktcount) > (export,file=`+seen+`)`)
 		waitPrograms(t, 1)
-		time.Sleep(300 * time.Millisecond)
+		waitFile(t, seen)
+		time.Sleep(200 * time.Millisecond)
 		if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "50000",
 			"--seed", fmt.Sprint(i+1), "-o", sent).CombinedOutput(); err != nil {
 			t.Fatalf("gen: %v: %s", err, o)

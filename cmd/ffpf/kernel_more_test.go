@@ -256,7 +256,7 @@ func TestSnaplenVerdicts(t *testing.T) {
 		caps = append(caps, startCapture(t, nsB, append(args, req)...))
 	}
 	waitPrograms(t, 2)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(time.Second) // and the libpcap capture open
 	sendTrace(t, nsA, ifA, filepath.Join(dir, "sent.pcap"), 20000, 31)
 	time.Sleep(300 * time.Millisecond)
 	var got []string
