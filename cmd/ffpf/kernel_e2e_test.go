@@ -378,3 +378,32 @@ func TestStealThroughAFXDP(t *testing.T) {
 		waitPrograms(t, 0)
 	}
 }
+
+// TestClsactFallback: where the kernel has no TCX, the tc flowspace
+// attaches a clsact filter instead (forced here with FFPF_NO_TCX), gives
+// libpcap's verdicts, and removes the filter at the end.
+func TestClsactFallback(t *testing.T) {
+	nsA, nsB, ifA, ifB := netnsPair(t)
+	dir := t.TempDir()
+	kernel, sent := filepath.Join(dir, "kernel.yaml"), filepath.Join(dir, "sent.pcap")
+	os.WriteFile(kernel, []byte("children:\n  - kind: kernel\n"), 0o644)
+	c := &capture{cmd: exec.Command("ip", "netns", "exec", nsB, "env", "FFPF_NO_TCX=1", ffpfBin, "run", "--json",
+		"--hierarchy", kernel, "-i", ifB, `(bpf,"vlan and udp") > [(pktcount)|(bytecount)]`)}
+	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.err
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitPrograms(t, 1)
+	time.Sleep(200 * time.Millisecond)
+	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000", "-o", sent).CombinedOutput(); err != nil {
+		t.Fatalf("gen: %v: %s", err, o)
+	}
+	time.Sleep(300 * time.Millisecond)
+	doc := c.stop(t)
+	want, wantBytes := libpcapSelect(t, sent, "vlan and udp")
+	pc, bc := doc.Functions[doc.byClass("pktcount")[0]], doc.Functions[doc.byClass("bytecount")[0]]
+	if pc.Flowspace != "kernel" || stateNum(t, pc.State["packets"]) != want || stateNum(t, bc.State["bytes"]) != wantBytes {
+		t.Errorf("in %s: %v packets, %v bytes; libpcap says %d, %d", pc.Flowspace, pc.State["packets"], bc.State["bytes"], want, wantBytes)
+	}
+	waitPrograms(t, 0) // the filter is gone
+}

@@ -1,5 +1,6 @@
 // Package kernel holds the eBPF flowspaces of the host: the kernel's
-// traffic-control hook (kind kernel: TCX ingress, any interface) and one
+// traffic-control hook (kind kernel: TCX ingress, or a clsact filter on
+// kernels without TCX; any interface) and one
 // XDP flowspace per interface (kind xdp: in the driver, or generic). The
 // functions placed in one are chained into one eBPF program per interface,
 // generated at run time from the code each class gives (functions/ebpfgen)
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -87,8 +89,15 @@ type node struct {
 // attachment is the program of one interface and its link.
 type attachment struct {
 	prog *ebpf.Program
-	link link.Link
-	mode string // "native" or "generic" for XDP, "tcx" for the kernel
+	link hook
+	mode string // "native" or "generic" for XDP, "tcx" or "clsact" for the kernel
+}
+
+// hook is where a program is attached: a BPF link (XDP, TCX), or a tc
+// filter on a clsact qdisc where the kernel has no TCX.
+type hook interface {
+	Update(*ebpf.Program) error
+	Close() error
 }
 
 // New returns an eBPF flowspace.
@@ -588,11 +597,21 @@ func (fs *Flowspace) attachNew(iface string, p *ebpf.Program) (*attachment, erro
 		}
 		return &attachment{prog: p, link: l, mode: "generic"}, nil
 	}
-	l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: p, Attach: ebpf.AttachTCXIngress})
+	if os.Getenv("FFPF_NO_TCX") == "" {
+		l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: p, Attach: ebpf.AttachTCXIngress})
+		if err == nil {
+			return &attachment{prog: p, link: l, mode: "tcx"}, nil
+		}
+		if !errors.Is(err, ebpf.ErrNotSupported) {
+			return nil, fmt.Errorf("cannot attach to the tc ingress hook of %s: %w", iface, err)
+		}
+	}
+	// Kernels before 6.6 have no TCX: a tc filter on a clsact qdisc.
+	h, err := attachClsact(ifc.Index, p)
 	if err != nil {
 		return nil, fmt.Errorf("cannot attach to the tc ingress hook of %s: %w", iface, err)
 	}
-	return &attachment{prog: p, link: l, mode: "tcx"}, nil
+	return &attachment{prog: p, link: h, mode: "clsact"}, nil
 }
 
 // Attachments says where the flowspace's programs are (or were) attached
@@ -608,6 +627,8 @@ func (fs *Flowspace) Attachments() []string {
 			out = append(out, iface+": XDP in the driver (native)")
 		case "generic":
 			out = append(out, iface+": XDP generic (the driver runs no XDP of its own)")
+		case "clsact":
+			out = append(out, iface+": tc ingress (a clsact filter: the kernel has no TCX)")
 		default:
 			out = append(out, iface+": tc ingress (TCX)")
 		}
