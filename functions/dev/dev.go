@@ -21,7 +21,7 @@ import (
 func init() {
 	functions.Register(&functions.Class{
 		Name:    "dev",
-		Summary: "capture packets live from a network interface (libpcap)",
+		Summary: "capture packets live from a network interface (its XDP or tc hook, or libpcap)",
 		Params: []functions.Param{
 			{Name: "expr", Type: functions.String, Required: true,
 				Summary: "the interface to capture on (eth0, any…)", Check: ifaceName},
