@@ -222,7 +222,9 @@ func TestTooManyFunctions(t *testing.T) {
 		reqs = append(reqs, "-e", fmt.Sprintf(`(bpf,"len > %d") > (pktcount)`, i+1))
 	}
 	for _, h := range [][]string{nil, {"--hierarchy", kernel}} {
-		args := append(append([]string{"netns", "exec", nsB, "timeout", "--preserve-status", "-s", "INT", "4", ffpfBin, "run", "--json", "-i", ifB}, h...), reqs...)
+		// --foreground: timeout signals ffpf alone, not its process group
+		// as well (a second SIGINT would kill ffpf while it stops).
+		args := append(append([]string{"netns", "exec", nsB, "timeout", "--foreground", "--preserve-status", "-s", "INT", "4", ffpfBin, "run", "--json", "-i", ifB}, h...), reqs...)
 		out, err := exec.Command("ip", args...).Output()
 		if err != nil {
 			t.Fatalf("%v: %v: %s", h, err, out)
