@@ -462,29 +462,7 @@ func TestGhostAndLocalSource(t *testing.T) {
 	}
 	flat := fsDef{name: "user", kids: []fsDef{{name: "all", ifaces: []string{"eth0", "eth1", "eth2", "eth3"}}}}
 	for _, expr := range exprs {
-		run := func(def fsDef) map[string]FunctionState {
-			reg := placeRegistry(t)
-			rt := New(Config{Registry: reg, Hierarchy: tree(t, reg, def, 5000)})
-			if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := rt.Instantiate(); err != nil {
-				t.Fatal(err)
-			}
-			rt.Activate(context.Background())
-			if err := rt.Wait(); err != nil {
-				t.Fatal(err)
-			}
-			rt.Close()
-			checkInvariants(t, expr, rt)
-			for _, b := range rt.Bridges() {
-				if b.Dropped != 0 {
-					t.Errorf("%s: bridge %s>%s dropped %d", expr, b.From, b.To, b.Dropped)
-				}
-			}
-			return stateByID(rt)
-		}
-		want, got := run(flat), run(fig4)
+		want, got := stateByID(runOn(t, flat, 5000, expr)), stateByID(runOn(t, fig4, 5000, expr))
 		for id, w := range want {
 			g := got[id]
 			if [4]uint64{g.In, g.Out, g.Filtered, g.Dropped} != [4]uint64{w.In, w.Out, w.Filtered, w.Dropped} {
@@ -514,24 +492,7 @@ func TestManyExports(t *testing.T) {
 		}},
 	}}
 	flat := fsDef{name: "user", kids: []fsDef{{name: "all", ifaces: []string{"eth0"}}}}
-	run := func(def fsDef) map[string]FunctionState {
-		reg := placeRegistry(t)
-		rt := New(Config{Registry: reg, Hierarchy: tree(t, reg, def, 20000)})
-		if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Instantiate(); err != nil {
-			t.Fatal(err)
-		}
-		rt.Activate(context.Background())
-		if err := rt.Wait(); err != nil {
-			t.Fatal(err)
-		}
-		rt.Close()
-		checkInvariants(t, "many exports", rt)
-		return stateByID(rt)
-	}
-	want, got := run(flat), run(onBoard)
+	want, got := stateByID(runOn(t, flat, 20000, expr)), stateByID(runOn(t, onBoard, 20000, expr))
 	for id, w := range want {
 		if g := got[id]; g.In != w.In || g.Out != w.Out {
 			t.Errorf("%s in %s: in %d out %d; in userspace in %d out %d", id, g.Flowspace, g.In, g.Out, w.In, w.Out)

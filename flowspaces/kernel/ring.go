@@ -274,6 +274,7 @@ type zeroCopy struct {
 	pool  *inproc.Pool
 	held  map[*inproc.Region][]uint64 // frames each region refers to
 	spare []uint64                    // frames in neither the kernel's rings nor a region
+	descs []xdp.Desc                  // refill's buffer, reused
 }
 
 func newZeroCopy(s *xdp.Socket, filled []xdp.Desc) *zeroCopy {
@@ -309,12 +310,13 @@ func (z *zeroCopy) refill() {
 	if n == 0 {
 		return
 	}
-	descs := make([]xdp.Desc, n)
-	for i := range descs {
-		descs[i] = xdp.Desc{Addr: z.spare[len(z.spare)-1-i], Len: uint32(xskOptions.FrameSize)}
+	descs := z.descs[:0]
+	for i := range n {
+		descs = append(descs, xdp.Desc{Addr: z.spare[len(z.spare)-1-i], Len: uint32(xskOptions.FrameSize)})
 	}
 	z.spare = z.spare[:len(z.spare)-n]
 	z.sock.Fill(descs)
+	z.descs = descs
 }
 
 // flush sends s's batch up.
@@ -394,11 +396,9 @@ func (r *ringReader) runXSK(ctx context.Context) {
 	for {
 		idle := true
 		for _, s := range r.socks {
-			timeout := 0
-			if len(r.socks) == 1 {
-				timeout = 1 // ms: a quiet link costs a wake-up per millisecond at most
-			}
-			n, _, err := s.Poll(timeout)
+			// 1 ms: a quiet link costs a wake-up per millisecond and queue
+			// at most; a busy one never waits.
+			n, _, err := s.Poll(1)
 			if err != nil {
 				continue
 			}
