@@ -588,7 +588,7 @@ func (f *Function) State() FunctionState {
 	}
 	n.Ctx.Params.Each(func(name string, v functions.Value) { s.Params[name] = v.JSON() })
 	s.In, s.Out, s.Filtered, s.Dropped = n.Counters.Snapshot()
-	if f.ready.Load() && n.Function != nil {
+	if f.ready.Load() && (n.Function != nil || n.Source != nil) {
 		if st := n.State(); st != nil {
 			s.State = st
 		}

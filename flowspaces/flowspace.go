@@ -120,5 +120,8 @@ func (n *Node) State() map[string]any {
 	if s, ok := n.Function.(functions.Stateful); ok {
 		return s.MBuf().Snapshot()
 	}
+	if s, ok := n.Source.(functions.Stateful); ok {
+		return s.MBuf().Snapshot()
+	}
 	return nil
 }

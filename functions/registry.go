@@ -29,6 +29,10 @@ type Class struct {
 	// Targets are the kinds of flowspace it has an implementation for;
 	// none means userspace only.
 	Targets []Target
+	// Runs, when set, says whether a function with these parameters can
+	// run in a flowspace of target t (one of Targets): an error is the
+	// reason placement passes over that flowspace.
+	Runs func(t Target, p Params) error
 
 	// Validate, when set, checks a function at populate time, once the link
 	// type of its input is known (a filter compiles its expression here), so
@@ -63,6 +67,18 @@ func (c *Class) Param(name string) (*Param, bool) {
 		}
 	}
 	return nil, false
+}
+
+// CanRun reports why a function of the class with parameters p cannot run
+// in a flowspace of target t, or nil when it can.
+func (c *Class) CanRun(t Target, p Params) error {
+	if !c.Supports(t) {
+		return nil // the flowspace states this reason itself
+	}
+	if c.Runs != nil {
+		return c.Runs(t, p)
+	}
+	return nil
 }
 
 // Supports reports whether the class has an implementation for t.

@@ -160,6 +160,9 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 	if !c.Supports(fs.target) {
 		return fmt.Errorf("class %s has no %s (eBPF) implementation", c.Name, fs.target)
 	}
+	if err := c.CanRun(fs.target, n.Ctx.Params); err != nil {
+		return err
+	}
 	if c.IsSource() {
 		if c.Interface == nil {
 			return fmt.Errorf("%s captures only from interfaces", fs.Name())
@@ -275,8 +278,12 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		if _, err := net.InterfaceByName(k.iface); err != nil {
 			return fmt.Errorf("cannot capture on %s: %v", k.iface, err)
 		}
-		n.Source = hookSource{fs.Name(), k.iface}
-		k.need = 2
+		// A hook's state: what its verdicts took from the kernel stack.
+		k.mbuf = buffers.NewMBuf(16, buffers.Native,
+			buffers.Field{Name: "stolen", Type: buffers.U64, Offset: 0},
+			buffers.Field{Name: "discarded", Type: buffers.U64, Offset: 8})
+		n.Source = hookSource{fs.Name(), k.iface, k.mbuf}
+		k.need = 2 + hookStateSlots
 	} else {
 		fn, err := n.Class.EBPF(&n.Ctx)
 		if err != nil {
@@ -506,7 +513,32 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, err
 	if steals(nodes) && fs.opts.Kind == flowspaces.KindXDP {
 		p.xsk = fs.xsks
 	}
+	p.verdicts(nodes)
 	return p, nil
+}
+
+// verdicts decides whether the program drops the packets the graph filters
+// out: only when every capture on its interface asks for it (an overlay
+// that observes keeps them all). A packet is kept when it passed a
+// function that feeds none here (an end of the graph, or an export).
+func (p *progSpec) verdicts(nodes []*node) {
+	feeds := make([]bool, len(p.nodes))
+	for _, pn := range p.nodes {
+		for _, j := range pn.inputs {
+			feeds[j] = true
+		}
+	}
+	p.drop = true
+	for i, k := range nodes {
+		if k.iface == p.iface {
+			p.hooks = append(p.hooks, k.slot)
+			p.drop = p.drop && k.Ctx.Params.Bool("drop")
+		}
+		if !feeds[i] || slices.Contains(p.exports, i) {
+			p.keep = append(p.keep, i)
+		}
+	}
+	p.drop = p.drop && len(p.hooks) > 0
 }
 
 // steals reports whether a capture placed here asks for its packets to go
@@ -717,8 +749,8 @@ func (fs *Flowspace) sync() {
 		out := sum(k.slot + 1)
 		in := sum(k.slot)
 		var state []uint64
-		if k.fn != nil && k.mbuf != nil {
-			for i := range min(len(k.mbuf.Fields()), k.fn.StateSlots()) {
+		if k.mbuf != nil {
+			for i := range min(len(k.mbuf.Fields()), k.need-2) {
 				state = append(state, sum(k.slot+2+i))
 			}
 		}
@@ -817,7 +849,22 @@ func (fs *Flowspace) Close() error {
 
 // hookSource is a source that is an eBPF hook: its packets never come to
 // userspace as a source's would.
-type hookSource struct{ fs, iface string }
+type hookSource struct {
+	fs, iface string
+	mbuf      *buffers.MBuf
+}
+
+// hookStateSlots are a hook's counter slots beyond in and out: packets its
+// program redirected to AF_XDP (stolen), and filtered packets it dropped
+// (discarded).
+const (
+	hookStateSlots = 2
+	slotStolen     = 2
+	slotDiscarded  = 3
+)
+
+// MBuf makes a hook's verdict counts its state.
+func (h hookSource) MBuf() *buffers.MBuf { return h.mbuf }
 
 func (h hookSource) Info() functions.SourceInfo {
 	return functions.SourceInfo{Name: h.iface + " (" + h.fs + ")", LinkType: functions.LinkEthernet, MaxCapLen: bridgeSnap}

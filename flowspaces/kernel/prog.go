@@ -16,8 +16,11 @@ import (
 // function sees the packet when one of its inputs passed it, and counts it
 // in and, if it keeps it, out. Packets that pass a function the flowspace
 // above asked for go up through the ring buffer, at most once, with a mask
-// of those functions. The verdict always lets the packet on to the kernel
-// stack: the flowgraph observes, it does not steal.
+// of those functions. The verdict lets the packet on to the kernel stack:
+// the flowgraph observes. Two parameters of the capture change that: with
+// steal, exported packets leave through AF_XDP (XDP only); with drop, the
+// packets the graph filters out, those that no function at an end of the
+// graph kept and none above asked for, are dropped at the hook.
 
 // Record is the layout of a ring buffer record: a mask of the exported
 // functions that passed the packet, its wire and captured length, a
@@ -66,6 +69,10 @@ type progSpec struct {
 	ring     *ebpf.Map // nil without exports
 	xsk      *ebpf.Map // set when exported packets leave through AF_XDP (XDP only)
 	dropSlot int       // counts records the ring had no room for
+
+	hooks []int // first counter slots of the sources on iface (their state counts verdicts)
+	drop  bool  // filtered packets are dropped: every source on iface asks for it
+	keep  []int // node indices whose passing a packet keeps it from the drop
 }
 
 func flag(i int) int16 { return int16(stackFlags - 8*i) }
@@ -172,19 +179,63 @@ func (p *progSpec) build() (asm.Instructions, error) {
 	if len(p.exports) > 0 {
 		in = append(in, p.export()...)
 	}
+	verdict := p.discard()
 	if p.kind == flowspaces.KindXDP {
-		in = append(in, asm.Mov.Imm(asm.R0, 2).WithSymbol("verdict"), asm.Return()) // XDP_PASS
-		return in, nil
+		verdict = append(verdict, asm.Mov.Imm(asm.R0, xdpPass).WithSymbol(p.keepLabel()), asm.Return())
+	} else {
+		verdict = append(verdict,
+			asm.LoadMem(asm.R1, asm.RFP, stackVlan, asm.Word).WithSymbol(p.keepLabel()),
+			asm.JEq.Imm(asm.R1, 0, "return"),
+			asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
+			asm.FnSkbVlanPop.Call(),
+			asm.Mov.Imm(asm.R0, -1).WithSymbol("return"), // TCX_NEXT: on to the next program, or the stack
+			asm.Return(),
+		)
 	}
-	in = append(in,
-		asm.LoadMem(asm.R1, asm.RFP, stackVlan, asm.Word).WithSymbol("verdict"),
-		asm.JEq.Imm(asm.R1, 0, "return"),
-		asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
-		asm.FnSkbVlanPop.Call(),
-		asm.Mov.Imm(asm.R0, -1).WithSymbol("return"), // TCX_NEXT: on to the next program, or the stack
-		asm.Return(),
-	)
-	return in, nil
+	verdict[0] = verdict[0].WithSymbol("verdict")
+	return append(in, verdict...), nil
+}
+
+// Verdicts (XDP's; tc's drop is TC_ACT_SHOT, also 2).
+const (
+	xdpDrop     = 1
+	xdpPass     = 2
+	xdpRedirect = 4
+	tcDrop      = 2
+)
+
+// keepLabel is where a packet that stays goes: the verdict itself unless
+// filtered packets are dropped.
+func (p *progSpec) keepLabel() string {
+	if p.drop {
+		return "keep"
+	}
+	return "verdict"
+}
+
+// discard drops the packet when no function that keeps it passed it, and
+// counts it in the state of the interface's sources; otherwise it falls
+// through to "keep".
+func (p *progSpec) discard() asm.Instructions {
+	if !p.drop {
+		return nil
+	}
+	add := p.addState("discard")
+	in := asm.Instructions{asm.Mov.Imm(asm.R1, 0)}
+	for _, i := range p.keep {
+		in = append(in, asm.LoadMem(asm.R2, asm.RFP, flag(i), asm.Word), asm.Or.Reg(asm.R1, asm.R2))
+	}
+	in = append(in, asm.JNE.Imm(asm.R1, 0, "keep"))
+	for _, slot := range p.hooks {
+		in = append(in, asm.Mov.Imm(asm.R1, 1))
+		in = append(in, add(slot+slotDiscarded, asm.R1)...)
+	}
+	// At tc the tag pushed for the filters may stay: the packet is gone.
+	code := int32(xdpDrop)
+	if p.kind != flowspaces.KindXDP {
+		code = tcDrop
+	}
+	return append(in, asm.Mov.Imm(asm.R0, code), asm.Return())
 }
 
 // export copies the packet into the ring buffer when an exported function
@@ -252,7 +303,7 @@ func (p *progSpec) export() asm.Instructions {
 // queue, with the export mask in front of it (XDP metadata); without a
 // socket on that queue it goes on to the stack.
 func (p *progSpec) redirect() asm.Instructions {
-	return asm.Instructions{
+	in := asm.Instructions{
 		asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
 		asm.Mov.Imm(asm.R2, -8),
 		asm.FnXdpAdjustMeta.Call(),
@@ -266,10 +317,16 @@ func (p *progSpec) redirect() asm.Instructions {
 		asm.StoreMem(asm.R2, 0, asm.R1, asm.DWord),
 		asm.LoadMapPtr(asm.R1, p.xsk.FD()),
 		asm.LoadMem(asm.R2, ebpfgen.Ctx, 16, asm.Word), // rx_queue_index
-		asm.Mov.Imm(asm.R3, 2),                         // XDP_PASS when no socket is bound to the queue
+		asm.Mov.Imm(asm.R3, xdpPass),                   // when no socket is bound to the queue
 		asm.FnRedirectMap.Call(),
-		asm.Return(),
+		asm.JNE.Imm(asm.R0, xdpRedirect, p.keepLabel()),
 	}
+	add := p.addState("stolen")
+	for _, slot := range p.hooks {
+		in = append(in, asm.Mov.Imm(asm.R1, 1))
+		in = append(in, add(slot+slotStolen, asm.R1)...)
+	}
+	return append(in, asm.Mov.Imm(asm.R0, xdpRedirect), asm.Return())
 }
 
 // load builds and loads the program; a verifier error names the flowspace.

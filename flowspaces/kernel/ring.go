@@ -46,6 +46,9 @@ type ringReader struct {
 	ports  [][]*stream // per port, the sources that capture there
 	wg     sync.WaitGroup
 	offset int64 // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
+
+	lost    []uint64  // per socket, the kernel's drops already counted
+	checked time.Time // when they were last read
 }
 
 // stream is the batch being filled for one source.
@@ -429,13 +432,38 @@ func (r *ringReader) runXSK(ctx context.Context) {
 				s.Fill(s.GetDescs(s.NumFreeFillSlots()))
 			}
 		}
+		if time.Since(r.checked) >= 100*time.Millisecond {
+			r.kernelLosses()
+		}
 		if idle {
 			r.flushAll(ctx)
 			select {
 			case <-r.quit:
+				r.kernelLosses()
 				return
 			default:
 			}
+		}
+	}
+}
+
+// kernelLosses counts, as the bridge's dropped, the packets the kernel
+// redirected to a socket but could not deliver: its receive ring was full,
+// or the fill ring had no frame for it (userspace holds them all).
+func (r *ringReader) kernelLosses() {
+	r.checked = time.Now()
+	if r.lost == nil {
+		r.lost = make([]uint64, len(r.socks))
+	}
+	for i, s := range r.socks {
+		st, err := s.Stats()
+		if err != nil {
+			continue
+		}
+		k := st.KernelStats
+		if n := k.Rx_dropped + k.Rx_ring_full + k.Rx_invalid_descs; n > r.lost[i] {
+			r.up.Lose(int(n - r.lost[i]))
+			r.lost[i] = n
 		}
 	}
 }

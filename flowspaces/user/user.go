@@ -165,6 +165,9 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 	if !c.Supports(functions.TargetUser) {
 		return fmt.Errorf("class %s has no Go implementation", c.Name)
 	}
+	if err := c.CanRun(functions.TargetUser, n.Ctx.Params); err != nil {
+		return err
+	}
 	if fs.opts.Classes != nil && !slices.Contains(fs.opts.Classes, c.Name) {
 		return fmt.Errorf("%s does not run class %s", fs.Name(), c.Name)
 	}

@@ -33,11 +33,19 @@ func init() {
 				Summary: "kernel capture buffer: packets arriving while it is full are dropped", Check: bufRange},
 			{Name: "steal", Type: functions.Bool, Default: "false",
 				Summary: "in XDP: the packets a userspace function needs go up through an AF_XDP socket and leave the kernel stack (default: a copy goes up through a ring buffer and the packet goes on)"},
+			{Name: "drop", Type: functions.Bool, Default: "false",
+				Summary: "in XDP or tc: the packets the graph filters out are dropped at the hook instead of going on to the kernel stack"},
 		},
 		// In the kernel and XDP flowspaces the source is the eBPF hook on
 		// the interface itself.
 		Targets:   []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		Interface: func(p functions.Params) string { return p.Str("expr") },
+		Runs: func(t functions.Target, p functions.Params) error {
+			if t == functions.TargetUser && p.Bool("drop") {
+				return errors.New("drop=true drops packets at an eBPF hook (tc or XDP); libpcap only gets copies of packets the kernel keeps")
+			}
+			return nil
+		},
 		// Validate reports the interface's link type. A missing
 		// interface is a runtime error, not a bad request: NewSource
 		// reports it.

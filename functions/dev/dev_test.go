@@ -324,7 +324,7 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal("snaplen 1GB accepted")
 	}
 	p, err := c.Bind([]functions.Arg{{Value: word("eth0")}})
-	if err != nil || p.Canonical() != `expr="eth0",snaplen=256KB,promisc=true,buffer=8MB,steal=false` {
+	if err != nil || p.Canonical() != `expr="eth0",snaplen=256KB,promisc=true,buffer=8MB,steal=false,drop=false` {
 		t.Fatalf("defaults: %v %s", err, p.Canonical())
 	}
 }
