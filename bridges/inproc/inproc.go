@@ -187,6 +187,20 @@ func (p *Pool) Take(ctx context.Context) (*Region, error) {
 	}
 }
 
+// TryMessage returns a free message to fill, or false when all Depth are
+// taken: a producer filling several streams at once then sends its
+// partial batches up before it waits (Message), or it would wait for
+// messages it holds itself.
+func (b *Bridge) TryMessage() (*Message, bool) {
+	select {
+	case m := <-b.free:
+		m.Out, m.Packets, m.Region, m.Stream = m.Out[:0], 0, nil, nil
+		return m, true
+	default:
+		return nil, false
+	}
+}
+
 // Message returns a free message to fill, waiting for one.
 func (b *Bridge) Message(ctx context.Context) (*Message, error) {
 	select {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,4 +162,63 @@ func TestDropNeedsAnEBPFHook(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "drop=true drops packets at an eBPF hook") {
 		t.Errorf("exit %d: %s", r.code, r.stderr)
 	}
+}
+
+// TestStealZeroCopyQueuesAndSources: zero-copy AF_XDP with a socket per
+// receive queue (a veth of 4 queues) and two sources on the interface:
+// each export gets libpcap's selection byte for byte, nothing is copied,
+// and the run says how many sockets it used.
+func TestStealZeroCopyQueuesAndSources(t *testing.T) {
+	nsA, nsB, ifA, ifB := netnsPairQueues(t, 4)
+	dir := t.TempDir()
+	zc := filepath.Join(dir, "zc.yaml")
+	os.WriteFile(zc, []byte("children:\n  - kind: kernel\n    bridge: zero-copy\n    children:\n"+
+		"      - {kind: xdp, interface: "+ifB+", bridge: zero-copy}\n"), 0o644)
+	udp, tcp, sent := filepath.Join(dir, "udp.pcap"), filepath.Join(dir, "tcp.pcap"), filepath.Join(dir, "sent.pcap")
+	// Two captures that differ (snaplen) so that the overlay keeps both.
+	c := startCapture(t, nsB, "run", "--hierarchy", zc, fmt.Sprintf(
+		`[(dev,%s,steal=true) > (bpf,"udp and not vlan") > (export,file=%s) | (dev,%s,steal=true,snaplen=65535) > (bpf,"tcp") > (export,file=%s)]`,
+		ifB, udp, ifB, tcp))
+	waitPrograms(t, 1)
+	waitFile(t, tcp)
+	time.Sleep(200 * time.Millisecond)
+	sendTrace(t, nsA, ifA, sent, 40000, 4)
+	time.Sleep(300 * time.Millisecond)
+	c.cmd.Process.Signal(os.Interrupt)
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, c.err.String())
+	}
+	out := c.out.String()
+	if !strings.Contains(out, "4 AF_XDP socket(s), one per receive queue, zero-copy") {
+		t.Errorf("the run does not say it used 4 zero-copy sockets:\n%s", out)
+	}
+	for _, x := range [][2]string{{udp, "udp and not vlan"}, {tcp, "tcp"}} {
+		a, _ := exec.Command("tcpdump", "-r", sent, "-nn", "-x", x[1]).Output()
+		b, _ := exec.Command("tcpdump", "-r", x[0], "-nn", "-x").Output()
+		// The sockets of the queues are read in turn: the order differs.
+		if pa, pb := sortedPackets(a), sortedPackets(b); !slices.Equal(pa, pb) || len(pa) == 0 {
+			t.Errorf("%s: the export holds %d packets, libpcap selects %d, or their bytes differ", x[1], len(pb), len(pa))
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 6 && strings.HasPrefix(line, "kernel > user") && f[5] != "0" {
+			t.Errorf("copied across the zero-copy bridge: %s", line)
+		}
+	}
+	waitPrograms(t, 0)
+}
+
+// sortedPackets splits `tcpdump -x` output into packets (a header line and
+// its hex lines, timestamp stripped) and sorts them.
+func sortedPackets(b []byte) []string {
+	var pkts []string
+	for _, l := range strings.Split(strip(b), "\n") {
+		if strings.HasPrefix(l, "\t") && len(pkts) > 0 {
+			pkts[len(pkts)-1] += "\n" + l
+		} else if l != "" {
+			pkts = append(pkts, l)
+		}
+	}
+	slices.Sort(pkts)
+	return pkts
 }

@@ -28,6 +28,12 @@ import (
 // the test's frames cross it, and removes them at the end.
 func netnsPair(t *testing.T) (nsA, nsB, ifA, ifB string) {
 	t.Helper()
+	return netnsPairQueues(t, 1)
+}
+
+// netnsPairQueues is netnsPair with veth interfaces of several queues.
+func netnsPairQueues(t *testing.T, queues int) (nsA, nsB, ifA, ifB string) {
+	t.Helper()
 	var missing []string
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root")
@@ -55,7 +61,9 @@ func netnsPair(t *testing.T) (nsA, nsB, ifA, ifB string) {
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsA).Run() })
 	sh("netns", "add", nsB)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsB).Run() })
-	sh("link", "add", ifA, "netns", nsA, "type", "veth", "peer", "name", ifB, "netns", nsB)
+	q := fmt.Sprint(queues)
+	sh("link", "add", ifA, "netns", nsA, "numtxqueues", q, "numrxqueues", q,
+		"type", "veth", "peer", "name", ifB, "netns", nsB, "numtxqueues", q, "numrxqueues", q)
 	for _, x := range [][2]string{{nsA, ifA}, {nsB, ifB}} {
 		exec.Command("ip", "netns", "exec", x[0], "sysctl", "-qw", "net.ipv6.conf."+x[1]+".disable_ipv6=1").Run()
 		sh("-n", x[0], "link", "set", x[1], "up")

@@ -63,6 +63,7 @@ type Flowspace struct {
 	sending   *inproc.Bridge         // up, while this flowspace sends through it
 	attached  map[string]*attachment // by interface
 	modes     map[string]string      // how each interface was attached, kept after detach
+	sockets   string                 // the AF_XDP sockets last used, for Attachments
 	verified  map[string]error       // Host's verifier checks, by class and parameters
 	offered   []*flowspaces.Node     // nodes Host accepted, until the next Connect
 	free      []slotRange            // counter slots of removed functions
@@ -664,6 +665,9 @@ func (fs *Flowspace) Attachments() []string {
 		default:
 			out = append(out, iface+": tc ingress (TCX)")
 		}
+	}
+	if fs.sockets != "" {
+		out = append(out, fs.sockets)
 	}
 	return out
 }

@@ -40,10 +40,10 @@ const flushAfter = time.Millisecond
 type ringReader struct {
 	rd     *ringbuf.Reader
 	socks  []*xdp.Socket // AF_XDP, one per receive queue, instead of rd
-	zc     *zeroCopy     // set when the one socket's frames are referred to in place
+	zcs    []*zeroCopy   // per socket, set when its frames are referred to in place
 	quit   chan struct{}
 	up     *inproc.Bridge
-	ports  [][]*stream // per port, the sources that capture there
+	ports  [][]*stream // per port (per socket for AF_XDP), the sources that capture there
 	wg     sync.WaitGroup
 	offset int64 // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
 
@@ -128,6 +128,11 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 			r.wg.Add(1)
 			go r.runXSK(context.Background())
 			fs.reader = r
+			how := "copy-once"
+			if zc {
+				how = "zero-copy"
+			}
+			fs.sockets = fmt.Sprintf("%s: %d AF_XDP socket(s), one per receive queue, %s", fs.opts.Interface, len(r.socks), how)
 			return
 		}
 	}
@@ -202,12 +207,19 @@ func (r *ringReader) run(ctx context.Context) {
 }
 
 // add puts one packet into s's batch; it returns false when the run stops.
-func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte, wire uint32, ts int64, frame *umemFrame) bool {
+// frame, for a packet in an AF_XDP frame, is its UMEM address.
+func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte, wire uint32, ts int64, frame *uint64) bool {
 	if s.msg == nil {
-		m, err := r.up.Message(ctx)
-		if err != nil {
-			r.up.Lose(1)
-			return false
+		m, ok := r.up.TryMessage()
+		if !ok {
+			// The streams' partial batches may hold every message: send
+			// them up, then wait for the flowspace above to free one.
+			r.flushAll(ctx)
+			var err error
+			if m, err = r.up.Message(ctx); err != nil {
+				r.up.Lose(1)
+				return false
+			}
 		}
 		reg, err := s.region(ctx)
 		if err != nil {
@@ -227,9 +239,8 @@ func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte
 	slot := s.reg.Base + uint32(s.n)
 	if s.zc != nil && frame != nil {
 		// Refer to the frame where it is: the slot describes it.
-		*s.reg.PBuf.Meta(slot) = buffers.Meta{Timestamp: ts, Offset: frame.Addr, CapLen: uint32(len(pkt)), WireLen: wire}
-		frame.held = true
-		s.zc.held[s.reg] = append(s.zc.held[s.reg], frame.Addr-frame.Addr%uint64(xskOptions.FrameSize))
+		*s.reg.PBuf.Meta(slot) = buffers.Meta{Timestamp: ts, Offset: *frame, CapLen: uint32(len(pkt)), WireLen: wire}
+		s.zc.hold(s.reg, *frame)
 	} else {
 		s.reg.PBuf.Store(slot, pkt, wire, ts, 0)
 	}
@@ -269,21 +280,27 @@ func (s *stream) region(ctx context.Context) (*inproc.Region, error) {
 }
 
 // zeroCopy lets the flowspace above refer to packets where they are, in
-// the UMEM of the one AF_XDP socket: a region of a PBuf view of the UMEM
-// holds a batch's frames, which go back to the kernel's fill ring only
-// when the flowspace above has released the region.
+// the UMEM of an AF_XDP socket: a region of a PBuf view of the UMEM holds
+// a batch's frames, which go back to the kernel's fill ring only when the
+// flowspace above has released every region that refers to them. Each
+// socket has its own UMEM, so each has its own view and regions; the
+// sources capturing on the interface share the frames (a frame two
+// sources keep is referred to twice, and counted).
 type zeroCopy struct {
 	sock  *xdp.Socket
 	pool  *inproc.Pool
 	held  map[*inproc.Region][]uint64 // frames each region refers to
+	refs  []int32                     // per frame, the regions that refer to it
 	spare []uint64                    // frames in neither the kernel's rings nor a region
 	descs []xdp.Desc                  // refill's buffer, reused
 }
 
-func newZeroCopy(s *xdp.Socket, filled []xdp.Desc) *zeroCopy {
+// newZeroCopy gives each of the socket's streams Depth regions.
+func newZeroCopy(s *xdp.Socket, filled []xdp.Desc, streams int) *zeroCopy {
 	n, size := xskOptions.NumFrames, xskOptions.FrameSize
-	view := buffers.NewPBufView(s.GetFrame(xdp.Desc{Addr: 0, Len: uint32(n * size)}), inproc.Depth*buffers.MaxBatch)
-	z := &zeroCopy{sock: s, pool: inproc.PoolOf(view, inproc.Depth), held: map[*inproc.Region][]uint64{}}
+	k := inproc.Depth * max(1, streams)
+	view := buffers.NewPBufView(s.GetFrame(xdp.Desc{Addr: 0, Len: uint32(n * size)}), k*buffers.MaxBatch)
+	z := &zeroCopy{sock: s, pool: inproc.PoolOf(view, k), held: map[*inproc.Region][]uint64{}, refs: make([]int32, n)}
 	inKernel := map[uint64]bool{}
 	for _, d := range filled {
 		inKernel[d.Addr] = true
@@ -302,9 +319,31 @@ func (z *zeroCopy) take(ctx context.Context) (*inproc.Region, error) {
 	if err != nil {
 		return nil, err
 	}
-	z.spare = append(z.spare, z.held[r]...)
+	for _, a := range z.held[r] {
+		if i := a / uint64(xskOptions.FrameSize); z.refs[i] > 0 {
+			z.refs[i]--
+			if z.refs[i] == 0 {
+				z.spare = append(z.spare, a)
+			}
+		}
+	}
 	z.held[r] = z.held[r][:0]
 	return r, nil
+}
+
+// hold records that reg refers to the frame at addr.
+func (z *zeroCopy) hold(reg *inproc.Region, addr uint64) {
+	a := addr - addr%uint64(xskOptions.FrameSize)
+	z.refs[a/uint64(xskOptions.FrameSize)]++
+	z.held[reg] = append(z.held[reg], a)
+}
+
+// release gives back a frame no region referred to.
+func (z *zeroCopy) release(addr uint64) {
+	a := addr - addr%uint64(xskOptions.FrameSize)
+	if z.refs[a/uint64(xskOptions.FrameSize)] == 0 {
+		z.spare = append(z.spare, a)
+	}
 }
 
 // refill gives the kernel spare frames to receive into.
@@ -358,36 +397,57 @@ var xskOptions = xdp.SocketOptions{NumFrames: 4096, FrameSize: 2048,
 
 // openSockets binds one AF_XDP socket per receive queue of iface and
 // registers it in the program's socket map.
-func (r *ringReader) openSockets(iface string, xsks *ebpf.Map, zeroCopy bool) error {
+func (r *ringReader) openSockets(iface string, xsks *ebpf.Map, inPlace bool) error {
 	ifc, err := net.InterfaceByName(iface)
 	if err != nil {
 		return err
 	}
 	queues, _ := filepath.Glob("/sys/class/net/" + iface + "/queues/rx-*")
 	n := max(1, min(len(queues), maxQueues))
+	// Each socket fills batches of its own for the sources: its frames
+	// are in its own UMEM.
+	sources := r.ports[0]
+	fail := func(err error) error {
+		for _, o := range r.socks {
+			o.Close()
+		}
+		r.socks, r.zcs, r.ports = nil, nil, [][]*stream{sources}
+		return err
+	}
+	r.ports = make([][]*stream, n)
+	for q := range n {
+		for _, src := range sources {
+			c := *src
+			if q > 0 {
+				c.out = map[int]*buffers.Batch{}
+				if !inPlace {
+					c.pool = inproc.NewPool(bridgeSnap)
+				}
+			}
+			r.ports[q] = append(r.ports[q], &c)
+		}
+	}
 	for q := range n {
 		opts := xskOptions
 		s, err := xdp.NewSocket(ifc.Index, q, &opts)
 		if err != nil {
-			for _, o := range r.socks {
-				o.Close()
-			}
-			r.socks = nil
-			return fmt.Errorf("cannot open an AF_XDP socket on %s queue %d: %w", iface, q, err)
+			return fail(fmt.Errorf("cannot open an AF_XDP socket on %s queue %d: %w", iface, q, err))
 		}
 		if err := xsks.Put(uint32(q), uint32(s.FD())); err != nil {
 			s.Close()
-			return err
+			return fail(err)
 		}
 		filled := append([]xdp.Desc(nil), s.GetDescs(s.NumFreeFillSlots())...)
 		s.Fill(filled)
 		r.socks = append(r.socks, s)
-		if zeroCopy && n == 1 && len(r.ports[0]) == 1 {
-			// One socket, one source: the flowspace above may refer to the
-			// frames in place.
-			r.zc = newZeroCopy(s, filled)
-			r.ports[0][0].zc = r.zc
+		var z *zeroCopy
+		if inPlace {
+			z = newZeroCopy(s, filled, len(r.ports[q]))
+			for _, st := range r.ports[q] {
+				st.zc = z
+			}
 		}
+		r.zcs = append(r.zcs, z)
 	}
 	r.quit = make(chan struct{})
 	return nil
@@ -398,7 +458,7 @@ func (r *ringReader) runXSK(ctx context.Context) {
 	defer r.wg.Done()
 	for {
 		idle := true
-		for _, s := range r.socks {
+		for q, s := range r.socks {
 			// 1 ms: a quiet link costs a wake-up per millisecond and queue
 			// at most; a busy one never waits.
 			n, _, err := s.Poll(1)
@@ -409,25 +469,26 @@ func (r *ringReader) runXSK(ctx context.Context) {
 				idle = false
 			}
 			now := time.Now().UnixNano()
+			z := r.zcs[q]
 			for _, d := range s.Receive(n) {
-				f := &umemFrame{Addr: d.Addr}
+				addr := d.Addr
 				if d.Addr >= 8 {
 					meta := s.GetFrame(xdp.Desc{Addr: d.Addr - 8, Len: 8})
 					mask := binary.NativeEndian.Uint64(meta)
 					pkt := s.GetFrame(d)
 					capLen := min(len(pkt), bridgeSnap)
-					for _, st := range r.ports[0] {
+					for _, st := range r.ports[q] {
 						if m := mask & st.mask; m != 0 {
-							r.add(ctx, st, m, pkt[:capLen], uint32(len(pkt)), now, f)
+							r.add(ctx, st, m, pkt[:capLen], uint32(len(pkt)), now, &addr)
 						}
 					}
 				}
-				if r.zc != nil && !f.held { // not referred to: straight back
-					r.zc.spare = append(r.zc.spare, d.Addr-d.Addr%uint64(xskOptions.FrameSize))
+				if z != nil { // not referred to: straight back
+					z.release(d.Addr)
 				}
 			}
-			if r.zc != nil {
-				r.zc.refill()
+			if z != nil {
+				z.refill()
 			} else {
 				s.Fill(s.GetDescs(s.NumFreeFillSlots()))
 			}
@@ -466,10 +527,4 @@ func (r *ringReader) kernelLosses() {
 			r.lost[i] = n
 		}
 	}
-}
-
-// umemFrame is a received AF_XDP frame; held says a batch refers to it.
-type umemFrame struct {
-	Addr uint64
-	held bool
 }
