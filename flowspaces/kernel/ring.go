@@ -46,9 +46,6 @@ type ringReader struct {
 	ports  [][]*stream // per port (per socket for AF_XDP), the sources that capture there
 	wg     sync.WaitGroup
 	offset int64 // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
-
-	lost    []uint64  // per socket, the kernel's drops already counted
-	checked time.Time // when they were last read
 }
 
 // stream is the batch being filled for one source.
@@ -62,6 +59,8 @@ type stream struct {
 	out  map[int]*buffers.Batch
 	msg  *inproc.Message
 	n    int
+
+	peers []*stream // the streams the same goroutine fills, s among them
 }
 
 // restartReader starts reading the ring buffer for the current exports,
@@ -119,14 +118,23 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 		}
 		r.ports = append(r.ports, port)
 	}
+	var all []*stream // one goroutine reads the ring buffer for every port
+	for _, port := range r.ports {
+		all = append(all, port...)
+	}
+	for _, s := range all {
+		s.peers = all
+	}
 	if fs.xsks != nil && steals(nodes) && len(r.ports) == 1 {
 		zc := false
 		if s := flowspaces.StubOf(fs); s != nil && s.Strategy == flowspaces.ZeroCopy {
 			zc = true
 		}
 		if err := r.openSockets(fs.opts.Interface, fs.xsks, zc); err == nil {
-			r.wg.Add(1)
-			go r.runXSK(context.Background())
+			for q := range r.socks {
+				r.wg.Add(1)
+				go r.runXSK(context.Background(), q)
+			}
 			fs.reader = r
 			how := "copy-once"
 			if zc {
@@ -212,9 +220,10 @@ func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte
 	if s.msg == nil {
 		m, ok := r.up.TryMessage()
 		if !ok {
-			// The streams' partial batches may hold every message: send
-			// them up, then wait for the flowspace above to free one.
-			r.flushAll(ctx)
+			// The partial batches of this reader's streams may hold every
+			// message: send them up, then wait for the flowspace above to
+			// free one. (Other readers flush theirs when they are idle.)
+			r.flushStreams(ctx, s.peers)
 			var err error
 			if m, err = r.up.Message(ctx); err != nil {
 				r.up.Lose(1)
@@ -376,9 +385,13 @@ func (r *ringReader) flush(ctx context.Context, s *stream) {
 
 func (r *ringReader) flushAll(ctx context.Context) {
 	for _, port := range r.ports {
-		for _, s := range port {
-			r.flush(ctx, s)
-		}
+		r.flushStreams(ctx, port)
+	}
+}
+
+func (r *ringReader) flushStreams(ctx context.Context, streams []*stream) {
+	for _, s := range streams {
+		r.flush(ctx, s)
 	}
 }
 
@@ -426,6 +439,9 @@ func (r *ringReader) openSockets(iface string, xsks *ebpf.Map, inPlace bool) err
 			}
 			r.ports[q] = append(r.ports[q], &c)
 		}
+		for _, c := range r.ports[q] {
+			c.peers = r.ports[q]
+		}
 	}
 	for q := range n {
 		opts := xskOptions
@@ -453,54 +469,59 @@ func (r *ringReader) openSockets(iface string, xsks *ebpf.Map, inPlace bool) err
 	return nil
 }
 
-// runXSK carries the frames of the sockets up until stop.
-func (r *ringReader) runXSK(ctx context.Context) {
+// runXSK carries the frames of socket q up until stop: one goroutine per
+// socket, each with batches of its own, so that a quiet queue never holds
+// up a busy one.
+func (r *ringReader) runXSK(ctx context.Context, q int) {
 	defer r.wg.Done()
+	s, z, streams := r.socks[q], r.zcs[q], r.ports[q]
+	var lost uint64
+	checked := time.Now()
 	for {
-		idle := true
-		for q, s := range r.socks {
-			// 1 ms: a quiet link costs a wake-up per millisecond and queue
-			// at most; a busy one never waits.
-			n, _, err := s.Poll(1)
-			if err != nil {
-				continue
+		// Wait at most flushAfter while a batch is not full, so that its
+		// packets go up soon; a quiet link costs a wake-up per 50 ms (and
+		// stop waits as long); a busy one never waits.
+		wait := 50
+		for _, st := range streams {
+			if st.msg != nil {
+				wait = int(flushAfter / time.Millisecond)
 			}
-			if n > 0 {
-				idle = false
-			}
-			now := time.Now().UnixNano()
-			z := r.zcs[q]
-			for _, d := range s.Receive(n) {
-				addr := d.Addr
-				if d.Addr >= 8 {
-					meta := s.GetFrame(xdp.Desc{Addr: d.Addr - 8, Len: 8})
-					mask := binary.NativeEndian.Uint64(meta)
-					pkt := s.GetFrame(d)
-					capLen := min(len(pkt), bridgeSnap)
-					for _, st := range r.ports[q] {
-						if m := mask & st.mask; m != 0 {
-							r.add(ctx, st, m, pkt[:capLen], uint32(len(pkt)), now, &addr)
-						}
+		}
+		n, _, err := s.Poll(wait)
+		if err != nil {
+			n = 0
+		}
+		now := time.Now().UnixNano()
+		for _, d := range s.Receive(n) {
+			addr := d.Addr
+			if d.Addr >= 8 {
+				meta := s.GetFrame(xdp.Desc{Addr: d.Addr - 8, Len: 8})
+				mask := binary.NativeEndian.Uint64(meta)
+				pkt := s.GetFrame(d)
+				capLen := min(len(pkt), bridgeSnap)
+				for _, st := range streams {
+					if m := mask & st.mask; m != 0 {
+						r.add(ctx, st, m, pkt[:capLen], uint32(len(pkt)), now, &addr)
 					}
 				}
-				if z != nil { // not referred to: straight back
-					z.release(d.Addr)
-				}
 			}
-			if z != nil {
-				z.refill()
-			} else {
-				s.Fill(s.GetDescs(s.NumFreeFillSlots()))
+			if z != nil { // not referred to: straight back
+				z.release(d.Addr)
 			}
 		}
-		if time.Since(r.checked) >= 100*time.Millisecond {
-			r.kernelLosses()
+		if z != nil {
+			z.refill()
+		} else {
+			s.Fill(s.GetDescs(s.NumFreeFillSlots()))
 		}
-		if idle {
-			r.flushAll(ctx)
+		if time.Since(checked) >= 100*time.Millisecond {
+			lost, checked = r.kernelLosses(s, lost), time.Now()
+		}
+		if n == 0 {
+			r.flushStreams(ctx, streams)
 			select {
 			case <-r.quit:
-				r.kernelLosses()
+				r.kernelLosses(s, lost)
 				return
 			default:
 			}
@@ -509,22 +530,18 @@ func (r *ringReader) runXSK(ctx context.Context) {
 }
 
 // kernelLosses counts, as the bridge's dropped, the packets the kernel
-// redirected to a socket but could not deliver: its receive ring was full,
-// or the fill ring had no frame for it (userspace holds them all).
-func (r *ringReader) kernelLosses() {
-	r.checked = time.Now()
-	if r.lost == nil {
-		r.lost = make([]uint64, len(r.socks))
+// redirected to socket s but could not deliver: its receive ring was full,
+// or the fill ring had no frame for it (userspace holds them all). counted
+// is what was counted before; it returns the new total.
+func (r *ringReader) kernelLosses(s *xdp.Socket, counted uint64) uint64 {
+	st, err := s.Stats()
+	if err != nil {
+		return counted
 	}
-	for i, s := range r.socks {
-		st, err := s.Stats()
-		if err != nil {
-			continue
-		}
-		k := st.KernelStats
-		if n := k.Rx_dropped + k.Rx_ring_full + k.Rx_invalid_descs; n > r.lost[i] {
-			r.up.Lose(int(n - r.lost[i]))
-			r.lost[i] = n
-		}
+	k := st.KernelStats
+	if n := k.Rx_dropped + k.Rx_ring_full + k.Rx_invalid_descs; n > counted {
+		r.up.Lose(int(n - counted))
+		return n
 	}
+	return counted
 }
