@@ -77,8 +77,9 @@ echo
 echo "== 6. funnel: a 1%-selective filter and counter in userspace (libpcap capture) vs in XDP, veth in a netns"
 if [ "$(id -u)" = 0 ] && command -v ip >/dev/null; then
 	scripts/funnel.sh || echo "   (the funnel measurement failed)"
-	echo "   (both are fed by one AF_PACKET sender, whose rate bounds what is offered; CPU is ffpf's own,"
-	echo "    user and system: the XDP program's cost is paid in the softirq of the packet's arrival)"
+	echo "   (fed by gen --tx xdp; on a veth the receiver's kernel work runs on the sender's CPU, so the sender"
+	echo "    slows down instead of overrunning it: the lossless rate is the whole machine's. Receiver CPU per"
+	echo "    frame = time per frame beyond the sender's own + ffpf's process: what one receiving core would pay)"
 else
 	echo "   skipped: needs root and ip(8) to create network namespaces"
 fi
