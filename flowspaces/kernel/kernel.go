@@ -64,6 +64,7 @@ type Flowspace struct {
 	attached  map[string]*attachment // by interface
 	modes     map[string]string      // how each interface was attached, kept after detach
 	sockets   string                 // the AF_XDP sockets last used, for Attachments
+	progName  string                 // tests name their programs apart from a run's
 	verified  map[string]error       // Host's verifier checks, by class and parameters
 	offered   []*flowspaces.Node     // nodes Host accepted, until the next Connect
 	free      []slotRange            // counter slots of removed functions
@@ -248,7 +249,7 @@ func (fs *Flowspace) verify(n *flowspaces.Node, fn ebpfgen.Function) error {
 		return fmt.Errorf("%s cannot create maps: %w", fs.Name(), err)
 	}
 	defer m.Close()
-	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, dropSlot: 7, snap: bridgeSnap,
+	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, dropSlot: 7, snap: bridgeSnap, progName: "ffpf_verify",
 		nodes: []progNode{{node: n, iface: "probe", slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2}}}
 	prog, err := p.load(fs.Name())
 	if err == nil {
@@ -486,7 +487,7 @@ func ifaces(nodes []*node) []string {
 // spec describes the program for iface.
 func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, error) {
 	p := &progSpec{kind: fs.opts.Kind, iface: iface, port: port, counters: fs.counters, ring: fs.ring,
-		dropSlot: counterSlots - 1, snap: bridgeSnap}
+		dropSlot: counterSlots - 1, snap: bridgeSnap, progName: fs.progName}
 	idx := map[*flowspaces.Node]int{}
 	for i, k := range nodes {
 		idx[k.Node] = i

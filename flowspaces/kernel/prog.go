@@ -69,6 +69,7 @@ type progSpec struct {
 	ring     *ebpf.Map // nil without exports
 	xsk      *ebpf.Map // set when exported packets leave through AF_XDP (XDP only)
 	dropSlot int       // counts records the ring had no room for
+	progName string    // the kernel's name for the program: "ffpf" when empty
 
 	hooks []int // first counter slots of the sources on iface (their state counts verdicts)
 	drop  bool  // filtered packets are dropped: every source on iface asks for it
@@ -339,7 +340,11 @@ func (p *progSpec) load(name string) (*ebpf.Program, error) {
 	if p.kind != flowspaces.KindXDP {
 		typ = ebpf.SchedCLS
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "ffpf", Type: typ, Instructions: insns, License: "GPL"})
+	progName := p.progName
+	if progName == "" {
+		progName = "ffpf"
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: progName, Type: typ, Instructions: insns, License: "GPL"})
 	if err != nil {
 		return nil, fmt.Errorf("the kernel refuses the program for %s: %w", name, err)
 	}
