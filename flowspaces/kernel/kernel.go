@@ -7,8 +7,10 @@
 // and loaded with cilium/ebpf; a source placed here is the hook itself.
 // Counters and state live in a per-CPU map that a goroutine sums into the
 // nodes' counters and MBufs every 100 ms; packets a flowspace above asks
-// for go up through a BPF ring buffer (ring.go). Every packet goes on to the
-// kernel stack. The hierarchy includes these flowspaces only where the
+// for go up through a BPF ring buffer, or, when the capture steals them,
+// through AF_XDP sockets (ring.go). The verdict lets the packet on to the
+// kernel stack, unless the capture says drop=true and the graph filtered
+// it out (prog.go). The hierarchy includes these flowspaces only where the
 // machine can load such programs (see flowspaces/hierarchy).
 //
 // The sharp edge: a program holds at most 40 functions, and packets cannot
