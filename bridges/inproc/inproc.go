@@ -201,6 +201,18 @@ func (b *Bridge) TryMessage() (*Message, bool) {
 	}
 }
 
+// TryTake returns a free region of the pool, held once, or false when none
+// is free.
+func (p *Pool) TryTake() (*Region, bool) {
+	select {
+	case r := <-p.free:
+		r.Hold()
+		return r, true
+	default:
+		return nil, false
+	}
+}
+
 // Message returns a free message to fill, waiting for one.
 func (b *Bridge) Message(ctx context.Context) (*Message, error) {
 	select {

@@ -53,31 +53,31 @@ type Flowspace struct {
 	opts   Options
 	target functions.Target
 
-	mu        sync.Mutex
-	nodes     []*node // instantiated here, in topological order
-	removed   []*flowspaces.Node
-	slots     int // counter slots handed out
-	counters  *ebpf.Map
-	ring      *ebpf.Map
-	xsks      *ebpf.Map // AF_XDP sockets by receive queue (XDP)
-	want      []*flowspaces.Node
-	up        *inproc.Bridge
-	sending   *inproc.Bridge         // up, while this flowspace sends through it
-	attached  map[string]*attachment // by interface
-	modes     map[string]string      // how each interface was attached, kept after detach
-	sockets   string                 // the AF_XDP sockets last used, for Attachments
-	progName  string                 // tests name their programs apart from a run's
-	verified  map[string]error       // Host's verifier checks, by class and parameters
-	offered   []*flowspaces.Node     // nodes Host accepted, until the next Connect
-	free      []slotRange            // counter slots of removed functions
-	ringDrops uint64                 // ring buffer overflows already counted
-	stopped   chan struct{}          // closed when Stop is done
-	reader    *ringReader
-	active    bool
-	stopSync  chan struct{}
-	synced    sync.WaitGroup
-	ctx       context.Context
-	cancel    context.CancelFunc
+	mu       sync.Mutex
+	nodes    []*node // instantiated here, in topological order
+	removed  []*flowspaces.Node
+	slots    int // counter slots handed out
+	counters *ebpf.Map
+	ring     *ebpf.Map
+	xsks     *ebpf.Map // AF_XDP sockets by receive queue (XDP)
+	want     []*flowspaces.Node
+	up       *inproc.Bridge
+	sending  *inproc.Bridge         // up, while this flowspace sends through it
+	attached map[string]*attachment // by interface
+	modes    map[string]string      // how each interface was attached, kept after detach
+	xsk      *xskSet                // AF_XDP sockets, once a capture steals (XDP)
+	sockets  string                 // the AF_XDP sockets last used, for Attachments
+	progName string                 // tests name their programs apart from a run's
+	verified map[string]error       // Host's verifier checks, by class and parameters
+	offered  []*flowspaces.Node     // nodes Host accepted, until the next Connect
+	free     []slotRange            // counter slots of removed functions
+	stopped  chan struct{}          // closed when Stop is done
+	reader   *ringReader
+	active   bool
+	stopSync chan struct{}
+	synced   sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
 }
 
 // node is a function placed here.
@@ -88,6 +88,7 @@ type node struct {
 	slot  int           // its first counter slot
 	need  int           // how many slots it has
 	mbuf  *buffers.MBuf // its state, summed from the counter map
+	lost  uint64        // a source's: ring buffer overflows already counted
 }
 
 // attachment is the program of one interface and its link.
@@ -251,7 +252,7 @@ func (fs *Flowspace) verify(n *flowspaces.Node, fn ebpfgen.Function) error {
 		return fmt.Errorf("%s cannot create maps: %w", fs.Name(), err)
 	}
 	defer m.Close()
-	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, dropSlot: 7, snap: bridgeSnap, progName: "ffpf_verify",
+	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, snap: bridgeSnap, progName: "ffpf_verify",
 		nodes: []progNode{{node: n, iface: "probe", slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2}}}
 	prog, err := p.load(fs.Name())
 	if err == nil {
@@ -337,7 +338,7 @@ func (fs *Flowspace) allocSlots(need int) (int, error) {
 		}
 		return r.slot, nil
 	}
-	if fs.slots+need >= counterSlots { // the last slot counts ring overflows
+	if fs.slots+need > counterSlots {
 		return 0, fmt.Errorf("%s has no counter slots left", fs.Name())
 	}
 	fs.slots += need
@@ -347,8 +348,7 @@ func (fs *Flowspace) allocSlots(need int) (int, error) {
 // slotRange is a run of free counter slots.
 type slotRange struct{ slot, need int }
 
-// counterSlots is the size of the counter map; the last slot counts the
-// packets the ring buffer had no room for.
+// counterSlots is the size of the counter map.
 const counterSlots = 4096
 
 // maps creates the counter map and the ring buffer once; fs.mu is held.
@@ -455,6 +455,10 @@ func (fs *Flowspace) Connect() error {
 		progs[iface] = p
 	}
 	if fs.active {
+		if err := fs.openXSK(keep); err != nil {
+			release()
+			return err
+		}
 		if err := fs.attach(progs); err != nil {
 			release()
 			return err
@@ -489,7 +493,7 @@ func ifaces(nodes []*node) []string {
 // spec describes the program for iface.
 func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, error) {
 	p := &progSpec{kind: fs.opts.Kind, iface: iface, port: port, counters: fs.counters, ring: fs.ring,
-		dropSlot: counterSlots - 1, snap: bridgeSnap, progName: fs.progName}
+		snap: bridgeSnap, progName: fs.progName}
 	idx := map[*flowspaces.Node]int{}
 	for i, k := range nodes {
 		idx[k.Node] = i
@@ -532,10 +536,26 @@ func (p *progSpec) verdicts(nodes []*node) {
 			feeds[j] = true
 		}
 	}
+	// reaches[j][i]: node i's packets reach node j.
+	reaches := make([]map[int]bool, len(p.nodes))
+	for j, pn := range p.nodes {
+		reaches[j] = map[int]bool{j: true}
+		for _, in := range pn.inputs {
+			for i := range reaches[in] {
+				reaches[j][i] = true
+			}
+		}
+	}
 	p.drop = true
 	for i, k := range nodes {
 		if k.iface == p.iface {
-			p.hooks = append(p.hooks, k.slot)
+			h := hookSlots{slot: k.slot}
+			for b, e := range p.exports {
+				if reaches[e][i] {
+					h.mask |= 1 << b
+				}
+			}
+			p.hooks = append(p.hooks, h)
 			p.drop = p.drop && k.Ctx.Params.Bool("drop")
 		}
 		if !feeds[i] || slices.Contains(p.exports, i) {
@@ -554,6 +574,47 @@ func steals(nodes []*node) bool {
 		}
 	}
 	return false
+}
+
+// openXSK opens the AF_XDP sockets when a capture here steals and they are
+// not open yet; fs.mu is held.
+func (fs *Flowspace) openXSK(nodes []*node) error {
+	if fs.xsk != nil || fs.xsks == nil || !steals(nodes) || fs.opts.Kind != flowspaces.KindXDP {
+		return nil
+	}
+	inPlace := false
+	if s := flowspaces.StubOf(fs); s != nil && s.Strategy == flowspaces.ZeroCopy {
+		inPlace = true
+	}
+	x, err := openXSK(fs.opts.Interface, fs.xsks, inPlace)
+	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	fs.xsk, fs.sockets = x, x.describe()
+	return nil
+}
+
+// lostXSK counts, as the bridge's dropped, the packets of each capture's
+// stream that its program redirected to an AF_XDP socket (stolen) but
+// that never came up, less what the sockets' statistics already counted
+// (once per frame); the readers have stopped and the counters are final.
+func (fs *Flowspace) lostXSK() {
+	x := fs.xsk
+	if x == nil || fs.sending == nil {
+		return
+	}
+	var lost uint64
+	for _, k := range fs.nodes {
+		if k.iface == "" || k.mbuf == nil {
+			continue
+		}
+		stolen, got := k.mbuf.Load64(0), x.counter(k.Node).Load()
+		lost += stolen - min(stolen, got)
+	}
+	if live := x.live.Load(); lost > live {
+		fs.sending.Lose(int(lost - live))
+		x.live.Store(lost)
+	}
 }
 
 // maxQueues bounds the receive queues of an interface AF_XDP sockets serve.
@@ -686,6 +747,10 @@ func (fs *Flowspace) Activate(ctx context.Context) error {
 		pending[iface] = a.prog
 	}
 	fs.attached = nil
+	// The sockets first: a program that redirects to none passes packets on.
+	if err := fs.openXSK(fs.nodes); err != nil {
+		return err
+	}
 	if err := fs.attach(pending); err != nil {
 		return err
 	}
@@ -740,15 +805,20 @@ func (fs *Flowspace) sync() {
 		}
 		return s
 	}
-	// Records the ring buffer had no room for entered the bridge and were
-	// dropped there.
-	if d := sum(counterSlots - 1); !failed && d > fs.ringDrops {
-		fs.mu.Lock()
-		if fs.sending != nil {
-			fs.sending.Lose(int(d - fs.ringDrops))
+	for _, k := range nodes {
+		if k.iface == "" {
+			continue
 		}
-		fs.mu.Unlock()
-		fs.ringDrops = d
+		// Packets of its stream the ring buffer had no room for entered
+		// the bridge and were dropped there.
+		if l := sum(k.slot + slotLost); !failed && l > k.lost {
+			fs.mu.Lock()
+			if fs.sending != nil {
+				fs.sending.Lose(int(l - k.lost))
+			}
+			fs.mu.Unlock()
+			k.lost = l
+		}
 	}
 	for _, k := range nodes {
 		// Read out before in: a packet counted in but not yet out is
@@ -820,6 +890,7 @@ func (fs *Flowspace) Stop() {
 	close(fs.stopSync)
 	fs.synced.Wait()
 	fs.mu.Lock()
+	fs.lostXSK()
 	if fs.sending != nil {
 		fs.sending.Close() // nothing more comes up from here
 		fs.sending = nil
@@ -847,6 +918,12 @@ func (fs *Flowspace) Close() error {
 		fs.counters.Close()
 		fs.ring, fs.counters = nil, nil
 	}
+	if fs.xsk != nil {
+		// The flowspace above has stopped: the frames it referred to are
+		// released, or will be in a moment.
+		fs.xsk.close(5 * time.Second)
+		fs.xsk = nil
+	}
 	if fs.xsks != nil {
 		fs.xsks.Close()
 		fs.xsks = nil
@@ -861,13 +938,15 @@ type hookSource struct {
 	mbuf      *buffers.MBuf
 }
 
-// hookStateSlots are a hook's counter slots beyond in and out: packets its
-// program redirected to AF_XDP (stolen), and filtered packets it dropped
-// (discarded).
+// hookStateSlots are a hook's counter slots beyond in and out: packets of
+// its stream the program redirected to AF_XDP (stolen), filtered packets
+// it dropped (discarded), both in its MBuf, and packets of its stream the
+// ring buffer had no room for (lost: the bridge's dropped).
 const (
-	hookStateSlots = 2
+	hookStateSlots = 3
 	slotStolen     = 2
 	slotDiscarded  = 3
+	slotLost       = 4
 )
 
 // MBuf makes a hook's verdict counts its state.

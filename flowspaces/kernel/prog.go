@@ -68,12 +68,18 @@ type progSpec struct {
 	counters *ebpf.Map
 	ring     *ebpf.Map // nil without exports
 	xsk      *ebpf.Map // set when exported packets leave through AF_XDP (XDP only)
-	dropSlot int       // counts records the ring had no room for
 	progName string    // the kernel's name for the program: "ffpf" when empty
 
-	hooks []int // first counter slots of the sources on iface (their state counts verdicts)
-	drop  bool  // filtered packets are dropped: every source on iface asks for it
-	keep  []int // node indices whose passing a packet keeps it from the drop
+	hooks []hookSlots // the sources on iface: their state counts verdicts and losses
+	drop  bool        // filtered packets are dropped: every source on iface asks for it
+	keep  []int       // node indices whose passing a packet keeps it from the drop
+}
+
+// hookSlots is a source on the program's interface: its first counter slot and
+// the export bits of the functions it feeds (its stream's packets).
+type hookSlots struct {
+	slot int
+	mask uint64
 }
 
 func flag(i int) int16 { return int16(stackFlags - 8*i) }
@@ -227,9 +233,9 @@ func (p *progSpec) discard() asm.Instructions {
 		in = append(in, asm.LoadMem(asm.R2, asm.RFP, flag(i), asm.Word), asm.Or.Reg(asm.R1, asm.R2))
 	}
 	in = append(in, asm.JNE.Imm(asm.R1, 0, "keep"))
-	for _, slot := range p.hooks {
+	for _, h := range p.hooks {
 		in = append(in, asm.Mov.Imm(asm.R1, 1))
-		in = append(in, add(slot+slotDiscarded, asm.R1)...)
+		in = append(in, add(h.slot+slotDiscarded, asm.R1)...)
 	}
 	// At tc the tag pushed for the filters may stay: the packet is gone.
 	code := int32(xdpDrop)
@@ -242,7 +248,6 @@ func (p *progSpec) discard() asm.Instructions {
 // export copies the packet into the ring buffer when an exported function
 // passed it.
 func (p *progSpec) export() asm.Instructions {
-	add := p.addState("export")
 	in := asm.Instructions{asm.Mov.Imm(asm.R1, 0)}
 	for b, i := range p.exports {
 		in = append(in, asm.LoadMem(asm.R2, asm.RFP, flag(i), asm.Word))
@@ -264,9 +269,8 @@ func (p *progSpec) export() asm.Instructions {
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JNE.Imm(asm.R0, 0, "reserved"),
-		asm.Mov.Imm(asm.R1, 1),
 	)
-	in = append(in, add(p.dropSlot, asm.R1)...)
+	in = append(in, p.perHook("lost", slotLost)...)
 	in = append(in,
 		asm.Ja.Label("verdict"),
 		// The packet pointers are not needed any more: R7 holds the record.
@@ -322,12 +326,30 @@ func (p *progSpec) redirect() asm.Instructions {
 		asm.FnRedirectMap.Call(),
 		asm.JNE.Imm(asm.R0, xdpRedirect, p.keepLabel()),
 	}
-	add := p.addState("stolen")
-	for _, slot := range p.hooks {
-		in = append(in, asm.Mov.Imm(asm.R1, 1))
-		in = append(in, add(slot+slotStolen, asm.R1)...)
-	}
+	in = append(in, p.perHook("stolen", slotStolen)...)
 	return append(in, asm.Mov.Imm(asm.R0, xdpRedirect), asm.Return())
+}
+
+// perHook adds 1 to counter slot k of each source whose functions the
+// export mask (on the stack) names: a packet that went up, or was lost on
+// the way, counts once for each source's stream it belonged to, as the
+// bridge counts them.
+func (p *progSpec) perHook(label string, k int) asm.Instructions {
+	add := p.addState(label)
+	var in asm.Instructions
+	for i, h := range p.hooks {
+		skip := fmt.Sprintf("%s_hook%d", label, i)
+		in = append(in,
+			asm.LoadMem(asm.R1, asm.RFP, stackMask, asm.DWord),
+			asm.LoadImm(asm.R2, int64(h.mask), asm.DWord),
+			asm.And.Reg(asm.R1, asm.R2),
+			asm.JEq.Imm(asm.R1, 0, skip),
+			asm.Mov.Imm(asm.R1, 1),
+		)
+		in = append(in, add(h.slot+k, asm.R1)...)
+		in = append(in, asm.Mov.Imm(asm.R0, 0).WithSymbol(skip))
+	}
+	return in
 }
 
 // load builds and loads the program; a verifier error names the flowspace.

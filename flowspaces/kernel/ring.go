@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
-	"net"
 	"os"
-	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asavie/xdp"
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
@@ -36,11 +33,10 @@ import (
 // flushAfter is how long a packet may wait in a batch that is not full.
 const flushAfter = time.Millisecond
 
-// ringReader reads one flowspace's ring buffer.
+// ringReader reads one flowspace's ring buffer, or its AF_XDP sockets.
 type ringReader struct {
 	rd     *ringbuf.Reader
-	socks  []*xdp.Socket // AF_XDP, one per receive queue, instead of rd
-	zcs    []*zeroCopy   // per socket, set when its frames are referred to in place
+	x      *xskSet // AF_XDP, instead of rd: a goroutine per socket
 	quit   chan struct{}
 	up     *inproc.Bridge
 	ports  [][]*stream // per port (per socket for AF_XDP), the sources that capture there
@@ -54,17 +50,20 @@ type stream struct {
 	src  *flowspaces.Node
 	mask uint64             // the exported functions it reaches
 	tags []*flowspaces.Node // by bit
+	snap int                // bytes of each packet kept: the capture's snap length
 	pool *inproc.Pool
 	reg  *inproc.Region
 	out  map[int]*buffers.Batch
 	msg  *inproc.Message
 	n    int
 
-	peers []*stream // the streams the same goroutine fills, s among them
+	peers []*stream      // the streams the same goroutine fills, s among them
+	got   *atomic.Uint64 // AF_XDP: frames of its source taken, by all its streams
 }
 
-// restartReader starts reading the ring buffer for the current exports,
-// replacing the reader of an earlier Connect; fs.mu is held.
+// restartReader starts reading the ring buffer (or the AF_XDP sockets)
+// for the current exports, replacing the reader of an earlier Connect;
+// fs.mu is held.
 func (fs *Flowspace) restartReader(nodes []*node) {
 	if !fs.active || fs.up == nil || len(fs.want) == 0 || fs.ring == nil {
 		return
@@ -107,7 +106,10 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 			if k.iface != iface {
 				continue
 			}
-			s := &stream{src: k.Node, pool: inproc.NewPool(bridgeSnap), out: map[int]*buffers.Batch{}}
+			s := &stream{src: k.Node, out: map[int]*buffers.Batch{}, snap: bridgeSnap}
+			if sl := int(k.Ctx.Params.Int("snaplen")); sl > 0 {
+				s.snap = min(s.snap, sl)
+			}
 			for b, e := range exports {
 				if of(e)[k.Node] {
 					s.mask |= 1 << b
@@ -118,31 +120,21 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 		}
 		r.ports = append(r.ports, port)
 	}
+	if x := fs.xsk; x != nil && steals(nodes) && len(r.ports) == 1 {
+		r.useSockets(x)
+		for q := range x.socks {
+			r.wg.Add(1)
+			go r.runXSK(context.Background(), q)
+		}
+		fs.reader = r
+		return
+	}
 	var all []*stream // one goroutine reads the ring buffer for every port
 	for _, port := range r.ports {
 		all = append(all, port...)
 	}
 	for _, s := range all {
-		s.peers = all
-	}
-	if fs.xsks != nil && steals(nodes) && len(r.ports) == 1 {
-		zc := false
-		if s := flowspaces.StubOf(fs); s != nil && s.Strategy == flowspaces.ZeroCopy {
-			zc = true
-		}
-		if err := r.openSockets(fs.opts.Interface, fs.xsks, zc); err == nil {
-			for q := range r.socks {
-				r.wg.Add(1)
-				go r.runXSK(context.Background(), q)
-			}
-			fs.reader = r
-			how := "copy-once"
-			if zc {
-				how = "zero-copy"
-			}
-			fs.sockets = fmt.Sprintf("%s: %d AF_XDP socket(s), one per receive queue, %s", fs.opts.Interface, len(r.socks), how)
-			return
-		}
+		s.peers, s.pool = all, inproc.NewPool(bridgeSnap)
 	}
 	rd, err := ringbuf.NewReader(fs.ring)
 	if err != nil {
@@ -156,15 +148,33 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 	fs.reader = r
 }
 
+// useSockets gives each of x's sockets its own streams, one per source:
+// their batches refer to (or copy from) that socket's frames.
+func (r *ringReader) useSockets(x *xskSet) {
+	r.x, r.quit = x, make(chan struct{})
+	sources := r.ports[0]
+	r.ports = make([][]*stream, len(x.socks))
+	for q := range x.socks {
+		for _, src := range sources {
+			c := *src
+			c.out, c.zc, c.got = map[int]*buffers.Batch{}, x.zcs[q], x.counter(src.src)
+			if c.zc == nil {
+				c.pool = inproc.NewPool(bridgeSnap)
+			}
+			r.ports[q] = append(r.ports[q], &c)
+		}
+		for _, c := range r.ports[q] {
+			c.peers = r.ports[q]
+		}
+	}
+}
+
 // stop sends up what the ring buffer (or the AF_XDP sockets) hold, then
-// stops reading.
+// stops reading. The sockets stay open (Close closes them).
 func (r *ringReader) stop() {
-	if r.socks != nil {
+	if r.x != nil {
 		close(r.quit)
 		r.wg.Wait()
-		for _, s := range r.socks {
-			s.Close()
-		}
 		return
 	}
 	r.rd.Flush()
@@ -215,8 +225,8 @@ func (r *ringReader) run(ctx context.Context) {
 }
 
 // add puts one packet into s's batch; it returns false when the run stops.
-// frame, for a packet in an AF_XDP frame, is its UMEM address.
-func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte, wire uint32, ts int64, frame *uint64) bool {
+// frame is set for a packet in an AF_XDP frame.
+func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte, wire uint32, ts int64, frame *umemFrame) bool {
 	if s.msg == nil {
 		m, ok := r.up.TryMessage()
 		if !ok {
@@ -230,7 +240,7 @@ func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte
 				return false
 			}
 		}
-		reg, err := s.region(ctx)
+		reg, err := r.region(ctx, s)
 		if err != nil {
 			r.up.Recycle(m)
 			r.up.Lose(1)
@@ -246,10 +256,13 @@ func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte
 		clear(s.out)
 	}
 	slot := s.reg.Base + uint32(s.n)
+	if frame != nil {
+		s.got.Add(1)
+	}
 	if s.zc != nil && frame != nil {
 		// Refer to the frame where it is: the slot describes it.
-		*s.reg.PBuf.Meta(slot) = buffers.Meta{Timestamp: ts, Offset: *frame, CapLen: uint32(len(pkt)), WireLen: wire}
-		s.zc.hold(s.reg, *frame)
+		*s.reg.PBuf.Meta(slot) = buffers.Meta{Timestamp: ts, Offset: frame.addr, CapLen: uint32(len(pkt)), WireLen: wire}
+		s.zc.hold(s.reg, frame.addr)
 	} else {
 		s.reg.PBuf.Store(slot, pkt, wire, ts, 0)
 	}
@@ -281,93 +294,17 @@ func monotonic() int64 {
 	return ts.Nano()
 }
 
-func (s *stream) region(ctx context.Context) (*inproc.Region, error) {
+// umemFrame is a received AF_XDP frame.
+type umemFrame struct {
+	addr uint64
+}
+
+// region returns a region for s's next batch.
+func (r *ringReader) region(ctx context.Context, s *stream) (*inproc.Region, error) {
 	if s.zc != nil {
-		return s.zc.take(ctx)
+		return s.zc.take(ctx, func() { r.flushStreams(ctx, s.peers) })
 	}
 	return s.pool.Take(ctx)
-}
-
-// zeroCopy lets the flowspace above refer to packets where they are, in
-// the UMEM of an AF_XDP socket: a region of a PBuf view of the UMEM holds
-// a batch's frames, which go back to the kernel's fill ring only when the
-// flowspace above has released every region that refers to them. Each
-// socket has its own UMEM, so each has its own view and regions; the
-// sources capturing on the interface share the frames (a frame two
-// sources keep is referred to twice, and counted).
-type zeroCopy struct {
-	sock  *xdp.Socket
-	pool  *inproc.Pool
-	held  map[*inproc.Region][]uint64 // frames each region refers to
-	refs  []int32                     // per frame, the regions that refer to it
-	spare []uint64                    // frames in neither the kernel's rings nor a region
-	descs []xdp.Desc                  // refill's buffer, reused
-}
-
-// newZeroCopy gives each of the socket's streams Depth regions.
-func newZeroCopy(s *xdp.Socket, filled []xdp.Desc, streams int) *zeroCopy {
-	n, size := xskOptions.NumFrames, xskOptions.FrameSize
-	k := inproc.Depth * max(1, streams)
-	view := buffers.NewPBufView(s.GetFrame(xdp.Desc{Addr: 0, Len: uint32(n * size)}), k*buffers.MaxBatch)
-	z := &zeroCopy{sock: s, pool: inproc.PoolOf(view, k), held: map[*inproc.Region][]uint64{}, refs: make([]int32, n)}
-	inKernel := map[uint64]bool{}
-	for _, d := range filled {
-		inKernel[d.Addr] = true
-	}
-	for i := range n {
-		if a := uint64(i * size); !inKernel[a] {
-			z.spare = append(z.spare, a)
-		}
-	}
-	return z
-}
-
-// take returns a free region; the frames it referred to are free again.
-func (z *zeroCopy) take(ctx context.Context) (*inproc.Region, error) {
-	r, err := z.pool.Take(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range z.held[r] {
-		if i := a / uint64(xskOptions.FrameSize); z.refs[i] > 0 {
-			z.refs[i]--
-			if z.refs[i] == 0 {
-				z.spare = append(z.spare, a)
-			}
-		}
-	}
-	z.held[r] = z.held[r][:0]
-	return r, nil
-}
-
-// hold records that reg refers to the frame at addr.
-func (z *zeroCopy) hold(reg *inproc.Region, addr uint64) {
-	a := addr - addr%uint64(xskOptions.FrameSize)
-	z.refs[a/uint64(xskOptions.FrameSize)]++
-	z.held[reg] = append(z.held[reg], a)
-}
-
-// release gives back a frame no region referred to.
-func (z *zeroCopy) release(addr uint64) {
-	a := addr - addr%uint64(xskOptions.FrameSize)
-	if z.refs[a/uint64(xskOptions.FrameSize)] == 0 {
-		z.spare = append(z.spare, a)
-	}
-}
-
-// refill gives the kernel spare frames to receive into.
-func (z *zeroCopy) refill() {
-	n := min(len(z.spare), z.sock.NumFreeFillSlots())
-	if n == 0 {
-		return
-	}
-	descs := z.descs[:0]
-	for i := range n {
-		descs = append(descs, xdp.Desc{Addr: z.spare[len(z.spare)-1-i], Len: uint32(xskOptions.FrameSize)})
-	}
-	z.spare = z.spare[:len(z.spare)-n]
-	z.sock.Fill(descs)
-	z.descs = descs
 }
 
 // flush sends s's batch up.
@@ -395,86 +332,12 @@ func (r *ringReader) flushStreams(ctx context.Context, streams []*stream) {
 	}
 }
 
-// AF_XDP. With dev's steal parameter the XDP program redirects the
-// packets an exported function passed to the AF_XDP socket of their
-// receive queue, with the export mask in the 8 bytes of metadata before
-// the frame; they leave the kernel stack. The reader copies each frame
-// once into the parent's PBuf and gives the UMEM frame back to the kernel
-// at once. Notification is the same adaptive scheme as the ring buffer's:
-// poll(2) blocks only while the receive ring is empty.
-
-// xskOptions sizes the rings for bursts at line rate (the defaults are
-// tiny): 4096 frames of 2 KB, half of them lent to the kernel at a time.
-var xskOptions = xdp.SocketOptions{NumFrames: 4096, FrameSize: 2048,
-	FillRingNumDescs: 2048, CompletionRingNumDescs: 64, RxRingNumDescs: 2048, TxRingNumDescs: 64}
-
-// openSockets binds one AF_XDP socket per receive queue of iface and
-// registers it in the program's socket map.
-func (r *ringReader) openSockets(iface string, xsks *ebpf.Map, inPlace bool) error {
-	ifc, err := net.InterfaceByName(iface)
-	if err != nil {
-		return err
-	}
-	queues, _ := filepath.Glob("/sys/class/net/" + iface + "/queues/rx-*")
-	n := max(1, min(len(queues), maxQueues))
-	// Each socket fills batches of its own for the sources: its frames
-	// are in its own UMEM.
-	sources := r.ports[0]
-	fail := func(err error) error {
-		for _, o := range r.socks {
-			o.Close()
-		}
-		r.socks, r.zcs, r.ports = nil, nil, [][]*stream{sources}
-		return err
-	}
-	r.ports = make([][]*stream, n)
-	for q := range n {
-		for _, src := range sources {
-			c := *src
-			if q > 0 {
-				c.out = map[int]*buffers.Batch{}
-				if !inPlace {
-					c.pool = inproc.NewPool(bridgeSnap)
-				}
-			}
-			r.ports[q] = append(r.ports[q], &c)
-		}
-		for _, c := range r.ports[q] {
-			c.peers = r.ports[q]
-		}
-	}
-	for q := range n {
-		opts := xskOptions
-		s, err := xdp.NewSocket(ifc.Index, q, &opts)
-		if err != nil {
-			return fail(fmt.Errorf("cannot open an AF_XDP socket on %s queue %d: %w", iface, q, err))
-		}
-		if err := xsks.Put(uint32(q), uint32(s.FD())); err != nil {
-			s.Close()
-			return fail(err)
-		}
-		filled := append([]xdp.Desc(nil), s.GetDescs(s.NumFreeFillSlots())...)
-		s.Fill(filled)
-		r.socks = append(r.socks, s)
-		var z *zeroCopy
-		if inPlace {
-			z = newZeroCopy(s, filled, len(r.ports[q]))
-			for _, st := range r.ports[q] {
-				st.zc = z
-			}
-		}
-		r.zcs = append(r.zcs, z)
-	}
-	r.quit = make(chan struct{})
-	return nil
-}
-
 // runXSK carries the frames of socket q up until stop: one goroutine per
 // socket, each with batches of its own, so that a quiet queue never holds
 // up a busy one.
 func (r *ringReader) runXSK(ctx context.Context, q int) {
 	defer r.wg.Done()
-	s, z, streams := r.socks[q], r.zcs[q], r.ports[q]
+	s, z, streams := r.x.socks[q], r.x.zcs[q], r.ports[q]
 	var lost uint64
 	checked := time.Now()
 	for {
@@ -493,20 +356,22 @@ func (r *ringReader) runXSK(ctx context.Context, q int) {
 		}
 		now := time.Now().UnixNano()
 		for _, d := range s.Receive(n) {
-			addr := d.Addr
+			f := umemFrame{addr: d.Addr}
+			if z != nil {
+				z.pin(d.Addr)
+			}
 			if d.Addr >= 8 {
 				meta := s.GetFrame(xdp.Desc{Addr: d.Addr - 8, Len: 8})
 				mask := binary.NativeEndian.Uint64(meta)
 				pkt := s.GetFrame(d)
-				capLen := min(len(pkt), bridgeSnap)
 				for _, st := range streams {
 					if m := mask & st.mask; m != 0 {
-						r.add(ctx, st, m, pkt[:capLen], uint32(len(pkt)), now, &addr)
+						r.add(ctx, st, m, pkt[:min(len(pkt), st.snap)], uint32(len(pkt)), now, &f)
 					}
 				}
 			}
-			if z != nil { // not referred to: straight back
-				z.release(d.Addr)
+			if z != nil {
+				z.unpin(d.Addr) // not referred to: straight back
 			}
 		}
 		if z != nil {
@@ -516,6 +381,11 @@ func (r *ringReader) runXSK(ctx context.Context, q int) {
 		}
 		if time.Since(checked) >= 100*time.Millisecond {
 			lost, checked = r.kernelLosses(s, lost), time.Now()
+		}
+		if n == 0 && s.NumFilled() == 0 {
+			// The kernel has no frame to receive into: the flowspace
+			// above holds them all. Poll would return at once.
+			time.Sleep(100 * time.Microsecond)
 		}
 		if n == 0 {
 			r.flushStreams(ctx, streams)
@@ -540,7 +410,11 @@ func (r *ringReader) kernelLosses(s *xdp.Socket, counted uint64) uint64 {
 	}
 	k := st.KernelStats
 	if n := k.Rx_dropped + k.Rx_ring_full + k.Rx_invalid_descs; n > counted {
+		// A lost frame counts once here, though it may have belonged to
+		// several sources' streams: the flowspace settles the rest at
+		// the end, from the program's per-source counts (lostXSK).
 		r.up.Lose(int(n - counted))
+		r.x.live.Add(n - counted)
 		return n
 	}
 	return counted

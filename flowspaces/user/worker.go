@@ -126,6 +126,7 @@ func (w *worker) run(ctx context.Context) {
 		if w.cur != nil {
 			w.bridge.Done(w.cur)
 		}
+		w.busy.Store(false) // it adopts no more routes: Connect must not wait for it
 		w.bridge.DrainUntilClosed()
 	}()
 	if w.bridge != nil {

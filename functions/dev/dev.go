@@ -44,6 +44,9 @@ func init() {
 			if t == functions.TargetUser && p.Bool("drop") {
 				return errors.New("drop=true drops packets at an eBPF hook (tc or XDP); libpcap only gets copies of packets the kernel keeps")
 			}
+			if t != functions.TargetXDP && p.Bool("steal") {
+				return errors.New("steal=true redirects packets to AF_XDP sockets, which only an XDP hook can do")
+			}
 			return nil
 		},
 		// Validate reports the interface's link type. A missing
