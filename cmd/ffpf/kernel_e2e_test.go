@@ -84,6 +84,14 @@ func startCapture(t *testing.T, ns string, args ...string) *capture {
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A test that fails before it stops the run must not leave it running
+	// (and its programs counted by the next test).
+	t.Cleanup(func() {
+		if c.cmd.ProcessState == nil {
+			c.cmd.Process.Kill()
+			c.cmd.Wait()
+		}
+	})
 	return c
 }
 

@@ -380,7 +380,7 @@ func TestExportStress(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			s1, s2 := filepath.Join(dir, fmt.Sprint("s1-", i, ".pcap")), filepath.Join(dir, fmt.Sprint("s2-", i, ".pcap"))
 			c.cmd.Process.Signal(syscall.SIGSTOP)
-			sendTrace(t, nsA, ifA, s1, 12000, 61)
+			sendTrace(t, nsA, ifA, s1, 40000, 61) // more than the ring buffer holds
 			c.cmd.Process.Signal(syscall.SIGCONT)
 			time.Sleep(300 * time.Millisecond)
 			sendTrace(t, nsA, ifA, s2, 12000, 62)

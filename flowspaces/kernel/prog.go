@@ -263,18 +263,49 @@ func (p *progSpec) export() asm.Instructions {
 	if p.xsk != nil {
 		return append(in, p.redirect()...)
 	}
-	in = append(in,
+	// A record's size must be a constant: three sizes, so that small
+	// packets take little of the ring.
+	var sizes []int
+	for _, t := range recordTiers {
+		if t < p.snap {
+			sizes = append(sizes, t)
+		}
+	}
+	sizes = append(sizes, p.snap)
+	for k, size := range sizes {
+		var tier asm.Instructions
+		if k < len(sizes)-1 { // larger packets: the next size
+			tier = append(tier, asm.JGT.Imm(ebpfgen.WireLen, int32(size), fmt.Sprintf("record%d", k+1)))
+		}
+		tier = append(tier, p.record(k, size)...)
+		if k > 0 {
+			tier[0] = tier[0].WithSymbol(fmt.Sprintf("record%d", k))
+		}
+		in = append(in, tier...)
+	}
+	return in
+}
+
+// recordTiers are the smaller record sizes (bytes of packet) the ring
+// buffer is asked for; the largest is the snap length.
+var recordTiers = []int{128, 512}
+
+// record copies up to size bytes of the packet into a ring buffer record
+// of that size and submits it, then goes to the verdict.
+func (p *progSpec) record(k, size int) asm.Instructions {
+	reserved, caplen, submit := fmt.Sprintf("reserved%d", k), fmt.Sprintf("caplen%d", k), fmt.Sprintf("submit%d", k)
+	in := asm.Instructions{
 		asm.LoadMapPtr(asm.R1, p.ring.FD()),
-		asm.Mov.Imm(asm.R2, int32(recData+p.snap)),
+		asm.Mov.Imm(asm.R2, int32(recData+size)),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
-		asm.JNE.Imm(asm.R0, 0, "reserved"),
-	)
-	in = append(in, p.perHook("lost", slotLost)...)
+		asm.JNE.Imm(asm.R0, 0, reserved),
+	}
+	in = append(in, p.perHook(fmt.Sprintf("lost%d", k), slotLost)...)
 	in = append(in,
 		asm.Ja.Label("verdict"),
 		// The packet pointers are not needed any more: R7 holds the record.
-		asm.Mov.Reg(ebpfgen.PacketStart, asm.R0).WithSymbol("reserved"),
+		asm.Mov.Reg(ebpfgen.PacketStart, asm.R0).WithSymbol(reserved),
 		asm.LoadMem(asm.R1, asm.RFP, stackMask, asm.DWord),
 		asm.StoreMem(ebpfgen.PacketStart, recMask, asm.R1, asm.DWord),
 		asm.StoreMem(ebpfgen.PacketStart, recWireLen, ebpfgen.WireLen, asm.Word),
@@ -282,10 +313,10 @@ func (p *progSpec) export() asm.Instructions {
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(ebpfgen.PacketStart, recTime, asm.R0, asm.DWord),
 		asm.Mov.Reg(asm.R4, ebpfgen.WireLen),
-		asm.JLE.Imm(asm.R4, int32(p.snap), "caplen"),
-		asm.Mov.Imm(asm.R4, int32(p.snap)),
-		asm.StoreMem(ebpfgen.PacketStart, recCapLen, asm.R4, asm.Word).WithSymbol("caplen"),
-		asm.JEq.Imm(asm.R4, 0, "submit"),
+		asm.JLE.Imm(asm.R4, int32(size), caplen),
+		asm.Mov.Imm(asm.R4, int32(size)),
+		asm.StoreMem(ebpfgen.PacketStart, recCapLen, asm.R4, asm.Word).WithSymbol(caplen),
+		asm.JEq.Imm(asm.R4, 0, submit),
 		asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
 		asm.Mov.Imm(asm.R2, 0),
 		asm.Mov.Reg(asm.R3, ebpfgen.PacketStart),
@@ -296,12 +327,12 @@ func (p *progSpec) export() asm.Instructions {
 	} else {
 		in = append(in, asm.FnSkbLoadBytes.Call())
 	}
-	in = append(in,
-		asm.Mov.Reg(asm.R1, ebpfgen.PacketStart).WithSymbol("submit"),
+	return append(in,
+		asm.Mov.Reg(asm.R1, ebpfgen.PacketStart).WithSymbol(submit),
 		asm.Mov.Imm(asm.R2, 0),
 		asm.FnRingbufSubmit.Call(),
+		asm.Ja.Label("verdict"),
 	)
-	return in
 }
 
 // redirect sends the packet up through the AF_XDP socket of its receive

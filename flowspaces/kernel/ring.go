@@ -20,7 +20,9 @@ import (
 
 // The kernel → user bridge. The programs copy each packet that an exported
 // function passed into the BPF ring buffer, once, with the mask of those
-// functions; a goroutine reads the records, stores the packets in a PBuf
+// functions, in a record of 128, 512 or snap-length bytes (a record's size
+// must be a constant for the verifier; three sizes let small packets take
+// little of the ring); a goroutine reads the records, stores the packets in a PBuf
 // of the flowspace above and sends them up as in-process messages, one
 // per source and batch, with each exported function's IBuf entries.
 //
