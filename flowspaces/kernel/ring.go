@@ -340,7 +340,6 @@ func (r *ringReader) flushStreams(ctx context.Context, streams []*stream) {
 func (r *ringReader) runXSK(ctx context.Context, q int) {
 	defer r.wg.Done()
 	s, z, streams := r.x.socks[q], r.x.zcs[q], r.ports[q]
-	var lost uint64
 	checked := time.Now()
 	for {
 		// Wait at most flushAfter while a batch is not full, so that its
@@ -373,7 +372,7 @@ func (r *ringReader) runXSK(ctx context.Context, q int) {
 				}
 			}
 			if z != nil {
-				z.unpin(d.Addr) // not referred to: straight back
+				z.unpin(d.Addr) // back to the kernel unless a batch refers to it
 			}
 		}
 		if z != nil {
@@ -382,7 +381,8 @@ func (r *ringReader) runXSK(ctx context.Context, q int) {
 			s.Fill(s.GetDescs(s.NumFreeFillSlots()))
 		}
 		if time.Since(checked) >= 100*time.Millisecond {
-			lost, checked = r.kernelLosses(s, lost), time.Now()
+			r.kernelLosses(q)
+			checked = time.Now()
 		}
 		if n == 0 && s.NumFilled() == 0 {
 			// The kernel has no frame to receive into: the flowspace
@@ -393,7 +393,7 @@ func (r *ringReader) runXSK(ctx context.Context, q int) {
 			r.flushStreams(ctx, streams)
 			select {
 			case <-r.quit:
-				r.kernelLosses(s, lost)
+				r.kernelLosses(q)
 				return
 			default:
 			}
@@ -402,22 +402,22 @@ func (r *ringReader) runXSK(ctx context.Context, q int) {
 }
 
 // kernelLosses counts, as the bridge's dropped, the packets the kernel
-// redirected to socket s but could not deliver: its receive ring was full,
-// or the fill ring had no frame for it (userspace holds them all). counted
-// is what was counted before; it returns the new total.
-func (r *ringReader) kernelLosses(s *xdp.Socket, counted uint64) uint64 {
-	st, err := s.Stats()
+// redirected to socket q but could not deliver: its receive ring was full,
+// or the fill ring had no frame for it (userspace holds them all). The
+// statistics are the socket's since it opened; x.seen[q] is what was
+// counted before, by this reader or an earlier one.
+func (r *ringReader) kernelLosses(q int) {
+	st, err := r.x.socks[q].Stats()
 	if err != nil {
-		return counted
+		return
 	}
 	k := st.KernelStats
-	if n := k.Rx_dropped + k.Rx_ring_full + k.Rx_invalid_descs; n > counted {
+	if n := k.Rx_dropped + k.Rx_ring_full + k.Rx_invalid_descs; n > r.x.seen[q] {
 		// A lost frame counts once here, though it may have belonged to
 		// several sources' streams: the flowspace settles the rest at
 		// the end, from the program's per-source counts (lostXSK).
-		r.up.Lose(int(n - counted))
-		r.x.live.Add(n - counted)
-		return n
+		r.up.Lose(int(n - r.x.seen[q]))
+		r.x.live.Add(n - r.x.seen[q])
+		r.x.seen[q] = n
 	}
-	return counted
 }

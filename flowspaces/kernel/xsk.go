@@ -55,6 +55,7 @@ type xskSet struct {
 	// at the end, what the kernel could not deliver.
 	got  map[*flowspaces.Node]*atomic.Uint64
 	live atomic.Uint64 // losses already counted from the sockets' statistics
+	seen []uint64      // per socket, its statistics' losses counted (by its reader alone)
 }
 
 // openXSK binds one AF_XDP socket per receive queue of iface and registers
@@ -88,6 +89,7 @@ func openXSK(iface string, xsks *ebpf.Map, inPlace bool) (*xskSet, error) {
 		}
 		x.zcs = append(x.zcs, z)
 	}
+	x.seen = make([]uint64, len(x.socks))
 	return x, nil
 }
 
