@@ -1,20 +1,18 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/gopacket/pcapgo"
-	"golang.org/x/sys/unix"
 
 	"github.com/ffpf-go/ffpf/functions/gen"
+	"github.com/ffpf-go/ffpf/internal/netnstest"
 )
 
 func TestGenTxFlags(t *testing.T) {
@@ -37,27 +35,13 @@ func TestGenTxFlags(t *testing.T) {
 // frames, and once GRO is on there, sends and records the trace, ending
 // with the line scripts parse.
 func TestGenXDPOnVeth(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("cannot test gen --tx xdp: not root")
-		}
-		t.Skip("needs root")
-	}
-	tag := fmt.Sprintf("ffg%d", os.Getpid()%100000)
-	nsA, nsB, ifA, ifB := tag+"na", tag+"nb", tag+"a", tag+"b"
+	nsA, nsB, ifA, ifB := netnstest.Pair(t, "ffg", "gen --tx xdp", 1)
 	ip := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 	}
-	for _, ns := range []string{nsA, nsB} {
-		ip("netns", "add", ns)
-		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	}
-	ip("link", "add", ifA, "netns", nsA, "type", "veth", "peer", "name", ifB, "netns", nsB)
-	ip("-n", nsA, "link", "set", ifA, "up")
-	ip("-n", nsB, "link", "set", ifB, "up")
 
 	send := func(args ...string) (string, int) {
 		cmd := exec.Command("ip", append([]string{"netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--tx", "xdp"}, args...)...)
@@ -113,31 +97,12 @@ func TestGenXDPOnVeth(t *testing.T) {
 	}
 }
 
-// enableGRO turns GRO on for iface in ns, from a thread moved into ns.
+// enableGRO turns GRO on for iface in ns.
 func enableGRO(t *testing.T, ns, iface string) {
 	t.Helper()
-	runtime.LockOSThread()
-	orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	defer unix.Close(orig)
-	target, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	defer unix.Close(target)
-	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	err = gen.EnableGRO(iface)
-	if unix.Setns(orig, unix.CLONE_NEWNET) == nil { // else the thread ends with the test
-		runtime.UnlockOSThread()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	netnstest.In(t, ns, func() {
+		if err := gen.EnableGRO(iface); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -6,44 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/ffpf-go/ffpf/internal/netnstest"
 )
-
-// inNetns runs f on a thread that has entered the network namespace ns;
-// sockets f opens stay in ns.
-func inNetns(t *testing.T, ns string, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread dies with its namespace
-		fd, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			t.Errorf("namespace %s: %v", ns, err)
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Unshare(unix.CLONE_FS); err != nil { // setns needs the thread's own fs info
-			t.Errorf("unshare: %v", err)
-			return
-		}
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			t.Errorf("entering %s: %v", ns, err)
-			return
-		}
-		f()
-	}()
-	<-done
-	if t.Failed() {
-		t.FailNow()
-	}
-}
 
 // TestDropVerdict: with (dev,IF,drop=true), the packets the graph filters
 // out never reach the kernel stack, in XDP and at tc: of two UDP streams
@@ -60,7 +29,7 @@ func TestDropVerdict(t *testing.T) {
 		}
 	}
 	var keep, other *net.UDPConn
-	inNetns(t, nsB, func() {
+	netnstest.In(t, nsB, func() {
 		var err error
 		if keep, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 251, 0, 2), Port: 5000}); err != nil {
 			t.Error(err)
@@ -73,7 +42,7 @@ func TestDropVerdict(t *testing.T) {
 	defer keep.Close()
 	defer other.Close()
 	var sender *net.UDPConn
-	inNetns(t, nsA, func() {
+	netnstest.In(t, nsA, func() {
 		var err error
 		if sender, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 251, 0, 1)}); err != nil {
 			t.Error(err)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/google/gopacket/pcapgo"
+
+	"github.com/ffpf-go/ffpf/internal/netnstest"
 )
 
 // These tests put functions in the kernel (tc) and XDP flowspaces of a
@@ -23,9 +25,8 @@ import (
 // went out. They need root, ip(8) and tcpdump; under CI=true they must
 // run, elsewhere they skip when something is missing.
 
-// netnsPair creates namespaces <tag>a and <tag>b joined by a veth pair
-// (<tag>a in the first, <tag>b in the second) with IPv6 off, so that only
-// the test's frames cross it, and removes them at the end.
+// netnsPair creates two namespaces joined by a veth pair, removed at the
+// end (netnstest.Pair).
 func netnsPair(t *testing.T) (nsA, nsB, ifA, ifB string) {
 	t.Helper()
 	return netnsPairQueues(t, 1)
@@ -34,41 +35,7 @@ func netnsPair(t *testing.T) (nsA, nsB, ifA, ifB string) {
 // netnsPairQueues is netnsPair with veth interfaces of several queues.
 func netnsPairQueues(t *testing.T, queues int) (nsA, nsB, ifA, ifB string) {
 	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, tool := range []string{"ip", "tcpdump"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if len(missing) > 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("cannot test the eBPF flowspaces: missing %s", strings.Join(missing, ", "))
-		}
-		t.Skipf("needs %s", strings.Join(missing, ", "))
-	}
-	tag := fmt.Sprintf("ffk%d", os.Getpid()%100000)
-	nsA, nsB, ifA, ifB = tag+"na", tag+"nb", tag+"a", tag+"b"
-	sh := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	sh("netns", "add", nsA)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsA).Run() })
-	sh("netns", "add", nsB)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", nsB).Run() })
-	q := fmt.Sprint(queues)
-	sh("link", "add", ifA, "netns", nsA, "numtxqueues", q, "numrxqueues", q,
-		"type", "veth", "peer", "name", ifB, "netns", nsB, "numtxqueues", q, "numrxqueues", q)
-	for _, x := range [][2]string{{nsA, ifA}, {nsB, ifB}} {
-		exec.Command("ip", "netns", "exec", x[0], "sysctl", "-qw", "net.ipv6.conf."+x[1]+".disable_ipv6=1").Run()
-		sh("-n", x[0], "link", "set", x[1], "up")
-	}
-	return nsA, nsB, ifA, ifB
+	return netnstest.Pair(t, "ffk", "the eBPF flowspaces", queues)
 }
 
 // capture is an ffpf run in a namespace, stopped by SIGINT.

@@ -258,9 +258,6 @@ func (r *ringReader) add(ctx context.Context, s *stream, mask uint64, pkt []byte
 		clear(s.out)
 	}
 	slot := s.reg.Base + uint32(s.n)
-	if frame != nil {
-		s.got.Add(1)
-	}
 	if s.zc != nil && frame != nil {
 		// Refer to the frame where it is: the slot describes it.
 		*s.reg.PBuf.Meta(slot) = buffers.Meta{Timestamp: ts, Offset: frame.addr, CapLen: uint32(len(pkt)), WireLen: wire}
@@ -317,6 +314,9 @@ func (r *ringReader) flush(ctx context.Context, s *stream) {
 	s.msg.Packets = s.n
 	if s.zc == nil {
 		r.up.Copied(s.n)
+	}
+	if s.got != nil { // an AF_XDP stream: every packet was a frame taken
+		s.got.Add(uint64(s.n))
 	}
 	r.up.Send(ctx, s.msg)
 	s.msg, s.reg, s.n = nil, nil, 0

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/google/gopacket/pcapgo"
 	"golang.org/x/sys/unix"
+
+	"github.com/ffpf-go/ffpf/internal/netnstest"
 )
 
 // These tests transmit through XDP live frames on a veth pair between two
@@ -26,75 +27,6 @@ import (
 // with what Transmit (AF_PACKET) sends. They need root, ip(8), tcpdump and
 // Linux 5.18; under CI=true a missing one fails the test, elsewhere it
 // skips.
-
-// xdpPair creates the namespaces and the veth pair, with IPv6 off so that
-// only the test's frames cross it, and removes them at the end.
-func xdpPair(t *testing.T) (nsA, nsB, ifA, ifB string) {
-	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, tool := range []string{"ip", "tcpdump"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if len(missing) > 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("cannot test the XDP transmitter: missing %s", strings.Join(missing, ", "))
-		}
-		t.Skipf("needs %s", strings.Join(missing, ", "))
-	}
-	tag := fmt.Sprintf("ffx%d", os.Getpid()%100000)
-	nsA, nsB, ifA, ifB = tag+"na", tag+"nb", tag+"a", tag+"b"
-	ipCmd := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	for _, ns := range []string{nsA, nsB} {
-		exec.Command("ip", "netns", "del", ns).Run() // left over from a killed run
-		ipCmd("netns", "add", ns)
-		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	}
-	ipCmd("link", "add", ifA, "netns", nsA, "type", "veth", "peer", "name", ifB, "netns", nsB)
-	for _, x := range [][2]string{{nsA, ifA}, {nsB, ifB}} {
-		exec.Command("ip", "netns", "exec", x[0], "sysctl", "-qw", "net.ipv6.conf."+x[1]+".disable_ipv6=1").Run()
-		ipCmd("-n", x[0], "link", "set", x[1], "up")
-	}
-	return nsA, nsB, ifA, ifB
-}
-
-// inNetns runs f on a thread moved into the namespace, then moves the
-// thread back (or lets it die with the goroutine if it cannot).
-func inNetns(t *testing.T, ns string, f func()) {
-	t.Helper()
-	runtime.LockOSThread()
-	orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	defer unix.Close(orig)
-	target, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	defer unix.Close(target)
-	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		t.Fatalf("entering %s: %v", ns, err)
-	}
-	defer func() {
-		if unix.Setns(orig, unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	f()
-}
 
 const (
 	xdpDrop = 1
@@ -112,7 +44,7 @@ func attachXDP(t *testing.T, ns, iface string, action int32) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { prog.Close() })
-	inNetns(t, ns, func() {
+	netnstest.In(t, ns, func() {
 		ifc, err := netInterface(iface)
 		if err != nil {
 			t.Fatal(err)
@@ -143,7 +75,7 @@ func netInterface(name string) (int, error) {
 // the delay, so that tcpdump sees the frames in the order they came.
 func holdLastTap(t *testing.T, ns, iface string) {
 	t.Helper()
-	inNetns(t, ns, func() {
+	netnstest.In(t, ns, func() {
 		idx, err := netInterface(iface)
 		if err != nil {
 			t.Fatal(err)
@@ -232,7 +164,7 @@ func readPcapFrames(t *testing.T, file string) [][]byte {
 // transmitXDP runs TransmitXDP in ns and returns the frames it recorded.
 func transmitXDP(t *testing.T, ns, iface string, cfg Config, pps float64, pool int) (frames [][]byte, n, skipped int64, err error) {
 	t.Helper()
-	inNetns(t, ns, func() {
+	netnstest.In(t, ns, func() {
 		n, skipped, err = TransmitXDP(iface, cfg, pps, pool, func(b []byte, _ time.Time) error {
 			frames = append(frames, append([]byte(nil), b...))
 			return nil
@@ -257,7 +189,7 @@ func needLiveFrames(t *testing.T, err error) {
 func rxPackets(t *testing.T, ns, iface string) uint64 {
 	t.Helper()
 	var rx uint64
-	inNetns(t, ns, func() {
+	netnstest.In(t, ns, func() {
 		idx, err := netInterface(iface)
 		if err != nil {
 			t.Fatal(err)
@@ -293,7 +225,7 @@ func sameFrames(t *testing.T, what string, got, want [][]byte) {
 // TestXDPTransmitsTheTrace: the frames TransmitXDP records arrive on the
 // peer byte for byte, in order, and are those Transmit sends.
 func TestXDPTransmitsTheTrace(t *testing.T) {
-	nsA, nsB, ifA, ifB := xdpPair(t)
+	nsA, nsB, ifA, ifB := netnstest.Pair(t, "ffx", "the XDP transmitter", 1)
 	attachXDP(t, nsB, ifB, xdpPass)
 	cfg := Config{Seed: 7, Packets: 20000, Malformed: 0.02}
 	// How many frames go out: those Transmit sends.
@@ -338,7 +270,7 @@ func TestXDPTransmitsTheTrace(t *testing.T) {
 	// AF_PACKET sends (and refuses) the same frames.
 	var viaPacket [][]byte
 	var pn, pskipped int64
-	inNetns(t, nsA, func() {
+	netnstest.In(t, nsA, func() {
 		pn, pskipped, err = Transmit(ifA, cfg, 0, func(b []byte, _ time.Time) error {
 			viaPacket = append(viaPacket, append([]byte(nil), b...))
 			return nil
@@ -356,7 +288,7 @@ func TestXDPTransmitsTheTrace(t *testing.T) {
 // TestXDPCyclesThePool: with three times as many packets as the pool
 // holds, the pool's frames arrive three times, in order.
 func TestXDPCyclesThePool(t *testing.T) {
-	nsA, nsB, ifA, ifB := xdpPair(t)
+	nsA, nsB, ifA, ifB := netnstest.Pair(t, "ffx", "the XDP transmitter", 1)
 	attachXDP(t, nsB, ifB, xdpPass)
 	const pool = 1000
 	cfg := Config{Seed: 3, Packets: 3 * pool, Malformed: 0.02}
@@ -390,7 +322,7 @@ func TestXDPCyclesThePool(t *testing.T) {
 // also when an XDP program on the interface leaves TransmitXDP to slow
 // runs.
 func TestXDPPacing(t *testing.T) {
-	nsA, nsB, ifA, ifB := xdpPair(t)
+	nsA, nsB, ifA, ifB := netnstest.Pair(t, "ffx", "the XDP transmitter", 1)
 	attachXDP(t, nsB, ifB, xdpDrop)
 	for _, busy := range []bool{false, true} {
 		if busy {
@@ -415,12 +347,12 @@ func TestXDPPacing(t *testing.T) {
 // TestXDPCountsInterruptedRuns: signals raining on the sending thread cut
 // runs short; the count stays exact.
 func TestXDPCountsInterruptedRuns(t *testing.T) {
-	nsA, nsB, ifA, ifB := xdpPair(t)
+	nsA, nsB, ifA, ifB := netnstest.Pair(t, "ffx", "the XDP transmitter", 1)
 	attachXDP(t, nsB, ifB, xdpDrop)
 	cfg := Config{Seed: 9, Packets: 1000000, Malformed: 0.02}
 	var n, skipped, recorded int64
 	var err error
-	inNetns(t, nsA, func() {
+	netnstest.In(t, nsA, func() {
 		tid := unix.Gettid() // TransmitXDP runs on this locked thread
 		stop := make(chan bool)
 		defer close(stop)
@@ -449,8 +381,8 @@ func TestXDPCountsInterruptedRuns(t *testing.T) {
 // GRO would drop every XDP frame, so TransmitXDP refuses to send; with GRO
 // on (EnableGRO) they arrive.
 func TestXDPNeedsPeerNAPI(t *testing.T) {
-	nsA, nsB, ifA, ifB := xdpPair(t)
-	inNetns(t, nsB, func() {
+	nsA, nsB, ifA, ifB := netnstest.Pair(t, "ffx", "the XDP transmitter", 1)
+	netnstest.In(t, nsB, func() {
 		if err := setGRO(ifB, false); err != nil {
 			t.Fatal(err)
 		}
@@ -459,7 +391,7 @@ func TestXDPNeedsPeerNAPI(t *testing.T) {
 	if _, n, _, err := transmitXDP(t, nsA, ifA, cfg, 0, 0); !errors.Is(err, ErrNoXDPXmit) || n != 0 {
 		t.Fatalf("sending to a peer without NAPI: sent %d, error %v; want nothing sent and ErrNoXDPXmit", n, err)
 	}
-	inNetns(t, nsB, func() {
+	netnstest.In(t, nsB, func() {
 		if err := EnableGRO(ifB); err != nil {
 			t.Fatal(err)
 		}
@@ -480,7 +412,7 @@ func TestXDPNeedsPeerNAPI(t *testing.T) {
 // what the peer took: less than what fits, as the veth drops the rest of a
 // bulk from the first frame refused.
 func TestXDPReportsPeerLoss(t *testing.T) {
-	nsA, nsB, ifA, ifB := xdpPair(t)
+	nsA, nsB, ifA, ifB := netnstest.Pair(t, "ffx", "the XDP transmitter", 1)
 	attachXDP(t, nsB, ifB, xdpDrop)
 	if out, err := exec.Command("ip", "-n", nsB, "link", "set", ifB, "mtu", "1000").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
