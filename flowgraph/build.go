@@ -21,8 +21,9 @@ type lnode struct {
 	argPos lang.Pos // of the first argument's value: what a class's Validate usually blames
 	inputs []*lnode
 	lt     functions.LinkType
-	key    string    // identity, computed by overlay
-	fn     *Function // its function in the flowgraph, after overlay
+	caps   []functions.Capture // the captures whose packets reach it
+	key    string              // identity, computed by overlay
+	fn     *Function           // its function in the flowgraph, after overlay
 }
 
 // name is how messages refer to the node: its label, or its class.
@@ -248,6 +249,13 @@ func (b *builder) linkTypes(order []*lnode, snaplen int) error {
 			if len(n.inputs) > 0 {
 				ctx.LinkType = n.inputs[0].lt
 			}
+			for _, in := range n.inputs {
+				for _, c := range in.caps {
+					if !slices.Contains(ctx.Captures, c) {
+						ctx.Captures = append(ctx.Captures, c)
+					}
+				}
+			}
 		}
 		if n.class.Validate != nil {
 			if err := n.class.Validate(ctx); err != nil {
@@ -255,6 +263,12 @@ func (b *builder) linkTypes(order []*lnode, snaplen int) error {
 			}
 		}
 		n.lt = ctx.LinkType
+		n.caps = ctx.Captures
+		if n.class.IsSource() && len(n.caps) == 0 {
+			// A source that does not describe its capture is taken as a
+			// live one of its link type (gen, dev).
+			n.caps = []functions.Capture{functions.LiveCapture(n.lt)}
+		}
 	}
 	return nil
 }

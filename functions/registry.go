@@ -98,7 +98,33 @@ type Context struct {
 	LinkType  LinkType // link type of the packets that reach the function
 	Snaplen   int      // most bytes a PBuf slot holds
 	Flowspace string   // where it runs
+	// Captures are the distinct captures whose packets reach the function
+	// (a source's Validate sets its own; the flowgraph gives a function the
+	// union of its inputs'). Empty when checking without a source.
+	Captures []Capture
 }
+
+// Capture describes where a stream's packets were captured, as libpcap
+// needs to know it to compile a filter the way tcpdump does: for a capture
+// file (tcpdump -r) libpcap compiles differently than for a live interface
+// (DLT_NULL's address families, the byte order the file was written in,
+// "inbound" refused, "ip broadcast" with netmask 0).
+type Capture struct {
+	// File is set for packets read from a capture file.
+	File bool
+	// LinkTypeField is the link type as the file's header stores it:
+	// the LINKTYPE_ value in the low 16 bits and, above, the FCS length
+	// (pcap-savefile(5)); for a live capture, the link type.
+	LinkTypeField uint32
+	// Swapped is set for a file written in the other byte order than
+	// this machine's.
+	Swapped bool
+	// Snaplen is the file header's snap length (0 when unknown or live).
+	Snaplen uint32
+}
+
+// LiveCapture is the capture of packets of link type lt from an interface.
+func LiveCapture(lt LinkType) Capture { return Capture{LinkTypeField: uint32(lt)} }
 
 // Registry holds function classes by name.
 type Registry struct {
