@@ -16,17 +16,40 @@ const (
 	U64
 	I64
 	F64
+	U8 // a byte: a HyperLogLog register, a run of flag bytes
 )
 
-func (t FieldType) size() int {
-	if t == U32 {
+// Size returns the bytes one value takes; a value is aligned to its size.
+func (t FieldType) Size() int {
+	switch t {
+	case U8:
+		return 1
+	case U32:
 		return 4
 	}
 	return 8
 }
 
-// Field names a typed value at a byte offset of an MBuf. Count > 1 makes it
-// an array of Count consecutive values (a sketch row, a histogram).
+// String returns the type's name: u8, u32, u64, i64 or f64.
+func (t FieldType) String() string {
+	switch t {
+	case U8:
+		return "u8"
+	case U32:
+		return "u32"
+	case U64:
+		return "u64"
+	case I64:
+		return "i64"
+	case F64:
+		return "f64"
+	}
+	return fmt.Sprintf("FieldType(%d)", uint8(t))
+}
+
+// Field names a typed value at a byte offset of an MBuf. Count > 0 makes it
+// an array of Count consecutive values (a sketch row, a histogram), even
+// when Count is 1; 0 makes it one value.
 type Field struct {
 	Name   string
 	Type   FieldType
@@ -55,7 +78,7 @@ func NewMBuf(size int, order binary.ByteOrder, fields ...Field) *MBuf {
 	m := &MBuf{words: make([]uint64, (size+7)/8), order: order, fields: fields}
 	for _, f := range fields {
 		n := max(f.Count, 1)
-		if f.Offset < 0 || f.Offset+n*f.Type.size() > len(m.words)*8 || f.Offset%f.Type.size() != 0 {
+		if f.Offset < 0 || f.Offset+n*f.Type.Size() > len(m.words)*8 || f.Offset%f.Type.Size() != 0 {
 			panic(fmt.Sprintf("buffers: MBuf field %q out of bounds or unaligned", f.Name))
 		}
 	}
@@ -108,15 +131,22 @@ func (m *MBuf) Uint32(off int) uint32 {
 	return m.order.Uint32(m.Bytes()[off:])
 }
 
+// Uint8 reads the byte at off (atomically, as part of its 32-bit word).
+func (m *MBuf) Uint8(off int) uint8 {
+	var w [4]byte
+	Native.PutUint32(w[:], atomic.LoadUint32((*uint32)(unsafe.Pointer(&m.Bytes()[off&^3]))))
+	return w[off&3]
+}
+
 // Snapshot decodes every field into a map: a scalar field becomes a number,
 // an array a slice. It is control-plane code and allocates.
 func (m *MBuf) Snapshot() map[string]any {
 	out := make(map[string]any, len(m.fields))
 	for _, f := range m.fields {
-		if f.Count > 1 {
+		if f.Count > 0 {
 			vals := make([]any, f.Count)
 			for i := range vals {
-				vals[i] = m.decode(f.Type, f.Offset+i*f.Type.size())
+				vals[i] = m.decode(f.Type, f.Offset+i*f.Type.Size())
 			}
 			out[f.Name] = vals
 			continue
@@ -128,6 +158,8 @@ func (m *MBuf) Snapshot() map[string]any {
 
 func (m *MBuf) decode(t FieldType, off int) any {
 	switch t {
+	case U8:
+		return m.Uint8(off)
 	case U32:
 		return m.Uint32(off)
 	case U64:
