@@ -90,7 +90,7 @@ func testRegistry(t testing.TB) *functions.Registry {
 	must(&functions.Class{Name: "mod3", MinInputs: 1, MaxInputs: 1, New: func(*functions.Context) (functions.Function, error) {
 		return keepIf(func(p []byte) bool { return p[1] == 0 }), nil
 	}})
-	must(&functions.Class{Name: "count", MinInputs: 1, MaxInputs: -1,
+	must(&functions.Class{Name: "count", MinInputs: 1, MaxInputs: -1, State: counterState("packets"),
 		Params: []functions.Param{{Name: "tag", Type: functions.String}},
 		New: func(*functions.Context) (functions.Function, error) {
 			nOpened.Add(1)
@@ -100,6 +100,11 @@ func testRegistry(t testing.TB) *functions.Registry {
 		return nil, errors.New("cannot open the device")
 	}})
 	return r
+}
+
+// counterState declares a state of one u64 counter, as count keeps.
+func counterState(name string) *functions.State {
+	return &functions.State{Fields: []functions.StateField{{Name: name, Type: buffers.U64, Merge: functions.MergeSum}}}
 }
 
 // runAll populates exprs, runs the graph to the end and returns the state
@@ -248,6 +253,48 @@ func TestInstantiateIsAllOrNothing(t *testing.T) {
 	}
 	if nOpened.Load()-o != nClosed.Load()-c {
 		t.Errorf("opened %d, closed %d: something stayed open", nOpened.Load()-o, nClosed.Load()-c)
+	}
+}
+
+// TestInstantiateChecksDeclaredState: a class whose function keeps another
+// state than the class declares fails at instantiation, naming the field,
+// and what was created is released.
+func TestInstantiateChecksDeclaredState(t *testing.T) {
+	reg := testRegistry(t)
+	for _, c := range []*functions.Class{
+		{Name: "drift", MinInputs: 1, MaxInputs: -1, State: counterState("packets"),
+			New: func(*functions.Context) (functions.Function, error) {
+				nOpened.Add(1)
+				return &counter{buffers.NewMBuf(8, buffers.Native, buffers.Field{Name: "pkts", Type: buffers.U64})}, nil
+			}},
+		{Name: "hidden", MinInputs: 1, MaxInputs: -1,
+			New: func(*functions.Context) (functions.Function, error) {
+				nOpened.Add(1)
+				return &counter{buffers.NewMBuf(8, buffers.Native, buffers.Field{Name: "packets", Type: buffers.U64})}, nil
+			}},
+	} {
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for expr, want := range map[string]string{
+		"(src) > (count) > (drift)":  `drift#1: class drift declares state field 0 as packets u64 at byte 0, but the function's MBuf has pkts u64 at byte 0`,
+		"(src) > (count) > (hidden)": `hidden#1: class hidden declares no state in user, but the function keeps an MBuf of 8 bytes`,
+	} {
+		rt := New(Config{Registry: reg})
+		if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		o, c := nOpened.Load(), nClosed.Load()
+		if err := rt.Instantiate(); err == nil || err.Error() != want {
+			t.Errorf("%s: err = %v, want %s", expr, err, want)
+		}
+		if err := rt.Close(); err != nil {
+			t.Error(err)
+		}
+		if nOpened.Load()-o != nClosed.Load()-c {
+			t.Errorf("%s: opened %d, closed %d: something stayed open", expr, nOpened.Load()-o, nClosed.Load()-c)
+		}
 	}
 }
 

@@ -80,7 +80,7 @@ func lifecycleRegistry(t testing.TB) *functions.Registry {
 			t.Fatal(err)
 		}
 	}
-	must(&functions.Class{Name: "closecheck", MinInputs: 1, MaxInputs: -1,
+	must(&functions.Class{Name: "closecheck", MinInputs: 1, MaxInputs: -1, State: counterState("packets"),
 		Params: []functions.Param{{Name: "slow", Type: functions.Int, Default: "0"}, {Name: "tag", Type: functions.String}},
 		New: func(ctx *functions.Context) (functions.Function, error) {
 			return &closeCheck{slow: time.Duration(ctx.Params.Int("slow")) * time.Microsecond,

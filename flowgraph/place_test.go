@@ -51,7 +51,7 @@ func placeRegistry(t testing.TB) *functions.Registry {
 	must(&functions.Class{Name: "all", MinInputs: 1, MaxInputs: -1, New: func(*functions.Context) (functions.Function, error) {
 		return keepIf(func([]byte) bool { return true }), nil
 	}})
-	must(&functions.Class{Name: "pbufs", MinInputs: 1, MaxInputs: -1, New: func(*functions.Context) (functions.Function, error) {
+	must(&functions.Class{Name: "pbufs", MinInputs: 1, MaxInputs: -1, State: counterState("pbufs"), New: func(*functions.Context) (functions.Function, error) {
 		return &pbufCounter{seen: map[*buffers.PBuf]bool{},
 			m: buffers.NewMBuf(8, buffers.Native, buffers.Field{Name: "pbufs", Type: buffers.U64})}, nil
 	}})

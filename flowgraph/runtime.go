@@ -313,9 +313,13 @@ func (rt *Runtime) Instantiate() error {
 			err = fmt.Errorf("%s: %w", f.ID, err)
 			break
 		}
+		done = append(done, f)
+		if err = f.node.CheckState(); err != nil {
+			err = fmt.Errorf("%s: %w", f.ID, err)
+			break
+		}
 		f.live = true
 		f.ready.Store(true)
-		done = append(done, f)
 	}
 	if err == nil {
 		err = rt.connect()

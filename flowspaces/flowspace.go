@@ -125,3 +125,14 @@ func (n *Node) State() map[string]any {
 	}
 	return nil
 }
+
+// CheckState reports whether the node's function (or source), as its
+// flowspace instantiated it, keeps the state its class declares for the
+// flowspace's target (see functions.Class.CheckState).
+func (n *Node) CheckState() error {
+	var x any = n.Function
+	if n.Class.IsSource() {
+		x = n.Source
+	}
+	return n.Class.CheckState(n.Flowspace.Target(), n.Ctx.Params, x)
+}

@@ -23,6 +23,9 @@ type Class struct {
 	Name    string // lower case
 	Summary string // one line, for 'ffpf classes'
 	Params  []Param
+	// State declares the state a function of the class keeps (its MBuf's
+	// layout), nil for none; the flowgraph checks each function against it.
+	State *State
 	// MinInputs and MaxInputs bound how many functions may feed this one;
 	// both are 0 for a source, MaxInputs < 0 means no limit.
 	MinInputs, MaxInputs int

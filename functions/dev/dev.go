@@ -36,6 +36,15 @@ func init() {
 			{Name: "drop", Type: functions.Bool, Default: "false",
 				Summary: "in XDP or tc: the packets the graph filters out are dropped at the hook instead of going on to the kernel stack"},
 		},
+		// At an eBPF hook the state counts what the hook's verdicts took
+		// from the kernel stack (the eBPF flowspace keeps it); through
+		// libpcap there is none.
+		State: &functions.State{Fields: []functions.StateField{
+			{Name: "stolen", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Targets: ebpfTargets,
+				Summary: "packets of this capture's functions redirected to AF_XDP (steal=true)"},
+			{Name: "discarded", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Targets: ebpfTargets,
+				Summary: "filtered packets dropped at the hook (drop=true)"},
+		}},
 		// In the kernel and XDP flowspaces the source is the eBPF hook on
 		// the interface itself.
 		Targets:   []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
@@ -73,6 +82,9 @@ func init() {
 		},
 	})
 }
+
+// ebpfTargets are the flowspaces where a dev is an eBPF hook.
+var ebpfTargets = []functions.Target{functions.TargetKernel, functions.TargetXDP}
 
 func ifaceName(v functions.Value) error {
 	if v.Str == "" || len(v.Str) > 255 || strings.ContainsAny(v.Str, "/\x00") {
