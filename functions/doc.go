@@ -1,12 +1,15 @@
 // Package functions is the registry of function classes: for each class its
-// name, parameter schema (types, defaults, units, validation), port arity and
-// the execution targets (flowspace kinds) it has an implementation for.
+// name, parameter schema (types, defaults, units, validation), port arity,
+// the execution targets (flowspace kinds) it has an implementation for, and
+// the layout of the state (MBuf) its functions keep, declared so that it is
+// known without instantiating one.
 //
 // A class lives in its own package under functions/ (with a README.md that
 // documents it) and registers itself in init, CoreDNS-plugin style; the
 // package functions/builtin imports them all. A function is an instance of a
 // class: the flowgraph binds parameters from an expression (Class.Bind) and a
-// flowspace instantiates it (Class.New or Class.NewSource).
+// flowspace instantiates it (Class.New or Class.NewSource); the flowgraph
+// then checks the function keeps the state its class declares (Class.State).
 //
 // The one rule for implementations: Process runs on the datapath. It gets a
 // batch, compacts it in place and must not allocate, block or call anything

@@ -13,8 +13,10 @@ import (
 const classesSynopsis = `[--json]
 
 Lists the function classes: what each does, its parameters (type, default,
-unit) and the flowspaces it can run in. The first parameter may be given
-without its key: (bpf,"tcp") is (bpf,expr="tcp").`
+unit), the flowspaces it can run in, and the state a function keeps (the
+fields 'run --json' shows: type, unit, and how an eBPF flowspace merges its
+per-CPU copies). The first parameter may be given without its key:
+(bpf,"tcp") is (bpf,expr="tcp").`
 
 type classDoc struct {
 	Name      string     `json:"name"`
@@ -24,6 +26,25 @@ type classDoc struct {
 	MaxInputs int        `json:"max_inputs"`
 	Targets   []string   `json:"targets"`
 	Params    []paramDoc `json:"params"`
+	State     *stateDoc  `json:"state,omitempty"` // absent for a class without state
+}
+
+type stateDoc struct {
+	ByteOrder string          `json:"byte_order"` // native, big-endian, little-endian
+	Fields    []stateFieldDoc `json:"fields"`
+}
+
+type stateFieldDoc struct {
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`             // of one value: u8, u32, u64, i64, f64
+	Len      int      `json:"len,omitempty"`    // an array of this many values
+	LenOf    string   `json:"len_of,omitempty"` // an array as long as this, from the parameters
+	Parity   bool     `json:"parity,omitempty"` // kept twice, one copy per epoch parity
+	Unit     string   `json:"unit,omitempty"`
+	Merge    string   `json:"merge"`             // sum, max, or, shared
+	Targets  []string `json:"targets,omitempty"` // only in these flowspaces
+	Summary  string   `json:"summary"`
+	typeName string
 }
 
 type paramDoc struct {
@@ -48,6 +69,18 @@ func describeClasses(reg *functions.Registry) []classDoc {
 			d.Params = append(d.Params, paramDoc{Name: p.Name, Type: p.Type.String(), Default: p.Default,
 				Required: p.Required, Unit: p.Unit, Summary: p.Summary, Enum: p.Enum})
 		}
+		if st := c.State; st != nil {
+			d.State = &stateDoc{ByteOrder: st.OrderName()}
+			for i := range st.Fields {
+				f := &st.Fields[i]
+				fd := stateFieldDoc{Name: f.Name, Type: f.Type.String(), Len: f.Len, LenOf: f.LenDoc,
+					Parity: f.Parity, Unit: f.Unit, Merge: f.Merge.String(), Summary: f.Summary, typeName: f.TypeName()}
+				for _, t := range f.Targets {
+					fd.Targets = append(fd.Targets, string(t))
+				}
+				d.State.Fields = append(d.State.Fields, fd)
+			}
+		}
 		docs = append(docs, d)
 	}
 	return docs
@@ -69,7 +102,12 @@ func cmdClasses(args []string, stdout, stderr io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(docs)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	return printClasses(stdout, docs)
+}
+
+// printClasses prints the classes as text, aligned in columns.
+func printClasses(w io.Writer, docs []classDoc) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, d := range docs {
 		if i > 0 {
 			fmt.Fprintln(tw)
@@ -97,6 +135,21 @@ func cmdClasses(args []string, stdout, stderr io.Writer) error {
 				typ += " (" + p.Unit + ")"
 			}
 			fmt.Fprintf(tw, "\t  %s\t%s\t%s\t%s\n", p.Name, typ, def, p.Summary)
+		}
+		if d.State == nil {
+			continue
+		}
+		fmt.Fprintf(tw, "\tstate (%s byte order):\n", d.State.ByteOrder)
+		for _, f := range d.State.Fields {
+			typ := f.typeName
+			if f.Unit != "" {
+				typ += " (" + f.Unit + ")"
+			}
+			summary := f.Summary
+			if len(f.Targets) > 0 {
+				summary = "in " + strings.Join(f.Targets, ", ") + ": " + summary
+			}
+			fmt.Fprintf(tw, "\t  %s\t%s\tmerge=%s\t%s\n", f.Name, typ, f.Merge, summary)
 		}
 	}
 	return tw.Flush()
