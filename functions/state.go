@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ffpf-go/ffpf/buffers"
 )
@@ -142,9 +141,9 @@ func (s *State) Validate() error {
 			return fmt.Errorf("state field %d has no name", i)
 		case seen[f.Name]:
 			return fmt.Errorf("state field %s is declared twice", f.Name)
-		case strings.HasPrefix(f.Type.String(), "FieldType("):
+		case !slices.Contains([]buffers.FieldType{buffers.U8, buffers.U32, buffers.U64, buffers.I64, buffers.F64}, f.Type):
 			return fmt.Errorf("state field %s has no type", f.Name)
-		case strings.HasPrefix(f.Merge.String(), "Merge("):
+		case f.Merge < MergeSum || f.Merge > MergeShared:
 			return fmt.Errorf("state field %s does not say how per-CPU copies merge", f.Name)
 		case f.Merge == MergeOr && (f.Type == buffers.I64 || f.Type == buffers.F64):
 			return fmt.Errorf("state field %s: bits are unsigned, not %v", f.Name, f.Type)
