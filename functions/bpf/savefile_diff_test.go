@@ -2,10 +2,12 @@ package bpf
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ffpf-go/ffpf/functions"
@@ -484,4 +486,40 @@ func TestCapturesJoined(t *testing.T) {
 	if _, err := c.EBPF(ctx); err == nil {
 		t.Error("the eBPF hook accepts a filter that differs between its captures")
 	}
+}
+
+// TestCompileConcurrent: compiles from several goroutines (populates of
+// concurrent requests) give the programs a lone compile gives.
+func TestCompileConcurrent(t *testing.T) {
+	caps := []functions.Capture{
+		{File: true, LinkTypeField: 0, Snaplen: 65535, Swapped: true},
+		{File: true, LinkTypeField: fcsField, Snaplen: 262144},
+		functions.LiveCapture(functions.LinkSLL2),
+		functions.LiveCapture(functions.LinkEthernet),
+	}
+	exprs := []string{"ip6 and udp", "tcp and dst port 80", "inbound", "ip broadcast", "vlan and tcp"}
+	type key struct{ c, e int }
+	want := map[key]string{}
+	for i, c := range caps {
+		for j, e := range exprs {
+			insns, err := CompileFor(e, c, 0)
+			want[key{i, j}] = fmt.Sprint(insns, err)
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range 200 {
+				k := key{(g + n) % len(caps), n % len(exprs)}
+				insns, err := CompileFor(exprs[k.e], caps[k.c], 0)
+				if got := fmt.Sprint(insns, err); got != want[k] {
+					t.Errorf("%q for %+v: concurrently %s, alone %s", exprs[k.e], caps[k.c], got, want[k])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
