@@ -25,16 +25,26 @@ func init() {
 	})
 }
 
-// validateFilter compiles the expression for the input's link type and
-// snap length at populate time, so that a bad filter fails the request
-// before anything is instantiated.
+// validateFilter compiles the expression for the captures that reach the
+// filter (see CompileCaptures) at populate time, so that a bad filter fails
+// the request before anything is instantiated.
 func validateFilter(ctx *functions.Context) error {
-	_, err := CompileAndLoad(ctx.Params.Str("expr"), ctx.LinkType, ctx.Snaplen)
+	_, err := compileContext(ctx)
 	return err
 }
 
 func newFilter(ctx *functions.Context) (functions.Function, error) {
-	return NewFilter(ctx.Params.Str("expr"), ctx.LinkType, ctx.Snaplen)
+	prog, err := compileContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{expr: ctx.Params.Str("expr"), lt: ctx.LinkType, snaplen: ctx.Snaplen, prog: prog}, nil
+}
+
+// compileContext compiles the class's expression as tcpdump would for the
+// captures in ctx: as `tcpdump -r` for a file, for the link type otherwise.
+func compileContext(ctx *functions.Context) (*Program, error) {
+	return CompileCapturesAndLoad(ctx.Params.Str("expr"), ctx.LinkType, ctx.Captures, ctx.Snaplen)
 }
 
 // Filter is an instance of the bpf class: a compiled, loaded filter.
@@ -45,8 +55,8 @@ type Filter struct {
 	prog    *Program
 }
 
-// NewFilter compiles expr for link type lt and snap length snaplen (see
-// Compile) and loads it.
+// NewFilter compiles expr for a live capture of link type lt and snap
+// length snaplen (see Compile) and loads it.
 func NewFilter(expr string, lt functions.LinkType, snaplen int) (*Filter, error) {
 	prog, err := CompileAndLoad(expr, lt, snaplen)
 	if err != nil {

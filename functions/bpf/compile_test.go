@@ -20,7 +20,9 @@ func TestCompileErrors(t *testing.T) {
 		{"tcp and", functions.LinkEthernet, `bad filter expression "tcp and": `},
 		{"ip[2:2] / 0 = 1", functions.LinkEthernet, `bad filter expression "ip[2:2] / 0 = 1": division by zero`},
 		{"ip[0] << 33 = 0", functions.LinkEthernet, `shift by more than 31 bits`},
-		{"tcp", functions.LinkSLL2, `link type LINUX_SLL2 (276): only link types up to 255`},
+		// Link types above 255 reach libpcap whole, and its own message.
+		{"vlan", functions.LinkSLL2, `bad filter expression "vlan": no VLAN support for Linux cooked v2`},
+		{"ip", 281, `bad filter expression "ip": Broadcom tag link-layer type filtering not implemented`},
 		{"tcp", 147, `bad filter expression "tcp": DLT 147 link-layer type filtering not implemented`},
 	}
 	for _, c := range cases {
@@ -85,7 +87,7 @@ func TestDisassembleMatchesTcpdump(t *testing.T) {
 	for _, lt := range []struct {
 		name string
 		lt   functions.LinkType
-	}{{"EN10MB", functions.LinkEthernet}, {"RAW", functions.LinkRaw}, {"LINUX_SLL", functions.LinkLinuxSLL}} {
+	}{{"EN10MB", functions.LinkEthernet}, {"RAW", functions.LinkRaw}, {"LINUX_SLL", functions.LinkLinuxSLL}, {"LINUX_SLL2", functions.LinkSLL2}} {
 		for _, expr := range exprs {
 			insns, cerr := Compile(expr, lt.lt, 1500)
 			out, err := exec.Command(tcpdump, "-y", lt.name, "-s", "1500", "-d", expr).Output()

@@ -200,12 +200,10 @@ func TestHostileProtochain(t *testing.T) {
 	if _, looped := refRun(insns, pkt, uint32(len(pkt))); !looped {
 		t.Fatal("hostile packet does not loop in the reference interpreter")
 	}
-	start := time.Now()
+	// Ours returns, rejecting the packet (no wall-clock bound: under
+	// load it would measure the machine, not the loop budget).
 	if got := p.Run(pkt, uint32(len(pkt))); got != 0 {
 		t.Fatalf("Run = %d, want 0", got)
-	}
-	if d := time.Since(start); d > 10*time.Millisecond {
-		t.Fatalf("Run took %v", d)
 	}
 	// A chain of 70 extension headers needs more than current libpcap's 64
 	// backward jumps; libpcap 1.10 (the oracle) accepts it, and so do we.

@@ -2,9 +2,15 @@
 // pcap-filter(7) expression ("tcp and dst port 80") applied to every batch
 // of packets that reaches it.
 //
-// The expression is compiled by libpcap itself (Compile: pcap_compile
-// through gopacket's cgo binding, the program `tcpdump -dd` prints) and
-// executed by this package's own classic BPF engine (Load, Program.Run,
+// The expression is compiled by libpcap itself, for the captures whose
+// packets reach the filter (functions.Context.Captures), as tcpdump
+// compiles it: for a live capture on a dead handle of the link type
+// (Compile, the program `tcpdump -dd` prints), for a capture file on a
+// handle opened on the file's header (CompileFor, what `tcpdump -r FILE
+// -dd` prints: libpcap's savefile rules for DLT_NULL address families,
+// byte order, "inbound", netmask 0). A filter for which two of its
+// captures give different programs fails at populate (CompileCaptures).
+// The program is executed by this package's own classic BPF engine (Load, Program.Run,
 // Program.Filter): the program is validated like libpcap's bpf_validate,
 // pre-decoded with absolute jump targets, and its most frequent
 // instruction pairs and triples are fused into superinstructions, so a
@@ -24,6 +30,6 @@
 // filter sees only the captured bytes, so with a short snap length a
 // packet whose header was cut fails "tcp port 80" although the packet on
 // the wire would match; and "len"/"greater"/"less" test the wire length,
-// not the captured one. Compiling needs libpcap (cgo) at populate time;
-// running does not.
+// not the captured one. Compiling needs libpcap (cgo, in
+// internal/libpcap) at populate time; running does not.
 package bpf

@@ -20,7 +20,7 @@ type ebpfFilter struct{ insns []xbpf.Instruction }
 // express it: a backward jump (libpcap's protochain) is a loop, which the
 // verifier refuses, so such a filter stays in userspace.
 func newEBPF(ctx *functions.Context) (ebpfgen.Function, error) {
-	prog, err := CompileAndLoad(ctx.Params.Str("expr"), ctx.LinkType, ctx.Snaplen)
+	prog, err := compileContext(ctx)
 	if err != nil {
 		return nil, err
 	}

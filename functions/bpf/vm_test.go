@@ -5,7 +5,6 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
-	"time"
 )
 
 // Mnemonic opcodes for hand-written programs.
@@ -278,16 +277,14 @@ func TestLoopBudget(t *testing.T) {
 			t.Errorf("caplen %d: libpcap returns %d", size, lib)
 		}
 	}
-	// A hostile loop on a maximal capture is cut short quickly.
+	// A hostile loop on a maximal capture is cut short: it returns (a
+	// wall-clock bound would only measure the machine's load; the count
+	// of jumps allowed is checked above).
 	prog := []Instruction{s(ldImm, 1), s(aluK(aluADD), 1), s(ja, back(2)), rA}
 	p, _ := Load(prog)
 	big := make([]byte, DefaultSnaplen)
-	start := time.Now()
 	if got := p.Run(big, uint32(len(big))); got != 0 {
 		t.Fatalf("got %d", got)
-	}
-	if d := time.Since(start); d > 100*time.Millisecond {
-		t.Errorf("budget on %d bytes took %v", len(big), d)
 	}
 }
 
