@@ -204,7 +204,7 @@ func TestHostileProtochain(t *testing.T) {
 	if got := p.Run(pkt, uint32(len(pkt))); got != 0 {
 		t.Fatalf("Run = %d, want 0", got)
 	}
-	if d := time.Since(start); d > 10*time.Millisecond {
+	if d := time.Since(start); d > time.Second { // microseconds; a loop without the budget never ends
 		t.Fatalf("Run took %v", d)
 	}
 	// A chain of 70 extension headers needs more than current libpcap's 64
