@@ -24,10 +24,12 @@ demo: build
 	@test -f $(OUT)/b.pcap || $(BIN) gen -o $(OUT)/b.pcap --packets 1000000 --seed 2
 	$(BIN) run '[[(pcap,file=$(OUT)/a.pcap)|(pcap,file=$(OUT)/b.pcap)] > (BPF,expr="tcp and dst port 80")] > [(pktcount)|(bytecount)]'
 
+# -timeout: cmd/ffpf alone takes 7 to 10 minutes on a loaded 2-core machine,
+# go test's default limit.
 test: deps
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./buffers/ ./bridges/... ./flowspaces/... ./flowgraph/ ./functions/dev/ ./functions/pcap/
+	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 30m -race ./buffers/ ./bridges/... ./flowspaces/... ./flowgraph/ ./functions/dev/ ./functions/pcap/
 
 # Throughput and latency against baselines run in the same script.
 bench: build

@@ -353,13 +353,13 @@ func TestStopKeepsStateReadable(t *testing.T) {
 	if err := rt.Activate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	running(t, rt)
 	rt.Stop()
 	n := rt.Packets()
 	if n == 0 || n >= 1e9 {
 		t.Fatalf("stopped after %d packets", n)
 	}
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // were they flowing still, some would pass meanwhile
 	if rt.Packets() != n {
 		t.Error("packets still flow after Stop")
 	}

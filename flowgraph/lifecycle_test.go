@@ -158,7 +158,7 @@ func bridge(rt *Runtime, from, to string) BridgeState {
 
 func noLeak(t *testing.T, before int) {
 	t.Helper()
-	for deadline := time.Now().Add(3 * time.Second); runtime.NumGoroutine() > before; {
+	for deadline := time.Now().Add(30 * time.Second); runtime.NumGoroutine() > before; {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<16)
 			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
@@ -193,6 +193,7 @@ func TestCancelMidFlightAccounting(t *testing.T) {
 		if err := rt.Activate(ctx); err != nil {
 			t.Fatal(err)
 		}
+		running(t, rt) // mid-flight: traffic flows, then a few ms more
 		time.Sleep(time.Duration(2+i%5) * time.Millisecond)
 		cancel()
 		done := make(chan error, 1)
@@ -241,6 +242,7 @@ func TestStopMidFlightNothingLostSilently(t *testing.T) {
 				if err := rt.Activate(context.Background()); err != nil {
 					t.Fatal(err)
 				}
+				waitUntil(t, "packets crossed the bridge", func() bool { return bridge(rt, "nic0", "user").Out > 0 })
 				time.Sleep(time.Duration(1+i%4) * time.Millisecond)
 				rt.Stop()
 				if err := rt.Close(); err != nil {
@@ -368,7 +370,11 @@ func TestRemoveLeavesNoStaleRoute(t *testing.T) {
 		if err := rt.Activate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond) // the bridge fills: closecheck is slow
+		// The bridge fills: closecheck is slow.
+		waitUntil(t, "the bridge holds packets", func() bool {
+			b := bridge(rt, "nic0", "user")
+			return b.Out > 0 && b.In > b.Out+b.Dropped
+		})
 		a := afterClose.Load()
 		if err := rt.Remove(r1); err != nil {
 			t.Fatal(err)
@@ -402,7 +408,8 @@ func TestRemoveRunningSource(t *testing.T) {
 		if err := rt.Activate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		waitUntil(t, "the live source delivered", func() bool { return state(rt, "closecheck#1").In > 0 })
+		time.Sleep(time.Duration(i%3) * time.Millisecond) // in the middle of a Fill (2 ms each), or not
 		a := afterClose.Load()
 		if err := rt.Remove(r1); err != nil {
 			t.Fatal(err)
@@ -438,14 +445,16 @@ func TestReceivePoolGrowsWhileCopying(t *testing.T) {
 	if err := rt.Activate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	waitUntil(t, "the first source's packets arrive", func() bool { return state(rt, "count#1").In > 0 })
 	if _, err := rt.Populate(`(cap,if=eth1) > (even) > (count,tag=b)`, RequestOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.Instantiate(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	waitUntil(t, "the larger packets arrive", func() bool { return state(rt, "count#2").In > 0 })
+	before := state(rt, "count#1").In
+	waitUntil(t, "the first source's packets still arrive", func() bool { return state(rt, "count#1").In > before })
 	rt.Stop()
 	rt.Close()
 	checkInvariants(t, "after", rt)
@@ -807,7 +816,9 @@ func TestRemoveIsNotADrop(t *testing.T) {
 			t.Fatal(err)
 		}
 		rt.Activate(context.Background())
-		time.Sleep(3 * time.Millisecond)
+		waitUntil(t, "both requests see packets", func() bool {
+			return state(rt, "closecheck#1").In > 0 && state(rt, "closecheck#2").In > 0
+		})
 		if err := rt.Remove(r); err != nil {
 			t.Fatal(err)
 		}
@@ -923,14 +934,18 @@ func TestPlanPBufsAfterPoolGrows(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt.Activate(context.Background())
-	time.Sleep(3 * time.Millisecond)
+	waitUntil(t, "pbufs sees packets", func() bool { return state(rt, "pbufs#1").In > 0 })
 	if _, err := rt.Populate(`(cap,if=eth1) > (even) > (count)`, RequestOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.Instantiate(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Millisecond)
+	// Stop once batches copied after the growth reached pbufs: the longer
+	// packets arrived, and pbufs took more in after that.
+	waitUntil(t, "the longer packets arrive", func() bool { return state(rt, "count#1").In > 0 })
+	seen := state(rt, "pbufs#1").In
+	waitUntil(t, "pbufs sees packets after the growth", func() bool { return state(rt, "pbufs#1").In > seen })
 	rt.Stop()
 	var planned []string
 	for _, f := range rt.Plan().Functions {

@@ -2,6 +2,7 @@ package flowgraph
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
@@ -49,17 +50,35 @@ func gatedRegistry(t *testing.T, allow *atomic.Int64) *functions.Registry {
 	return reg
 }
 
-// waitFor waits until the source has emitted n packets in total.
+// waitFor waits until the sources have emitted n packets in total (not
+// until they went their way through the graph: waitUntil that).
 func waitFor(t *testing.T, rt *Runtime, n uint64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); rt.Packets() < n; {
+	waitUntil(t, fmt.Sprintf("the sources emitted %d packets", n), func() bool { return rt.Packets() >= n })
+}
+
+// waitUntil waits until cond holds: the tests wait for what they need to
+// have happened, not for a time; the deadline only ends a test that hangs.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(100 * time.Microsecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the source emitted %d packets, want %d", rt.Packets(), n)
+			t.Fatalf("gave up waiting (30 s) until %s", what)
 		}
-		time.Sleep(100 * time.Microsecond)
 	}
-	// Let the last batch finish its way through the graph.
-	time.Sleep(5 * time.Millisecond)
+}
+
+// running waits until packets flow in rt.
+func running(t *testing.T, rt *Runtime) { t.Helper(); waitFor(t, rt, 1) }
+
+// state returns the state of function id now.
+func state(rt *Runtime, id string) FunctionState {
+	for _, f := range rt.Functions() {
+		if f.ID == id {
+			return f
+		}
+	}
+	return FunctionState{}
 }
 
 // TestOverlayWhileRunning: a request added to a running flowgraph shares
@@ -113,6 +132,10 @@ func TestOverlayWhileRunning(t *testing.T) {
 			defer func() { close(stop); <-polled }()
 			allow.Store(10000)
 			waitFor(t, rt, 10000)
+			// The second request must see packets from 10000 on only:
+			// wait until the first 10000 went their way (5000 even ones
+			// counted by the first request) before adding it.
+			waitUntil(t, "the first request counted 5000", func() bool { return state(rt, "count#1").In == 5000 })
 
 			r2, err := rt.Populate(src+` > (even) > [(count,tag=two) | (mod3) > (count,tag=three)]`, RequestOptions{})
 			if err != nil {
@@ -296,11 +319,5 @@ func TestFailedInstantiateLeavesNothing(t *testing.T) {
 			t.Errorf("the running count saw %v packets, want 10000", f.State["packets"])
 		}
 	}
-	for deadline := time.Now().Add(2 * time.Second); runtime.NumGoroutine() > before; {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(time.Millisecond)
-	}
+	noLeak(t, before)
 }

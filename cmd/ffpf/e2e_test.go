@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -325,16 +326,12 @@ func TestSIGINTPrintsFinalState(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait until packets flow (the handler is installed before that), so
-	// that a slow machine does not get the signal during start-up.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		time.Sleep(200 * time.Millisecond)
-		if wrote.Load() || time.Now().After(deadline) {
-			break
-		}
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)); err == nil && cpuTicks(st) >= 20 {
-			break // 0.2 s of CPU: it is running the graph
-		}
-	}
+	// that a slow machine does not get the signal during start-up: 0.2 s
+	// of CPU is far more than start-up takes, so it is running the graph.
+	waitProc(t, cmd, "ffpf has run for 0.2 s of CPU", func(pid int) bool {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return wrote.Load() || err == nil && cpuTicks(st) >= 20
+	})
 	cmd.Process.Signal(os.Interrupt)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -343,7 +340,7 @@ func TestSIGINTPrintsFinalState(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit after SIGINT: %v; %s", err, errb.String())
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("ffpf did not stop on SIGINT")
 	}
@@ -357,11 +354,26 @@ func TestSIGINTPrintsFinalState(t *testing.T) {
 	}
 }
 
-// cpuTicks returns utime+stime from a /proc/PID/stat line.
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
+// waitProc waits until cond holds for the running cmd; the deadline only
+// ends a test that would hang. It fails if cmd ends first.
+func waitProc(t *testing.T, cmd *exec.Cmd, what string, cond func(pid int) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !cond(cmd.Process.Pid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("gave up waiting (60 s) until %s", what)
+		}
+		if err := syscall.Kill(cmd.Process.Pid, 0); err != nil {
+			t.Fatalf("ffpf ended before %s", what)
+		}
+	}
+}
+
+// cpuTicks returns utime+stime from a /proc/PID/stat line.
 func cpuTicks(stat []byte) int {
 	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 	if len(f) < 13 {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 const (
@@ -170,14 +169,21 @@ func TestSIGINTOnAHierarchy(t *testing.T) {
 	}
 	big := filepath.Join(t.TempDir(), "big.yaml")
 	os.WriteFile(big, []byte(strings.ReplaceAll(string(src), "packets=20000", "packets=1G")), 0o644)
+	exported := filepath.Join(t.TempDir(), "o.pcap")
 	cmd := exec.Command(ffpfBin, "run", "--json", "--hierarchy", big,
-		`[[(dev,expr=eth0) > (bpf,"udp") | (dev,expr=eth1)] > (bpf,expr="tcp or udp")] > (pktcount) > (export,file=`+filepath.Join(t.TempDir(), "o.pcap")+`)`)
+		`[[(dev,expr=eth0) > (bpf,"udp") | (dev,expr=eth1)] > (bpf,expr="tcp or udp")] > (pktcount) > (export,file=`+exported+`)`)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	// ^C in the middle of the run: once a megabyte of packets (from both
+	// boards, a thousand and more) reached the export (the handler is
+	// installed before the graph runs).
+	waitProc(t, cmd, "a megabyte of packets is exported", func(int) bool {
+		st, err := os.Stat(exported)
+		return err == nil && st.Size() >= 1<<20
+	})
 	cmd.Process.Signal(os.Interrupt)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%v: %s", err, errb.String())

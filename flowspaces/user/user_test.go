@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,26 +220,53 @@ func TestVanishedMemoryIsAnErrorNotACrash(t *testing.T) {
 }
 
 // tricklingSource delivers one packet per Fill, slowly, like a quiet link.
-type tricklingSource struct{ loopSource }
+// It waits, as a quiet link would, until the two workers read: its first
+// Fill until both claim from the budget, its second until the other source
+// delivered a packet too; a goroutine that the machine starts late then
+// cannot find the limit spent by the other source already.
+type tricklingSource struct {
+	loopSource
+	budget *Budget
+	other  *tricklingSource
+	got    atomic.Int64
+}
 
 func (s *tricklingSource) Fill(b *buffers.Batch) error {
+	switch s.i {
+	case 0:
+		waitTest(func() bool { return s.budget.sources.Load() == 2 })
+	case 1:
+		waitTest(func() bool { return s.other.got.Load() > 0 })
+	}
 	time.Sleep(100 * time.Microsecond)
 	p := s.pkts[0]
 	b.Append(p, uint32(len(p)), 0)
 	s.i++
+	s.got.Add(1)
 	return nil
+}
+
+// waitTest waits until cond holds, or gives up after 30 s (the test then
+// fails on what it checks).
+func waitTest(cond func() bool) {
+	for deadline := time.Now().Add(30 * time.Second); !cond() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Microsecond)
+	}
 }
 
 // TestLimitIsSharedBySlowSources: a source that finds the limit reserved by
 // another one's running Fill must wait for the unused part, not give up.
 func TestLimitIsSharedBySlowSources(t *testing.T) {
 	for range 3 {
-		a, b := &tricklingSource{loopSource{pkts: testPackets()}}, &tricklingSource{loopSource{pkts: testPackets()}}
+		budget := NewBudget(40)
+		a := &tricklingSource{loopSource: loopSource{pkts: testPackets()}, budget: budget}
+		b := &tricklingSource{loopSource: loopSource{pkts: testPackets()}, budget: budget, other: a}
+		a.other = b
 		mk := func(id string, s functions.Source) *flowspaces.Node {
 			return &flowspaces.Node{ID: id, Class: &functions.Class{Name: "src",
 				NewSource: func(*functions.Context) (functions.Source, error) { return s, nil }}}
 		}
-		fs := New(Options{Budget: NewBudget(40)})
+		fs := New(Options{Budget: budget})
 		setup(t, fs, []*flowspaces.Node{mk("a", a), mk("b", b)})
 		fs.Activate(context.Background())
 		fs.Wait()

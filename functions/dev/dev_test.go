@@ -159,7 +159,7 @@ func TestCapture(t *testing.T) {
 	const n = 1000
 	fr := frames(n, ifc.HardwareAddr)
 	inject(t, b, fr)
-	got, noise := collect(t, s, n, 5*time.Second)
+	got, noise := collect(t, s, n, 30*time.Second) // returns once all arrived
 	if len(got) != n {
 		t.Fatalf("captured %d of %d frames (and %d others)", len(got), n, noise)
 	}
@@ -190,7 +190,7 @@ func TestSnaplen(t *testing.T) {
 	pb := buffers.NewPBuf(256, 100)
 	bt := buffers.NewBatch(pb, 0, 256, 0)
 	seen := 0
-	end := time.Now().Add(3 * time.Second)
+	end := time.Now().Add(30 * time.Second) // the loop ends once all arrived
 	for seen < 20 && time.Now().Before(end) {
 		bt.Reset()
 		s.Fill(bt)
@@ -208,8 +208,20 @@ func TestSnaplen(t *testing.T) {
 	}
 }
 
+// The Source contract says a live source's Fill returns within about
+// 100 ms on an idle link. One Fill may take much longer on a loaded machine
+// under the race detector (650 ms was seen), so a single call is only held
+// to promptly, which tells a Fill that returns from one that waits for
+// packets; the fastest of several calls, which load does not delay all
+// alike, is held to fastFill, which tells the contract's 100 ms from a
+// timeout of a second.
+const (
+	promptly = 3 * time.Second
+	fastFill = 500 * time.Millisecond
+)
+
 // TestIdleAndClose checks that Fill returns promptly on an idle link, and
-// that Close from another goroutine ends a running Fill loop.
+// that Close from another goroutine ends a running Fill loop promptly.
 func TestIdleAndClose(t *testing.T) {
 	a, _ := vethPair(t, "i")
 	s, err := Open(a, Options{})
@@ -218,42 +230,71 @@ func TestIdleAndClose(t *testing.T) {
 	}
 	pb := buffers.NewPBuf(256, s.Info().MaxCapLen)
 	b := buffers.NewBatch(pb, 0, 256, 0)
-	for i := 0; i < 3; i++ {
+	var fastest time.Duration
+	for i := 0; i < 5; i++ {
 		b.Reset()
 		start := time.Now()
-		if err := s.Fill(b); err != nil {
-			t.Fatal(err)
+		filled := make(chan error, 1)
+		go func() { filled <- s.Fill(b) }()
+		select {
+		case err := <-filled:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(promptly):
+			t.Fatalf("Fill on an idle link did not return within %v", promptly)
 		}
-		if d := time.Since(start); d > 250*time.Millisecond {
-			t.Fatalf("Fill on an idle link took %v", d)
+		if d := time.Since(start); i == 0 || d < fastest {
+			fastest = d
 		}
 	}
-	done := make(chan error)
+	if fastest > fastFill {
+		t.Fatalf("the fastest of 5 Fills on an idle link took %v, want about 100 ms", fastest)
+	}
+	t.Logf("the fastest of 5 Fills on an idle link took %v", fastest)
+	done := make(chan error, 1)
+	fills := make(chan struct{}, 1)
 	go func() {
 		pb := buffers.NewPBuf(256, s.Info().MaxCapLen)
 		b := buffers.NewBatch(pb, 0, 256, 0)
 		for {
 			b.Reset()
+			select {
+			case fills <- struct{}{}: // the loop is in (or about to be in) Fill
+			default:
+			}
 			if err := s.Fill(b); err != nil {
 				done <- err
 				return
 			}
 		}
 	}()
-	time.Sleep(120 * time.Millisecond)
+	// Close while the loop runs: after its first Fill began, and again
+	// after a second one began (one of them blocked in the read).
+	<-fills
+	<-fills
 	start := time.Now()
-	s.Close()
-	select {
-	case err := <-done:
-		if err != io.EOF {
-			t.Fatalf("Fill after Close: %v", err)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	timeout := time.After(promptly)
+	for done != nil || closed != nil {
+		select {
+		case err := <-done:
+			if err != io.EOF {
+				t.Fatalf("Fill after Close: %v", err)
+			}
+			done = nil
+		case err := <-closed:
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed = nil
+		case <-timeout:
+			t.Fatalf("Close and the Fill it ends did not return within %v (Fill returned: %v, Close returned: %v)",
+				promptly, done == nil, closed == nil)
 		}
-	case <-time.After(time.Second):
-		t.Fatal("Fill did not return after Close")
 	}
-	if d := time.Since(start); d > 400*time.Millisecond {
-		t.Fatalf("Close took %v", d)
-	}
+	t.Logf("Close ended the Fill loop in %v", time.Since(start))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +313,14 @@ func TestDrops(t *testing.T) {
 	ifc, _ := net.InterfaceByName(a)
 	const n = 5000
 	inject(t, b, frames(n, ifc.HardwareAddr)) // nobody reads meanwhile
-	got, _ := collect(t, s, n, 1500*time.Millisecond)
+	// Read until every frame is accounted for (delivered, or counted lost:
+	// Fill refreshes the count every 100 ms); a slow reader must not
+	// leave frames unread in the buffer and fail the sum below.
+	var got [][]byte
+	for end := time.Now().Add(30 * time.Second); uint64(len(got))+s.Drops() < n && time.Now().Before(end); {
+		more, _ := collect(t, s, n-len(got), 200*time.Millisecond)
+		got = append(got, more...)
+	}
 	s.Close()
 	drops := s.Drops()
 	t.Logf("sent %d, delivered %d, kernel reports %d dropped", n, len(got), drops)
@@ -305,6 +353,10 @@ func TestFillNoAllocs(t *testing.T) {
 	bt := buffers.NewBatch(pb, 0, 256, 0)
 	bt.Reset()
 	s.Fill(bt) // warm up
+	// Fill refreshes the drop counter every 100 ms, not per batch, and
+	// that allocates (libpcap's statistics); on a slow machine the runs
+	// below would take long enough to include it.
+	s.statAt = time.Now().Add(time.Hour)
 	if n := testing.AllocsPerRun(8, func() { bt.Reset(); s.Fill(bt) }); n != 0 {
 		t.Fatalf("Fill allocates %.1f times per batch", n)
 	}

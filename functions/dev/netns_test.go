@@ -85,6 +85,6 @@ func captureChild(t *testing.T, iface string) {
 	s := openClass(t, functions.Arg{Key: "expr", Value: word(iface)})
 	defer s.Close()
 	fmt.Println("READY")
-	got, _ := collect(t, s, want, 10*time.Second)
+	got, _ := collect(t, s, want, 30*time.Second) // returns once all arrived
 	fmt.Printf("GOT %d of %d\n", len(got), want)
 }

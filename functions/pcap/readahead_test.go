@@ -24,10 +24,11 @@ func TestAdvReadaheadStallsWhenCopying(t *testing.T) {
 			break
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	// It ends on its own once the reader is at the end: wait for that (a
+	// readahead that polls on never ends).
 	select {
 	case <-s.ahead.done:
-	default:
-		t.Errorf("file read to the end, readahead still polling; it was told the reader is at %d", s.ahead.reader.Load())
+	case <-time.After(30 * time.Second):
+		t.Errorf("file read to the end, readahead still polling after 30 s; it was told the reader is at %d", s.ahead.reader.Load())
 	}
 }
