@@ -205,14 +205,14 @@ func sourceSnaplen(n *flowspaces.Node) int {
 	if snap <= 0 {
 		snap = 1 << 30
 	}
-	if n.Class.IsSource() {
-		if s := int(n.Ctx.Params.Int("snaplen")); s > 0 {
-			snap = min(snap, s)
+	var reach flowspaces.Reach
+	for _, s := range reach.Sources(n) {
+		if sl := s.Ctx.Snaplen; sl > 0 {
+			snap = min(snap, sl)
 		}
-		return snap
-	}
-	for _, in := range n.Inputs {
-		snap = min(snap, sourceSnaplen(in))
+		if sl := int(s.Ctx.Params.Int("snaplen")); sl > 0 {
+			snap = min(snap, sl)
+		}
 	}
 	return snap
 }
@@ -536,22 +536,13 @@ func (p *progSpec) verdicts(nodes []*node) {
 			feeds[j] = true
 		}
 	}
-	// reaches[j][i]: node i's packets reach node j.
-	reaches := make([]map[int]bool, len(p.nodes))
-	for j, pn := range p.nodes {
-		reaches[j] = map[int]bool{j: true}
-		for _, in := range pn.inputs {
-			for i := range reaches[in] {
-				reaches[j][i] = true
-			}
-		}
-	}
+	var reach flowspaces.Reach
 	p.drop = true
 	for i, k := range nodes {
 		if k.iface == p.iface {
 			h := hookSlots{slot: k.slot}
 			for b, e := range p.exports {
-				if reaches[e][i] {
+				if reach.Reaches(k.Node, p.nodes[e].node) {
 					h.mask |= 1 << b
 				}
 			}

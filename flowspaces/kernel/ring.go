@@ -82,25 +82,7 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 			}
 		}
 	}
-	// Which sources reach which exported functions.
-	reach := map[*flowspaces.Node]map[*flowspaces.Node]bool{}
-	var of func(n *flowspaces.Node) map[*flowspaces.Node]bool
-	of = func(n *flowspaces.Node) map[*flowspaces.Node]bool {
-		if r, ok := reach[n]; ok {
-			return r
-		}
-		r := map[*flowspaces.Node]bool{}
-		if n.Class.IsSource() {
-			r[n] = true
-		}
-		for _, in := range n.Inputs {
-			for s := range of(in) {
-				r[s] = true
-			}
-		}
-		reach[n] = r
-		return r
-	}
+	var reach flowspaces.Reach // which sources reach which exported functions
 	r := &ringReader{up: fs.up, offset: time.Now().UnixNano() - monotonic()}
 	for _, iface := range ifaces(nodes) {
 		var port []*stream
@@ -113,7 +95,7 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 				s.snap = min(s.snap, sl)
 			}
 			for b, e := range exports {
-				if of(e)[k.Node] {
+				if reach.Reaches(k.Node, e) {
 					s.mask |= 1 << b
 				}
 			}
