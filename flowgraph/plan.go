@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/ffpf-go/ffpf/flowspaces"
-	"github.com/ffpf-go/ffpf/flowspaces/user"
 )
 
 // Plan is where the functions of the flowgraph run and what connects them:
@@ -186,7 +185,7 @@ type BridgeState struct {
 func (rt *Runtime) Bridges() []BridgeState {
 	out := []BridgeState{}
 	for _, fs := range rt.all() {
-		u, ok := fs.(*user.Flowspace)
+		u, ok := fs.(flowspaces.Receiver)
 		if !ok {
 			continue
 		}

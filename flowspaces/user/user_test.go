@@ -133,7 +133,7 @@ func TestProcessAllocatesNothing(t *testing.T) {
 }
 
 func TestRunCountsAndLimit(t *testing.T) {
-	fs := New(Options{Budget: NewBudget(1000)})
+	fs := New(Options{Budget: flowspaces.NewBudget(1000)})
 	nodes := graph(&loopSource{pkts: testPackets(), n: -1})
 	setup(t, fs, nodes)
 	fs.Activate(context.Background())
@@ -238,7 +238,7 @@ func TestLimitIsSharedBySlowSources(t *testing.T) {
 			return &flowspaces.Node{ID: id, Class: &functions.Class{Name: "src",
 				NewSource: func(*functions.Context) (functions.Source, error) { return s, nil }}}
 		}
-		fs := New(Options{Budget: NewBudget(40)})
+		fs := New(Options{Budget: flowspaces.NewBudget(40)})
 		setup(t, fs, []*flowspaces.Node{mk("a", a), mk("b", b)})
 		fs.Activate(context.Background())
 		fs.Wait()
