@@ -188,10 +188,7 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 	if err := fs.room(n); err != nil {
 		return err
 	}
-	if c.EBPF == nil {
-		return fmt.Errorf("class %s has no eBPF code", c.Name)
-	}
-	fn, err := c.EBPF(&n.Ctx)
+	fn, err := c.EBPF(fs.target, &n.Ctx)
 	if err != nil {
 		return err
 	}
@@ -290,7 +287,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		n.Source = hookSource{fs.Name(), k.iface, k.mbuf}
 		k.need = 2 + hookStateSlots
 	} else {
-		fn, err := n.Class.EBPF(&n.Ctx)
+		fn, err := n.Class.EBPF(fs.target, &n.Ctx)
 		if err != nil {
 			return err
 		}

@@ -54,7 +54,7 @@ func TestGeneratedFiltersMatchTheEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := &functions.Context{Params: params, LinkType: functions.LinkEthernet, Snaplen: 262144}
-		fn, err := bpfClass.EBPF(ctx)
+		fn, err := bpfClass.EBPF(functions.TargetKernel, ctx)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
@@ -181,7 +181,7 @@ func TestDropVerdict(t *testing.T) {
 	}
 	filter := func(expr string) ebpfgen.Function {
 		c, p := bind("bpf", str(expr))
-		fn, err := c.EBPF(&functions.Context{Params: p, LinkType: functions.LinkEthernet, Snaplen: 262144})
+		fn, err := c.EBPF(functions.TargetKernel, &functions.Context{Params: p, LinkType: functions.LinkEthernet, Snaplen: 262144})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func TestDropVerdict(t *testing.T) {
 			first := len(spec)
 			add(&node{Node: &flowspaces.Node{ID: "udp"}}, progNode{node: &flowspaces.Node{ID: "udp"}, fn: filter("udp"), inputs: []int{0}})
 			cnt, cp := bind("pktcount")
-			cfn, _ := cnt.EBPF(&functions.Context{Params: cp})
+			cfn, _ := cnt.EBPF(functions.TargetKernel, &functions.Context{Params: cp})
 			add(&node{Node: &flowspaces.Node{ID: "count"}}, progNode{node: &flowspaces.Node{ID: "count"}, fn: cfn, inputs: []int{first}})
 			add(&node{Node: &flowspaces.Node{ID: "arp"}}, progNode{node: &flowspaces.Node{ID: "arp"}, fn: filter("arp"), inputs: []int{0}})
 			ps := &progSpec{kind: tc.kind, iface: "t", counters: m, snap: bridgeSnap, nodes: spec, progName: "ffpf_test"}

@@ -14,7 +14,7 @@ func init() {
 		MinInputs: 1, MaxInputs: -1,
 		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		New:     func(*functions.Context) (functions.Function, error) { return newPktCount(), nil },
-		EBPF:    ebpfPktCount,
+		Code:    functions.EBPFCode(ebpfPktCount),
 	})
 	functions.Register(&functions.Class{
 		Name:      "bytecount",
@@ -22,7 +22,7 @@ func init() {
 		MinInputs: 1, MaxInputs: -1,
 		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		New:     func(*functions.Context) (functions.Function, error) { return newByteCount(), nil },
-		EBPF:    ebpfByteCount,
+		Code:    functions.EBPFCode(ebpfByteCount),
 	})
 }
 
