@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/ffpf-go/ffpf/flowspaces"
-	"github.com/ffpf-go/ffpf/flowspaces/user"
 )
 
 // Plan is where the functions of the flowgraph run and what connects them:
@@ -62,7 +61,7 @@ const InPlace = "in place"
 func (rt *Runtime) Plan() *Plan {
 	fns := rt.snapshotFuncs()
 	p := &Plan{Functions: []PlannedFunction{}, Bridges: []PlannedBridge{}, PBufs: []PlannedPBuf{}}
-	pl := &planner{rt: rt, reach: map[*flowspaces.Node][]*flowspaces.Node{}, pbufs: map[string]bool{}, plan: p}
+	pl := &planner{rt: rt, pbufs: map[string]bool{}, plan: p}
 	nodes := make([]*flowspaces.Node, len(fns))
 	for i, f := range fns {
 		nodes[i] = f.node
@@ -78,7 +77,7 @@ func (rt *Runtime) Plan() *Plan {
 		for _, in := range n.Inputs {
 			pf.Inputs = append(pf.Inputs, in.ID)
 		}
-		for _, s := range pl.sources(n) {
+		for _, s := range pl.reach.Sources(n) {
 			if b := pl.loc(s, n.Flowspace); !slices.Contains(pf.PBufs, b) {
 				pf.PBufs = append(pf.PBufs, b)
 			}
@@ -92,29 +91,9 @@ func (rt *Runtime) Plan() *Plan {
 type planner struct {
 	rt    *Runtime
 	nodes []*flowspaces.Node
-	reach map[*flowspaces.Node][]*flowspaces.Node
+	reach flowspaces.Reach
 	pbufs map[string]bool
 	plan  *Plan
-}
-
-// sources returns the sources whose packets reach n.
-func (pl *planner) sources(n *flowspaces.Node) []*flowspaces.Node {
-	if r, ok := pl.reach[n]; ok {
-		return r
-	}
-	var r []*flowspaces.Node
-	if n.Class.IsSource() {
-		r = append(r, n)
-	}
-	for _, in := range n.Inputs {
-		for _, s := range pl.sources(in) {
-			if !slices.Contains(r, s) {
-				r = append(r, s)
-			}
-		}
-	}
-	pl.reach[n] = r
-	return r
 }
 
 // loc is the PBuf that holds source s's packets when they are processed in
@@ -147,7 +126,7 @@ func (pl *planner) loc(s *flowspaces.Node, fs flowspaces.Flowspace) string {
 // usedIn reports whether a function in fs uses s's packets.
 func (pl *planner) usedIn(s *flowspaces.Node, fs flowspaces.Flowspace) bool {
 	for _, n := range pl.nodes {
-		if n != s && n.Flowspace == fs && slices.Contains(pl.sources(n), s) {
+		if n != s && n.Flowspace == fs && pl.reach.Reaches(s, n) {
 			return true
 		}
 	}
@@ -206,7 +185,7 @@ type BridgeState struct {
 func (rt *Runtime) Bridges() []BridgeState {
 	out := []BridgeState{}
 	for _, fs := range rt.all() {
-		u, ok := fs.(*user.Flowspace)
+		u, ok := fs.(flowspaces.Receiver)
 		if !ok {
 			continue
 		}

@@ -114,10 +114,10 @@ func New(cfg Config) *Runtime {
 	if root == nil {
 		root = user.New(user.Options{})
 	}
-	budget := user.NewBudget(cfg.Limit)
+	budget := flowspaces.NewBudget(cfg.Limit)
 	flowspaces.Walk(root, func(fs flowspaces.Flowspace) {
-		if u, ok := fs.(*user.Flowspace); ok {
-			u.SetBudget(budget)
+		if l, ok := fs.(flowspaces.Limited); ok {
+			l.SetBudget(budget)
 		}
 	})
 	return &Runtime{cfg: cfg, root: root, byKey: map[string]*Function{}, perClass: map[string]int{}}

@@ -19,6 +19,8 @@ package flowspaces
 import (
 	"context"
 
+	"github.com/ffpf-go/ffpf/bridges/inproc"
+
 	"github.com/ffpf-go/ffpf/functions"
 )
 
@@ -85,6 +87,15 @@ type Flowspace interface {
 	Close() error
 
 	position() *Position
+}
+
+// Receiver is a flowspace that receives packets from the flowspaces
+// beneath through in-process bridges, which it builds at Connect.
+type Receiver interface {
+	Flowspace
+	// Bridges returns the bridges from the flowspaces beneath, by the
+	// child's name.
+	Bridges() map[string]*inproc.Bridge
 }
 
 // Entry is how packets of an interface enter the hierarchy at a

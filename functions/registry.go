@@ -1,11 +1,13 @@
 package functions
 
 import (
+	"errors"
 	"fmt"
-	"github.com/ffpf-go/ffpf/functions/ebpfgen"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/ffpf-go/ffpf/functions/ebpfgen"
 )
 
 // Target is a kind of flowspace a class has an implementation for.
@@ -42,11 +44,15 @@ type Class struct {
 	// that a bad request fails before anything is instantiated.
 	Validate func(ctx *Context) error
 
-	// EBPF, when set, gives a function's code for the eBPF flowspaces
-	// (kernel, xdp); the class then lists those targets. An error (a filter
-	// eBPF cannot express) keeps the function out of them, with the error
-	// as the reason.
-	EBPF func(ctx *Context) (ebpfgen.Function, error)
+	// Code, when set, gives a function's code for a target other than
+	// user (Go runs through New): one hook for every target kind, so that
+	// a new kind of flowspace adds no field here. The value's type is the
+	// target's: an ebpfgen.Function for kernel and xdp (EBPFCode makes the
+	// hook from a typed func, Class.EBPF reads it). An error (a filter the
+	// target cannot express) keeps the function out of the flowspaces of
+	// that target, with the error as the reason; ErrNoCode says the class
+	// has no code for it.
+	Code func(t Target, ctx *Context) (any, error)
 
 	// Interface, set for a source that captures from a network interface,
 	// names that interface: the source is placed where the interface's
@@ -57,6 +63,44 @@ type Class struct {
 	// New instantiates a function; NewSource a source. Exactly one is set.
 	New       func(ctx *Context) (Function, error)
 	NewSource func(ctx *Context) (Source, error)
+}
+
+// ErrNoCode is what a Code hook returns for a target it has no code for.
+var ErrNoCode = errors.New("no code for this target")
+
+// EBPFCode makes a Code hook from a class's eBPF code, which serves both
+// eBPF targets (kernel and xdp).
+func EBPFCode(f func(ctx *Context) (ebpfgen.Function, error)) func(Target, *Context) (any, error) {
+	return func(t Target, ctx *Context) (any, error) {
+		if t != TargetKernel && t != TargetXDP {
+			return nil, ErrNoCode
+		}
+		fn, err := f(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return fn, nil
+	}
+}
+
+// EBPF returns a function's eBPF code for t (kernel or xdp), from the
+// class's Code hook.
+func (c *Class) EBPF(t Target, ctx *Context) (ebpfgen.Function, error) {
+	if c.Code == nil {
+		return nil, fmt.Errorf("class %s has no eBPF code", c.Name)
+	}
+	code, err := c.Code(t, ctx)
+	if errors.Is(err, ErrNoCode) {
+		return nil, fmt.Errorf("class %s has no eBPF code for %s", c.Name, t)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fn, ok := code.(ebpfgen.Function)
+	if !ok || fn == nil {
+		return nil, fmt.Errorf("class %s gives no eBPF code for %s", c.Name, t)
+	}
+	return fn, nil
 }
 
 // IsSource reports whether the class brings packets into the graph.

@@ -12,6 +12,11 @@
 // that belongs to the flowspace above (a Pool, one per stream, sized for
 // its packets) and the entries are renumbered into it.
 //
+// A producer that receives packets one at a time from across a barrier
+// (the readers of the ring-buffer and AF_XDP bridges) fills its messages
+// through a Stream per source, which batches the packets and sends each
+// batch up when it is full or has waited FlushAfter.
+//
 // Back-pressure, not loss: a producer waits for a free message or region.
 // Packets are lost only where they arrive (a live capture's kernel buffer,
 // counted there) or when the run stops with messages in flight (counted as

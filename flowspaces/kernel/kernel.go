@@ -1,16 +1,20 @@
 // Package kernel holds the eBPF flowspaces of the host: the kernel's
 // traffic-control hook (kind kernel: TCX ingress, or a clsact filter on
-// kernels without TCX; any interface) and one
-// XDP flowspace per interface (kind xdp: in the driver, or generic). The
-// functions placed in one are chained into one eBPF program per interface,
-// generated at run time from the code each class gives (functions/ebpfgen)
-// and loaded with cilium/ebpf; a source placed here is the hook itself.
-// Counters and state live in a per-CPU map that a goroutine sums into the
-// nodes' counters and MBufs every 100 ms; packets a flowspace above asks
-// for go up through a BPF ring buffer, or, when the capture steals them,
-// through AF_XDP sockets (ring.go). The verdict lets the packet on to the
-// kernel stack, unless the capture says drop=true and the graph filtered
-// it out (prog.go). The hierarchy includes these flowspaces only where the
+// kernels without TCX; any interface) and one XDP flowspace per interface
+// (kind xdp: in the driver, or generic). The functions placed in one are
+// chained into one eBPF program per interface, generated at run time from
+// the code each class gives (Class.EBPF, functions/ebpfgen) and loaded
+// with cilium/ebpf; a source placed here is the hook itself.
+//
+// The files follow the concerns: placement and the verifier's say
+// (place.go), program generation and verdicts (prog.go), attaching
+// (attach.go: XDP, TCX, clsact), state sync from the per-CPU counter map
+// into the nodes' counters and MBufs every 100 ms (sync.go), and the way
+// up (up.go): packets a flowspace above asks for cross the barrier through
+// the ring-buffer bridge (bridges/ringbuf) or, when the capture steals
+// them, the AF_XDP bridge (bridges/afxdp). The verdict lets the packet on
+// to the kernel stack, unless the capture says drop=true and the graph
+// filtered it out. The hierarchy includes these flowspaces only where the
 // machine can load such programs (see flowspaces/hierarchy).
 //
 // The sharp edge: a program holds at most 40 functions, and packets cannot
@@ -23,17 +27,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
+	"github.com/ffpf-go/ffpf/bridges/afxdp"
 	"github.com/ffpf-go/ffpf/bridges/inproc"
+	"github.com/ffpf-go/ffpf/bridges/ringbuf"
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
@@ -65,14 +68,14 @@ type Flowspace struct {
 	sending  *inproc.Bridge         // up, while this flowspace sends through it
 	attached map[string]*attachment // by interface
 	modes    map[string]string      // how each interface was attached, kept after detach
-	xsk      *xskSet                // AF_XDP sockets, once a capture steals (XDP)
+	xsk      *afxdp.Set             // AF_XDP sockets, once a capture steals (XDP)
 	sockets  string                 // the AF_XDP sockets last used, for Attachments
 	progName string                 // tests name their programs apart from a run's
 	verified map[string]error       // Host's verifier checks, by class and parameters
 	offered  []*flowspaces.Node     // nodes Host accepted, until the next Connect
 	free     []slotRange            // counter slots of removed functions
 	stopped  chan struct{}          // closed when Stop is done
-	reader   *ringReader
+	reader   reader                 // of the ring buffer or the AF_XDP sockets
 	active   bool
 	stopSync chan struct{}
 	synced   sync.WaitGroup
@@ -89,20 +92,6 @@ type node struct {
 	need  int           // how many slots it has
 	mbuf  *buffers.MBuf // its state, summed from the counter map
 	lost  uint64        // a source's: ring buffer overflows already counted
-}
-
-// attachment is the program of one interface and its link.
-type attachment struct {
-	prog *ebpf.Program
-	link hook
-	mode string // "native" or "generic" for XDP, "tcx" or "clsact" for the kernel
-}
-
-// hook is where a program is attached: a BPF link (XDP, TCX), or a tc
-// filter on a clsact qdisc where the kernel has no TCX.
-type hook interface {
-	Update(*ebpf.Program) error
-	Close() error
 }
 
 // New returns an eBPF flowspace.
@@ -156,117 +145,6 @@ func (fs *Flowspace) Entry(iface string) flowspaces.Entry {
 // where the kernel holds it.
 func (fs *Flowspace) Stores() bool { return false }
 
-// Host implements flowspaces.Flowspace: the function's class must have an
-// eBPF implementation that accepts it, its inputs must run here (there is
-// no bridge between two eBPF flowspaces), and a source must capture an
-// interface whose packets enter here.
-func (fs *Flowspace) Host(n *flowspaces.Node) error {
-	c := n.Class
-	if !c.Supports(fs.target) {
-		return fmt.Errorf("class %s has no %s (eBPF) implementation", c.Name, fs.target)
-	}
-	if err := c.CanRun(fs.target, n.Ctx.Params); err != nil {
-		return err
-	}
-	if c.IsSource() {
-		if c.Interface == nil {
-			return fmt.Errorf("%s captures only from interfaces", fs.Name())
-		}
-		if iface := c.Interface(n.Ctx.Params); fs.Entry(iface) == flowspaces.NoEntry {
-			return fmt.Errorf("packets of %s do not enter at %s", iface, fs.Name())
-		}
-		return fs.room(n)
-	}
-	for _, in := range n.Inputs {
-		if in.Flowspace != flowspaces.Flowspace(fs) {
-			return fmt.Errorf("its input %s runs in %s, and packets cannot come into an eBPF program from another flowspace", in.ID, in.Flowspace.Name())
-		}
-	}
-	if snap := sourceSnaplen(n); snap < 65535 {
-		return fmt.Errorf("its packets are captured with a snap length of %d bytes, and an eBPF program sees all of a packet: libpcap's verdicts need the truncation", snap)
-	}
-	if err := fs.room(n); err != nil {
-		return err
-	}
-	if c.EBPF == nil {
-		return fmt.Errorf("class %s has no eBPF code", c.Name)
-	}
-	fn, err := c.EBPF(&n.Ctx)
-	if err != nil {
-		return err
-	}
-	return fs.verify(n, fn)
-}
-
-// sourceSnaplen is the smallest snap length of the sources that feed n
-// (a capture's snaplen parameter, or the run's).
-func sourceSnaplen(n *flowspaces.Node) int {
-	snap := n.Ctx.Snaplen
-	if snap <= 0 {
-		snap = 1 << 30
-	}
-	if n.Class.IsSource() {
-		if s := int(n.Ctx.Params.Int("snaplen")); s > 0 {
-			snap = min(snap, s)
-		}
-		return snap
-	}
-	for _, in := range n.Inputs {
-		snap = min(snap, sourceSnaplen(in))
-	}
-	return snap
-}
-
-// room refuses n when the programs are full: the functions instantiated
-// here and those placed here since the last Connect (a request being
-// populated) count.
-func (fs *Flowspace) room(n *flowspaces.Node) error {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	var kept []*flowspaces.Node
-	for _, o := range fs.offered {
-		if o != n && o.Flowspace == flowspaces.Flowspace(fs) && o.Source == nil && o.Function == nil {
-			kept = append(kept, o) // placed here, not yet instantiated
-		}
-	}
-	if len(fs.nodes)+len(kept)+1 > maxNodes && n.Source == nil && n.Function == nil {
-		return fmt.Errorf("%s already runs %d functions, as many as one eBPF program holds", fs.Name(), maxNodes)
-	}
-	fs.offered = append(kept, n)
-	return nil
-}
-
-// verify loads a program with fn alone, so that code the kernel's verifier
-// refuses keeps the function out of this flowspace at placement, with the
-// verifier's reason, rather than failing the run later. Results are kept
-// per class and parameters.
-func (fs *Flowspace) verify(n *flowspaces.Node, fn ebpfgen.Function) error {
-	key := n.Class.Name + "\x00" + n.Ctx.Params.Canonical()
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if err, ok := fs.verified[key]; ok {
-		return err
-	}
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(8 + fn.StateSlots())})
-	if err != nil {
-		return fmt.Errorf("%s cannot create maps: %w", fs.Name(), err)
-	}
-	defer m.Close()
-	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, snap: bridgeSnap, progName: "ffpf_verify",
-		nodes: []progNode{{node: n, iface: "probe", slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2}}}
-	prog, err := p.load(fs.Name())
-	if err == nil {
-		prog.Close()
-	} else {
-		err = fmt.Errorf("the kernel's verifier refuses its code: %w", err)
-	}
-	if fs.verified == nil {
-		fs.verified = map[string]error{}
-	}
-	fs.verified[key] = err
-	return err
-}
-
 // Instantiate implements flowspaces.Flowspace.
 func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 	if err := fs.Host(n); err != nil {
@@ -290,7 +168,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		n.Source = hookSource{fs.Name(), k.iface, k.mbuf}
 		k.need = 2 + hookStateSlots
 	} else {
-		fn, err := n.Class.EBPF(&n.Ctx)
+		fn, err := n.Class.EBPF(fs.target, &n.Ctx)
 		if err != nil {
 			return err
 		}
@@ -317,71 +195,6 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 	fs.nodes = append(fs.nodes, k)
 	return nil
 }
-
-// allocSlots hands out need consecutive counter slots, reusing those of
-// removed functions (zeroed first); fs.mu is held.
-func (fs *Flowspace) allocSlots(need int) (int, error) {
-	for i, r := range fs.free {
-		if r.need < need {
-			continue
-		}
-		zero := make([]uint64, ebpf.MustPossibleCPU())
-		for s := r.slot; s < r.slot+need; s++ {
-			if err := fs.counters.Update(uint32(s), zero, ebpf.UpdateAny); err != nil {
-				return 0, fmt.Errorf("cannot reset counter slot %d: %w", s, err)
-			}
-		}
-		if r.need == need {
-			fs.free = append(fs.free[:i], fs.free[i+1:]...)
-		} else {
-			fs.free[i] = slotRange{r.slot + need, r.need - need}
-		}
-		return r.slot, nil
-	}
-	if fs.slots+need > counterSlots {
-		return 0, fmt.Errorf("%s has no counter slots left", fs.Name())
-	}
-	fs.slots += need
-	return fs.slots - need, nil
-}
-
-// slotRange is a run of free counter slots.
-type slotRange struct{ slot, need int }
-
-// counterSlots is the size of the counter map.
-const counterSlots = 4096
-
-// maps creates the counter map and the ring buffer once; fs.mu is held.
-func (fs *Flowspace) maps() error {
-	if fs.counters != nil {
-		return nil
-	}
-	var err error
-	fs.counters, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_counters", Type: ebpf.PerCPUArray,
-		KeySize: 4, ValueSize: 8, MaxEntries: counterSlots})
-	if err != nil {
-		return fmt.Errorf("%s: cannot create its counter map: %w", fs.Name(), err)
-	}
-	fs.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_ring", Type: ebpf.RingBuf, MaxEntries: ringBytes})
-	if err != nil {
-		fs.counters.Close()
-		fs.counters = nil
-		return fmt.Errorf("%s: cannot create its ring buffer: %w", fs.Name(), err)
-	}
-	if fs.opts.Kind == flowspaces.KindXDP {
-		fs.xsks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_xsks", Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: maxQueues})
-		if err != nil {
-			fs.ring.Close()
-			fs.counters.Close()
-			fs.ring, fs.counters = nil, nil
-			return fmt.Errorf("%s: cannot create its AF_XDP socket map: %w", fs.Name(), err)
-		}
-	}
-	return nil
-}
-
-// ringBytes is the ring buffer's size: about 4000 records of a full frame.
-const ringBytes = 8 << 20
 
 // Remove implements flowspaces.Flowspace.
 func (fs *Flowspace) Remove(n *flowspaces.Node) {
@@ -478,264 +291,6 @@ func (fs *Flowspace) Connect() error {
 	return nil
 }
 
-// ifaces returns the interfaces the sources here capture, sorted.
-func ifaces(nodes []*node) []string {
-	var out []string
-	for _, k := range nodes {
-		if k.iface != "" && !slices.Contains(out, k.iface) {
-			out = append(out, k.iface)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// spec describes the program for iface.
-func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, error) {
-	p := &progSpec{kind: fs.opts.Kind, iface: iface, port: port, counters: fs.counters, ring: fs.ring,
-		snap: bridgeSnap, progName: fs.progName}
-	idx := map[*flowspaces.Node]int{}
-	for i, k := range nodes {
-		idx[k.Node] = i
-		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot}
-		for _, in := range k.Inputs {
-			j, ok := idx[in]
-			if !ok {
-				return nil, fmt.Errorf("%s: its input %s is not in %s", k.ID, in.ID, fs.Name())
-			}
-			pn.inputs = append(pn.inputs, j)
-		}
-		if k.iface != "" && k.Ctx.Params.Int("snaplen") > 0 {
-			p.snap = min(p.snap, int(k.Ctx.Params.Int("snaplen")))
-		}
-		p.nodes = append(p.nodes, pn)
-	}
-	for _, w := range fs.want {
-		if i, ok := idx[w]; ok {
-			p.exports = append(p.exports, i)
-		}
-	}
-	if len(p.exports) > 64 {
-		return nil, fmt.Errorf("%s: more than 64 functions send packets up", fs.Name())
-	}
-	if steals(nodes) && fs.opts.Kind == flowspaces.KindXDP {
-		p.xsk = fs.xsks
-	}
-	p.verdicts(nodes)
-	return p, nil
-}
-
-// verdicts decides whether the program drops the packets the graph filters
-// out: only when every capture on its interface asks for it (an overlay
-// that observes keeps them all). A packet is kept when it passed a
-// function that feeds none here (an end of the graph, or an export).
-func (p *progSpec) verdicts(nodes []*node) {
-	feeds := make([]bool, len(p.nodes))
-	for _, pn := range p.nodes {
-		for _, j := range pn.inputs {
-			feeds[j] = true
-		}
-	}
-	// reaches[j][i]: node i's packets reach node j.
-	reaches := make([]map[int]bool, len(p.nodes))
-	for j, pn := range p.nodes {
-		reaches[j] = map[int]bool{j: true}
-		for _, in := range pn.inputs {
-			for i := range reaches[in] {
-				reaches[j][i] = true
-			}
-		}
-	}
-	p.drop = true
-	for i, k := range nodes {
-		if k.iface == p.iface {
-			h := hookSlots{slot: k.slot}
-			for b, e := range p.exports {
-				if reaches[e][i] {
-					h.mask |= 1 << b
-				}
-			}
-			p.hooks = append(p.hooks, h)
-			p.drop = p.drop && k.Ctx.Params.Bool("drop")
-		}
-		if !feeds[i] || slices.Contains(p.exports, i) {
-			p.keep = append(p.keep, i)
-		}
-	}
-	p.drop = p.drop && len(p.hooks) > 0
-}
-
-// steals reports whether a capture placed here asks for its packets to go
-// up through AF_XDP, leaving the kernel stack (dev's steal parameter).
-func steals(nodes []*node) bool {
-	for _, k := range nodes {
-		if k.iface != "" && k.Ctx.Params.Bool("steal") {
-			return true
-		}
-	}
-	return false
-}
-
-// openXSK opens the AF_XDP sockets when a capture here steals and they are
-// not open yet; fs.mu is held.
-func (fs *Flowspace) openXSK(nodes []*node) error {
-	if fs.xsk != nil || fs.xsks == nil || !steals(nodes) || fs.opts.Kind != flowspaces.KindXDP {
-		return nil
-	}
-	inPlace := false
-	if s := flowspaces.StubOf(fs); s != nil && s.Strategy == flowspaces.ZeroCopy {
-		inPlace = true
-	}
-	x, err := openXSK(fs.opts.Interface, fs.xsks, inPlace)
-	if err != nil {
-		return fmt.Errorf("%s: %w", fs.Name(), err)
-	}
-	fs.xsk, fs.sockets = x, x.describe()
-	return nil
-}
-
-// lostXSK counts, as the bridge's dropped, the packets of each capture's
-// stream that its program redirected to an AF_XDP socket (stolen) but
-// that never came up, less what the sockets' statistics already counted
-// (once per frame); the readers have stopped and the counters are final.
-func (fs *Flowspace) lostXSK() {
-	x := fs.xsk
-	if x == nil || fs.sending == nil {
-		return
-	}
-	var lost uint64
-	for _, k := range fs.nodes {
-		if k.iface == "" || k.mbuf == nil {
-			continue
-		}
-		stolen, got := k.mbuf.Load64(0), x.counter(k.Node).Load()
-		lost += stolen - min(stolen, got)
-	}
-	if live := x.live.Load(); lost > live {
-		fs.sending.Lose(int(lost - live))
-		x.live.Store(lost)
-	}
-}
-
-// maxQueues bounds the receive queues of an interface AF_XDP sockets serve.
-const maxQueues = 64
-
-// bridgeSnap is the most bytes of a packet the ring buffer carries up: a
-// full Ethernet frame with VLAN tags. Longer packets arrive truncated, their
-// wire length intact, as with a capture's snap length.
-const bridgeSnap = 1536
-
-// attach puts the programs on their interfaces, replacing the programs of
-// an earlier Connect in place; fs.mu is held.
-func (fs *Flowspace) attach(progs map[string]*ebpf.Program) error {
-	if fs.attached == nil {
-		fs.attached = map[string]*attachment{}
-	}
-	for iface, p := range progs {
-		if a := fs.attached[iface]; a != nil {
-			if err := a.link.Update(p); err != nil {
-				return fmt.Errorf("%s: cannot replace the program on %s: %w", fs.Name(), iface, err)
-			}
-			a.prog.Close()
-			a.prog = p
-			continue
-		}
-		a, err := fs.attachNew(iface, p)
-		if err != nil {
-			return err
-		}
-		fs.attached[iface] = a
-		if fs.modes == nil {
-			fs.modes = map[string]string{}
-		}
-		fs.modes[iface] = a.mode
-	}
-	for iface, a := range fs.attached {
-		if progs[iface] == nil { // nothing captures there any more
-			a.link.Close()
-			a.prog.Close()
-			delete(fs.attached, iface)
-		}
-	}
-	return nil
-}
-
-// swap keeps the programs for Activate to attach; fs.mu is held.
-func (fs *Flowspace) swap(progs map[string]*ebpf.Program) {
-	if fs.attached == nil {
-		fs.attached = map[string]*attachment{}
-	}
-	for iface, a := range fs.attached {
-		if a.link == nil {
-			a.prog.Close()
-			delete(fs.attached, iface)
-		}
-	}
-	for iface, p := range progs {
-		fs.attached[iface] = &attachment{prog: p}
-	}
-}
-
-// attachNew links p to iface: XDP in the driver if it can, else generic;
-// tc through TCX.
-func (fs *Flowspace) attachNew(iface string, p *ebpf.Program) (*attachment, error) {
-	ifc, err := net.InterfaceByName(iface)
-	if err != nil {
-		return nil, fmt.Errorf("cannot capture on %s: %v", iface, err)
-	}
-	if fs.opts.Kind == flowspaces.KindXDP {
-		l, err := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifc.Index, Flags: link.XDPDriverMode})
-		if err == nil {
-			return &attachment{prog: p, link: l, mode: "native"}, nil
-		}
-		l, err2 := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifc.Index, Flags: link.XDPGenericMode})
-		if err2 != nil {
-			return nil, fmt.Errorf("cannot attach XDP to %s: native: %v; generic: %v", iface, err, err2)
-		}
-		return &attachment{prog: p, link: l, mode: "generic"}, nil
-	}
-	if os.Getenv("FFPF_NO_TCX") == "" {
-		l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: p, Attach: ebpf.AttachTCXIngress})
-		if err == nil {
-			return &attachment{prog: p, link: l, mode: "tcx"}, nil
-		}
-		if !errors.Is(err, ebpf.ErrNotSupported) {
-			return nil, fmt.Errorf("cannot attach to the tc ingress hook of %s: %w", iface, err)
-		}
-	}
-	// Kernels before 6.6 have no TCX: a tc filter on a clsact qdisc.
-	h, err := attachClsact(ifc.Index, p)
-	if err != nil {
-		return nil, fmt.Errorf("cannot attach to the tc ingress hook of %s: %w", iface, err)
-	}
-	return &attachment{prog: p, link: h, mode: "clsact"}, nil
-}
-
-// Attachments says where the flowspace's programs are (or were) attached
-// and how: "fb: XDP in the driver (native)", "fb: XDP generic (the driver
-// has no XDP support)", "fb: tc ingress (TCX)".
-func (fs *Flowspace) Attachments() []string {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	var out []string
-	for _, iface := range slices.Sorted(maps.Keys(fs.modes)) {
-		switch fs.modes[iface] {
-		case "native":
-			out = append(out, iface+": XDP in the driver (native)")
-		case "generic":
-			out = append(out, iface+": XDP generic (the driver runs no XDP of its own)")
-		case "clsact":
-			out = append(out, iface+": tc ingress (a clsact filter: the kernel has no TCX)")
-		default:
-			out = append(out, iface+": tc ingress (TCX)")
-		}
-	}
-	if fs.sockets != "" {
-		out = append(out, fs.sockets)
-	}
-	return out
-}
-
 // Activate implements flowspaces.Flowspace: it attaches the programs and
 // starts reading the counters (every 100 ms) and the ring buffer.
 func (fs *Flowspace) Activate(ctx context.Context) error {
@@ -767,80 +322,6 @@ func (fs *Flowspace) Activate(ctx context.Context) error {
 	// which the flowspace above waits for.
 	context.AfterFunc(fs.ctx, fs.Stop)
 	return nil
-}
-
-func (fs *Flowspace) syncLoop() {
-	defer fs.synced.Done()
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			fs.sync()
-		case <-fs.stopSync:
-			fs.sync()
-			return
-		}
-	}
-}
-
-// sync sums the per-CPU counters into the nodes' counters and MBufs.
-func (fs *Flowspace) sync() {
-	fs.mu.Lock()
-	nodes, m := append([]*node(nil), fs.nodes...), fs.counters
-	fs.mu.Unlock()
-	if m == nil {
-		return
-	}
-	failed := false
-	sum := func(slot int) uint64 {
-		var per []uint64
-		if err := m.Lookup(uint32(slot), &per); err != nil {
-			failed = true
-			return 0
-		}
-		var s uint64
-		for _, v := range per {
-			s += v
-		}
-		return s
-	}
-	for _, k := range nodes {
-		if k.iface == "" {
-			continue
-		}
-		// Packets of its stream the ring buffer had no room for entered
-		// the bridge and were dropped there.
-		if l := sum(k.slot + slotLost); !failed && l > k.lost {
-			fs.mu.Lock()
-			if fs.sending != nil {
-				fs.sending.Lose(int(l - k.lost))
-			}
-			fs.mu.Unlock()
-			k.lost = l
-		}
-	}
-	for _, k := range nodes {
-		// Read out before in: a packet counted in but not yet out is
-		// filtered for a moment, never the reverse.
-		out := sum(k.slot + 1)
-		in := sum(k.slot)
-		var state []uint64
-		if k.mbuf != nil {
-			for i := range min(len(k.mbuf.Fields()), k.need-2) {
-				state = append(state, sum(k.slot+2+i))
-			}
-		}
-		if failed {
-			return // a map that cannot be read (closed) must not zero what was read before
-		}
-		k.Counters.Out.Store(out)
-		k.Counters.Filtered.Store(in - min(in, out))
-		k.Counters.In.Store(in)
-		for i, v := range state {
-			k.mbuf.Store64(k.mbuf.Fields()[i].Offset, v)
-		}
-	}
 }
 
 // Wait implements flowspaces.Flowspace: a live capture ends when the run
@@ -885,7 +366,7 @@ func (fs *Flowspace) Stop() {
 	fs.reader = nil
 	fs.mu.Unlock()
 	if r != nil {
-		r.stop()
+		r.Stop()
 	}
 	close(fs.stopSync)
 	fs.synced.Wait()
@@ -921,7 +402,7 @@ func (fs *Flowspace) Close() error {
 	if fs.xsk != nil {
 		// The flowspace above has stopped: the frames it referred to are
 		// released, or will be in a moment.
-		fs.xsk.close(5 * time.Second)
+		fs.xsk.Close(5 * time.Second)
 		fs.xsk = nil
 	}
 	if fs.xsks != nil {
@@ -953,7 +434,7 @@ const (
 func (h hookSource) MBuf() *buffers.MBuf { return h.mbuf }
 
 func (h hookSource) Info() functions.SourceInfo {
-	return functions.SourceInfo{Name: h.iface + " (" + h.fs + ")", LinkType: functions.LinkEthernet, MaxCapLen: bridgeSnap}
+	return functions.SourceInfo{Name: h.iface + " (" + h.fs + ")", LinkType: functions.LinkEthernet, MaxCapLen: ringbuf.Snap}
 }
 func (h hookSource) Fill(*buffers.Batch) error { return errors.New("an eBPF hook is not read") }
 func (h hookSource) Close() error              { return nil }

@@ -2,10 +2,13 @@ package kernel
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/ffpf-go/ffpf/bridges/afxdp"
+	"github.com/ffpf-go/ffpf/bridges/ringbuf"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions/ebpfgen"
 )
@@ -21,19 +24,6 @@ import (
 // steal, exported packets leave through AF_XDP (XDP only); with drop, the
 // packets the graph filters out, those that no function at an end of the
 // graph kept and none above asked for, are dropped at the hook.
-
-// Record is the layout of a ring buffer record: a mask of the exported
-// functions that passed the packet, its wire and captured length, a
-// CLOCK_MONOTONIC timestamp, the port (which of the flowspace's interfaces
-// it came in on), then the captured bytes.
-const (
-	recMask    = 0
-	recWireLen = 8
-	recCapLen  = 12
-	recTime    = 16
-	recPort    = 24
-	recData    = 32
-)
 
 // maxNodes bounds the functions of one program: their pass flags live on
 // the 512-byte stack beside cBPF's scratch memory.
@@ -296,7 +286,7 @@ func (p *progSpec) record(k, size int) asm.Instructions {
 	reserved, caplen, submit := fmt.Sprintf("reserved%d", k), fmt.Sprintf("caplen%d", k), fmt.Sprintf("submit%d", k)
 	in := asm.Instructions{
 		asm.LoadMapPtr(asm.R1, p.ring.FD()),
-		asm.Mov.Imm(asm.R2, int32(recData+size)),
+		asm.Mov.Imm(asm.R2, int32(ringbuf.HeaderLen+size)),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JNE.Imm(asm.R0, 0, reserved),
@@ -307,20 +297,20 @@ func (p *progSpec) record(k, size int) asm.Instructions {
 		// The packet pointers are not needed any more: R7 holds the record.
 		asm.Mov.Reg(ebpfgen.PacketStart, asm.R0).WithSymbol(reserved),
 		asm.LoadMem(asm.R1, asm.RFP, stackMask, asm.DWord),
-		asm.StoreMem(ebpfgen.PacketStart, recMask, asm.R1, asm.DWord),
-		asm.StoreMem(ebpfgen.PacketStart, recWireLen, ebpfgen.WireLen, asm.Word),
-		asm.StoreImm(ebpfgen.PacketStart, recPort, int64(p.port), asm.Word),
+		asm.StoreMem(ebpfgen.PacketStart, ringbuf.OffMask, asm.R1, asm.DWord),
+		asm.StoreMem(ebpfgen.PacketStart, ringbuf.OffWireLen, ebpfgen.WireLen, asm.Word),
+		asm.StoreImm(ebpfgen.PacketStart, ringbuf.OffPort, int64(p.port), asm.Word),
 		asm.FnKtimeGetNs.Call(),
-		asm.StoreMem(ebpfgen.PacketStart, recTime, asm.R0, asm.DWord),
+		asm.StoreMem(ebpfgen.PacketStart, ringbuf.OffTime, asm.R0, asm.DWord),
 		asm.Mov.Reg(asm.R4, ebpfgen.WireLen),
 		asm.JLE.Imm(asm.R4, int32(size), caplen),
 		asm.Mov.Imm(asm.R4, int32(size)),
-		asm.StoreMem(ebpfgen.PacketStart, recCapLen, asm.R4, asm.Word).WithSymbol(caplen),
+		asm.StoreMem(ebpfgen.PacketStart, ringbuf.OffCapLen, asm.R4, asm.Word).WithSymbol(caplen),
 		asm.JEq.Imm(asm.R4, 0, submit),
 		asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
 		asm.Mov.Imm(asm.R2, 0),
 		asm.Mov.Reg(asm.R3, ebpfgen.PacketStart),
-		asm.Add.Imm(asm.R3, recData),
+		asm.Add.Imm(asm.R3, ringbuf.HeaderLen),
 	)
 	if p.kind == flowspaces.KindXDP {
 		in = append(in, asm.FnXdpLoadBytes.Call())
@@ -341,13 +331,13 @@ func (p *progSpec) record(k, size int) asm.Instructions {
 func (p *progSpec) redirect() asm.Instructions {
 	in := asm.Instructions{
 		asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
-		asm.Mov.Imm(asm.R2, -8),
+		asm.Mov.Imm(asm.R2, -afxdp.MetaLen),
 		asm.FnXdpAdjustMeta.Call(),
 		asm.JNE.Imm(asm.R0, 0, "verdict"),
 		asm.LoadMem(asm.R2, ebpfgen.Ctx, 8, asm.Word), // data_meta
 		asm.LoadMem(asm.R3, ebpfgen.Ctx, 0, asm.Word), // data
 		asm.Mov.Reg(asm.R4, asm.R2),
-		asm.Add.Imm(asm.R4, 8),
+		asm.Add.Imm(asm.R4, afxdp.MetaLen),
 		asm.JGT.Reg(asm.R4, asm.R3, "verdict"),
 		asm.LoadMem(asm.R1, asm.RFP, stackMask, asm.DWord),
 		asm.StoreMem(asm.R2, 0, asm.R1, asm.DWord),
@@ -402,4 +392,93 @@ func (p *progSpec) load(name string) (*ebpf.Program, error) {
 		return nil, fmt.Errorf("the kernel refuses the program for %s: %w", name, err)
 	}
 	return prog, nil
+}
+
+// ifaces returns the interfaces the sources here capture, sorted.
+func ifaces(nodes []*node) []string {
+	var out []string
+	for _, k := range nodes {
+		if k.iface != "" && !slices.Contains(out, k.iface) {
+			out = append(out, k.iface)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// spec describes the program for iface.
+func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, error) {
+	p := &progSpec{kind: fs.opts.Kind, iface: iface, port: port, counters: fs.counters, ring: fs.ring,
+		snap: ringbuf.Snap, progName: fs.progName}
+	idx := map[*flowspaces.Node]int{}
+	for i, k := range nodes {
+		idx[k.Node] = i
+		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot}
+		for _, in := range k.Inputs {
+			j, ok := idx[in]
+			if !ok {
+				return nil, fmt.Errorf("%s: its input %s is not in %s", k.ID, in.ID, fs.Name())
+			}
+			pn.inputs = append(pn.inputs, j)
+		}
+		if k.iface != "" && k.Ctx.Params.Int("snaplen") > 0 {
+			p.snap = min(p.snap, int(k.Ctx.Params.Int("snaplen")))
+		}
+		p.nodes = append(p.nodes, pn)
+	}
+	for _, w := range fs.want {
+		if i, ok := idx[w]; ok {
+			p.exports = append(p.exports, i)
+		}
+	}
+	if len(p.exports) > 64 {
+		return nil, fmt.Errorf("%s: more than 64 functions send packets up", fs.Name())
+	}
+	if steals(nodes) && fs.opts.Kind == flowspaces.KindXDP {
+		p.xsk = fs.xsks
+	}
+	p.verdicts(nodes)
+	return p, nil
+}
+
+// verdicts decides whether the program drops the packets the graph filters
+// out: only when every capture on its interface asks for it (an overlay
+// that observes keeps them all). A packet is kept when it passed a
+// function that feeds none here (an end of the graph, or an export).
+func (p *progSpec) verdicts(nodes []*node) {
+	feeds := make([]bool, len(p.nodes))
+	for _, pn := range p.nodes {
+		for _, j := range pn.inputs {
+			feeds[j] = true
+		}
+	}
+	var reach flowspaces.Reach
+	p.drop = true
+	for i, k := range nodes {
+		if k.iface == p.iface {
+			h := hookSlots{slot: k.slot}
+			for b, e := range p.exports {
+				if reach.Reaches(k.Node, p.nodes[e].node) {
+					h.mask |= 1 << b
+				}
+			}
+			p.hooks = append(p.hooks, h)
+			p.drop = p.drop && k.Ctx.Params.Bool("drop")
+		}
+		if !feeds[i] || slices.Contains(p.exports, i) {
+			p.keep = append(p.keep, i)
+		}
+	}
+	p.drop = p.drop && len(p.hooks) > 0
+}
+
+// steals reports whether a capture placed here asks for its packets to go
+// up through AF_XDP, leaving the kernel stack (dev's steal parameter).
+func steals(nodes []*node) bool {
+	for _, k := range nodes {
+		if k.iface != "" && k.Ctx.Params.Bool("steal") {
+			return true
+		}
+	}
+	return false
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/ffpf-go/ffpf/bridges/ringbuf"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
 	fbpf "github.com/ffpf-go/ffpf/functions/bpf"
@@ -54,7 +55,7 @@ func TestGeneratedFiltersMatchTheEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := &functions.Context{Params: params, LinkType: functions.LinkEthernet, Snaplen: 262144}
-		fn, err := bpfClass.EBPF(ctx)
+		fn, err := bpfClass.EBPF(functions.TargetKernel, ctx)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
@@ -67,7 +68,7 @@ func TestGeneratedFiltersMatchTheEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer m.Close()
-		p := &progSpec{kind: flowspaces.KindXDP, iface: "t", counters: m, snap: bridgeSnap, progName: "ffpf_test",
+		p := &progSpec{kind: flowspaces.KindXDP, iface: "t", counters: m, snap: ringbuf.Snap, progName: "ffpf_test",
 			nodes: []progNode{{iface: "t", slot: 0}, {node: &flowspaces.Node{ID: "bpf"}, fn: fn, inputs: []int{0}, slot: 2}}}
 		prog, err := p.load("test")
 		if err != nil {
@@ -181,7 +182,7 @@ func TestDropVerdict(t *testing.T) {
 	}
 	filter := func(expr string) ebpfgen.Function {
 		c, p := bind("bpf", str(expr))
-		fn, err := c.EBPF(&functions.Context{Params: p, LinkType: functions.LinkEthernet, Snaplen: 262144})
+		fn, err := c.EBPF(functions.TargetKernel, &functions.Context{Params: p, LinkType: functions.LinkEthernet, Snaplen: 262144})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,10 +238,10 @@ func TestDropVerdict(t *testing.T) {
 			first := len(spec)
 			add(&node{Node: &flowspaces.Node{ID: "udp"}}, progNode{node: &flowspaces.Node{ID: "udp"}, fn: filter("udp"), inputs: []int{0}})
 			cnt, cp := bind("pktcount")
-			cfn, _ := cnt.EBPF(&functions.Context{Params: cp})
+			cfn, _ := cnt.EBPF(functions.TargetKernel, &functions.Context{Params: cp})
 			add(&node{Node: &flowspaces.Node{ID: "count"}}, progNode{node: &flowspaces.Node{ID: "count"}, fn: cfn, inputs: []int{first}})
 			add(&node{Node: &flowspaces.Node{ID: "arp"}}, progNode{node: &flowspaces.Node{ID: "arp"}, fn: filter("arp"), inputs: []int{0}})
-			ps := &progSpec{kind: tc.kind, iface: "t", counters: m, snap: bridgeSnap, nodes: spec, progName: "ffpf_test"}
+			ps := &progSpec{kind: tc.kind, iface: "t", counters: m, snap: ringbuf.Snap, nodes: spec, progName: "ffpf_test"}
 			ps.verdicts(nodes)
 			wantDrop := !slices.Contains(tc.drop, "false")
 			if ps.drop != wantDrop {

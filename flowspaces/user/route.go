@@ -96,7 +96,7 @@ func (fs *Flowspace) Connect() error {
 	if err != nil {
 		return err
 	}
-	reach := reachMap{}
+	var reach flowspaces.Reach
 	// What this flowspace needs from each child: the inputs of its
 	// functions that run beneath, and what the parent wants from beneath.
 	need := map[*flowspaces.Stub][]*flowspaces.Node{}
@@ -171,12 +171,12 @@ func (fs *Flowspace) Connect() error {
 			idx[x] = i
 		}
 		for _, n := range order {
-			if n.Source != nil || !reach.of(n)[stream] {
+			if n.Source != nil || !reach.Reaches(stream, n) {
 				continue
 			}
 			st := step{node: n, mu: fs.locks[n], out: new(buffers.Batch)}
 			for _, in := range n.Inputs {
-				if reach.of(in)[stream] {
+				if reach.Reaches(stream, in) {
 					st.in = append(st.in, idx[in])
 				}
 			}
@@ -186,7 +186,7 @@ func (fs *Flowspace) Connect() error {
 		}
 		if r.up != nil {
 			for _, x := range fs.want {
-				if i, ok := idx[x]; ok && reach.of(x)[stream] {
+				if i, ok := idx[x]; ok && reach.Reaches(stream, x) {
 					r.exports = append(r.exports, export{x, i})
 				}
 			}
@@ -224,7 +224,7 @@ func (fs *Flowspace) Connect() error {
 	streams := map[*flowspaces.Node][]*flowspaces.Node{}
 	var streamOrder []*flowspaces.Node
 	for _, x := range ghosts {
-		for s := range reach.of(x) {
+		for _, s := range reach.Sources(x) {
 			if _, ok := streams[s]; !ok {
 				streamOrder = append(streamOrder, s)
 			}
@@ -299,26 +299,6 @@ func (fs *Flowspace) settle(gen uint64, ws []*worker) {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
-}
-
-// reachMap memoises which sources' packets reach each node.
-type reachMap map[*flowspaces.Node]map[*flowspaces.Node]bool
-
-func (m reachMap) of(n *flowspaces.Node) map[*flowspaces.Node]bool {
-	if r, ok := m[n]; ok {
-		return r
-	}
-	r := map[*flowspaces.Node]bool{}
-	if n.Class.IsSource() {
-		r[n] = true
-	}
-	for _, in := range n.Inputs {
-		for s := range m.of(in) {
-			r[s] = true
-		}
-	}
-	m[n] = r
-	return r
 }
 
 // topoSort orders nodes so that every node follows its inputs among them.

@@ -61,7 +61,7 @@ type Options struct {
 	InPlace bool
 	// Budget limits the packets the sources of every flowspace sharing it
 	// may read (ffpf run -c); nil means no limit.
-	Budget *Budget
+	Budget *flowspaces.Budget
 }
 
 // Flowspace is a Go flowspace.
@@ -331,7 +331,16 @@ func (fs *Flowspace) Close() error {
 	return err
 }
 
-// Bridges returns the bridges from the flowspaces beneath, by child name.
+// SetBudget implements flowspaces.Limited: the flowspace's sources share b
+// (the run's packet limit); call it before Activate.
+func (fs *Flowspace) SetBudget(b *flowspaces.Budget) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.opts.Budget = b
+}
+
+// Bridges implements flowspaces.Receiver: the bridges from the flowspaces
+// beneath, by child name.
 func (fs *Flowspace) Bridges() map[string]*inproc.Bridge {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()

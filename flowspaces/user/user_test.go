@@ -134,7 +134,7 @@ func TestProcessAllocatesNothing(t *testing.T) {
 }
 
 func TestRunCountsAndLimit(t *testing.T) {
-	fs := New(Options{Budget: NewBudget(1000)})
+	fs := New(Options{Budget: flowspaces.NewBudget(1000)})
 	nodes := graph(&loopSource{pkts: testPackets(), n: -1})
 	setup(t, fs, nodes)
 	fs.Activate(context.Background())
@@ -226,7 +226,7 @@ func TestVanishedMemoryIsAnErrorNotACrash(t *testing.T) {
 // cannot find the limit spent by the other source already.
 type tricklingSource struct {
 	loopSource
-	budget *Budget
+	budget *flowspaces.Budget
 	other  *tricklingSource
 	got    atomic.Int64
 }
@@ -234,7 +234,7 @@ type tricklingSource struct {
 func (s *tricklingSource) Fill(b *buffers.Batch) error {
 	switch s.i {
 	case 0:
-		waitTest(func() bool { return s.budget.sources.Load() == 2 })
+		waitTest(func() bool { return s.budget.Sources() == 2 })
 	case 1:
 		waitTest(func() bool { return s.other.got.Load() > 0 })
 	}
@@ -258,7 +258,7 @@ func waitTest(cond func() bool) {
 // another one's running Fill must wait for the unused part, not give up.
 func TestLimitIsSharedBySlowSources(t *testing.T) {
 	for range 3 {
-		budget := NewBudget(40)
+		budget := flowspaces.NewBudget(40)
 		a := &tricklingSource{loopSource: loopSource{pkts: testPackets()}, budget: budget}
 		b := &tricklingSource{loopSource: loopSource{pkts: testPackets()}, budget: budget, other: a}
 		a.other = b

@@ -139,10 +139,8 @@ func (w *worker) run(ctx context.Context) {
 // fill reads the source to its end.
 func (w *worker) fill(ctx context.Context) {
 	budget := w.fs.opts.Budget
-	if budget != nil {
-		budget.sources.Add(1)
-		defer budget.sources.Add(-1)
-	}
+	budget.Join()
+	defer budget.Leave()
 	defer w.accountDrops()
 	dropper, _ := w.src.(functions.Dropper)
 	for i := 0; ctx.Err() == nil && !w.quit.Load(); i++ {
@@ -153,12 +151,12 @@ func (w *worker) fill(ctx context.Context) {
 			return
 		}
 		b.Reset()
-		b.Cap = budget.claim(ctx, w.window)
+		b.Cap = budget.Claim(ctx, w.window)
 		if b.Cap == 0 {
 			return
 		}
 		err := w.src.Fill(b)
-		budget.settle(b.Cap, b.N)
+		budget.Settle(b.Cap, b.N)
 		if b.N > 0 {
 			w.busy.Store(true)
 			r := w.route.Load()

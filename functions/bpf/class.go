@@ -21,7 +21,7 @@ func init() {
 		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		Validate: validateFilter,
 		New:      newFilter,
-		EBPF:     newEBPF,
+		Code:     functions.EBPFCode(newEBPF),
 	})
 }
 

@@ -27,7 +27,7 @@ func TestClassRegistration(t *testing.T) {
 	if !ok {
 		t.Fatal("class bpf is not registered")
 	}
-	if c.MinInputs != 1 || c.MaxInputs != -1 || c.IsSource() || !c.Supports(functions.TargetUser) || !c.Supports(functions.TargetKernel) || !c.Supports(functions.TargetXDP) || c.EBPF == nil {
+	if c.MinInputs != 1 || c.MaxInputs != -1 || c.IsSource() || !c.Supports(functions.TargetUser) || !c.Supports(functions.TargetKernel) || !c.Supports(functions.TargetXDP) || c.Code == nil {
 		t.Errorf("bad class shape: %+v", c)
 	}
 	if len(c.Params) != 1 || c.Params[0].Name != "expr" || !c.Params[0].Required || c.Params[0].Type != functions.String {

@@ -16,7 +16,7 @@ func init() {
 			Unit: "packets", Merge: functions.MergeSum, Summary: "packets that passed"}}},
 		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		New:     func(*functions.Context) (functions.Function, error) { return newPktCount(), nil },
-		EBPF:    ebpfPktCount,
+		Code:    functions.EBPFCode(ebpfPktCount),
 	})
 	functions.Register(&functions.Class{
 		Name:      "bytecount",
@@ -26,7 +26,7 @@ func init() {
 			Unit: "bytes", Merge: functions.MergeSum, Summary: "sum of their wire lengths"}}},
 		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		New:     func(*functions.Context) (functions.Function, error) { return newByteCount(), nil },
-		EBPF:    ebpfByteCount,
+		Code:    functions.EBPFCode(ebpfByteCount),
 	})
 }
 

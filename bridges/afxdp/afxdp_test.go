@@ -1,4 +1,4 @@
-package kernel
+package afxdp
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package user
+package flowspaces
 
 import (
 	"context"
@@ -7,8 +7,9 @@ import (
 )
 
 // Budget is the number of packets the sources of one run may read in total
-// (ffpf run -c), shared by every Go flowspace of the run, and split fairly:
-// no source can reserve more than its share of what is left.
+// (ffpf run -c), shared by every flowspace of the run that reads packets
+// itself (Limited), and split fairly: no source can reserve more than its
+// share of what is left. A nil *Budget is no limit.
 type Budget struct {
 	limit   int64
 	left    atomic.Int64
@@ -27,10 +28,25 @@ func NewBudget(limit int64) *Budget {
 	return b
 }
 
-// claim reserves up to want packets. It returns 0 only when the limit is
+// Join counts one more source reading from the budget, until it calls
+// Leave: a source's share of what is left depends on how many read.
+func (b *Budget) Join() {
+	if b != nil {
+		b.sources.Add(1)
+	}
+}
+
+// Leave ends Join.
+func (b *Budget) Leave() {
+	if b != nil {
+		b.sources.Add(-1)
+	}
+}
+
+// Claim reserves up to want packets. It returns 0 only when the limit is
 // spent: while another source holds a reservation it may give back, it
 // waits for it.
-func (b *Budget) claim(ctx context.Context, want int) int {
+func (b *Budget) Claim(ctx context.Context, want int) int {
 	if b == nil {
 		return want
 	}
@@ -53,8 +69,8 @@ func (b *Budget) claim(ctx context.Context, want int) int {
 	return 0
 }
 
-// settle ends a reservation of claimed packets of which used were read.
-func (b *Budget) settle(claimed, used int) {
+// Settle ends a reservation of claimed packets of which used were read.
+func (b *Budget) Settle(claimed, used int) {
 	if b == nil {
 		return
 	}
@@ -64,13 +80,16 @@ func (b *Budget) settle(claimed, used int) {
 	b.reserved.Add(-int64(claimed))
 }
 
+// Sources returns how many sources read from the budget now.
+func (b *Budget) Sources() int64 { return b.sources.Load() }
+
 // Spent reports whether the limit has been reached.
 func (b *Budget) Spent() bool { return b != nil && b.left.Load() <= 0 && b.reserved.Load() == 0 }
 
-// SetBudget makes the flowspace's sources share b (the run's packet
-// limit); call it before Activate.
-func (fs *Flowspace) SetBudget(b *Budget) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	fs.opts.Budget = b
+// Limited is a flowspace whose sources read packets themselves (files,
+// generators, libpcap): the flowgraph gives every such flowspace of a run
+// the same Budget, before Activate.
+type Limited interface {
+	Flowspace
+	SetBudget(*Budget)
 }

@@ -1,0 +1,164 @@
+package inproc
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/ffpf-go/ffpf/buffers"
+)
+
+// FlushAfter is how long a packet may wait in a Stream's batch that is not
+// full before the batch goes up.
+const FlushAfter = time.Millisecond
+
+// A Stream is the batch being filled for one source by a producer that
+// receives packets one at a time from across a barrier (the reader of a
+// BPF ring buffer, of an AF_XDP socket): it stores each packet once, in a
+// region of a PBuf of the flowspace above (Pool), or refers to it where it
+// already is (Frames), and adds an IBuf entry for it to the output of each
+// function whose bit the packet's mask sets. A full batch goes up as one
+// Message; Flush sends a partial one. One goroutine fills a stream.
+type Stream struct {
+	Up     *Bridge
+	Source any    // the messages' Stream: the source the packets came from
+	Mask   uint64 // the outputs its packets may reach: bit b is Tags[b]
+	Tags   []any  // by bit, the Out tags: the functions the flowspace above asked for
+	Snap   int    // bytes of each packet kept: the capture's snap length
+	// Pool takes the copies of the packets; Frames, when set instead,
+	// is memory the packets already lie in, which messages refer to.
+	Pool   *Pool
+	Frames Frames
+	// Peers are the streams the same goroutine fills, this one among
+	// them: their partial batches go up before it waits for a message.
+	Peers []*Stream
+	// Taken, when set, counts the packets the stream sent up.
+	Taken *atomic.Uint64
+
+	out map[int]*buffers.Batch
+	msg *Message
+	reg *Region
+	n   int
+}
+
+// Frames is producer-owned memory that packets arrive in (an AF_XDP UMEM
+// seen as a PBuf), lent to the flowspace above region by region.
+type Frames interface {
+	// TryTake returns a free region, held once, or false when none is.
+	TryTake() (*Region, bool)
+	// Take waits for a free region, held once.
+	Take(ctx context.Context) (*Region, error)
+	// Hold records that r refers to the frame at addr: the frame is not
+	// reused until r is released.
+	Hold(r *Region, addr uint64)
+}
+
+// Add copies one packet into s's batch, or, with Frames, refers to it at
+// addr, the frame it lies in; mask selects the outputs that keep it. It
+// returns false when the run stopped (the packet counts as dropped).
+func (s *Stream) Add(ctx context.Context, mask uint64, pkt []byte, wire uint32, ts int64, addr uint64) bool {
+	if s.msg == nil && !s.begin(ctx) {
+		return false
+	}
+	slot := s.reg.Base + uint32(s.n)
+	if s.Frames != nil {
+		// Refer to the frame where it is: the slot describes it.
+		*s.reg.PBuf.Meta(slot) = buffers.Meta{Timestamp: ts, Offset: addr, CapLen: uint32(len(pkt)), WireLen: wire}
+		s.Frames.Hold(s.reg, addr)
+	} else {
+		s.reg.PBuf.Store(slot, pkt, wire, ts, 0)
+	}
+	for b := 0; mask != 0; b++ {
+		if mask&1 != 0 {
+			o := s.out[b]
+			if o == nil {
+				s.msg.Out = append(s.msg.Out, Out{Tag: s.Tags[b]})
+				o = &s.msg.Out[len(s.msg.Out)-1].Batch
+				o.PBuf, o.Base = s.reg.PBuf, s.reg.Base
+				s.out[b] = o
+			}
+			o.E[o.N] = buffers.Entry{Slot: slot}
+			o.N++
+		}
+		mask >>= 1
+	}
+	s.n++
+	if s.n == buffers.MaxBatch {
+		s.Flush(ctx)
+	}
+	return true
+}
+
+// begin takes a message and a region for s's next batch.
+func (s *Stream) begin(ctx context.Context) bool {
+	m, ok := s.Up.TryMessage()
+	if !ok {
+		// The partial batches of this goroutine's streams may hold every
+		// message: send them up, then wait for the flowspace above to
+		// free one. (Other producers flush theirs when they are idle.)
+		FlushAll(ctx, s.Peers)
+		var err error
+		if m, err = s.Up.Message(ctx); err != nil {
+			s.Up.Lose(1)
+			return false
+		}
+	}
+	reg, err := s.region(ctx)
+	if err != nil {
+		s.Up.Recycle(m)
+		s.Up.Lose(1)
+		return false
+	}
+	m.Stream, m.Region, m.Stored = s.Source, reg, true
+	if cap(m.Out) < len(s.Tags) {
+		// Once per message: the batches are referred to below, so the
+		// slice must not move while it grows.
+		m.Out = make([]Out, 0, len(s.Tags))
+	}
+	if s.out == nil {
+		s.out = map[int]*buffers.Batch{}
+	}
+	s.msg, s.reg, s.n = m, reg, 0
+	clear(s.out)
+	return true
+}
+
+// region returns a region for s's next batch. When Frames has none free,
+// the partial batches of s's peers go up first: the flowspace above may
+// be waiting for them before it releases one.
+func (s *Stream) region(ctx context.Context) (*Region, error) {
+	if s.Frames == nil {
+		return s.Pool.Take(ctx)
+	}
+	if r, ok := s.Frames.TryTake(); ok {
+		return r, nil
+	}
+	FlushAll(ctx, s.Peers)
+	return s.Frames.Take(ctx)
+}
+
+// Pending reports whether s holds a partial batch.
+func (s *Stream) Pending() bool { return s.msg != nil }
+
+// Flush sends s's batch up.
+func (s *Stream) Flush(ctx context.Context) {
+	if s.msg == nil {
+		return
+	}
+	s.msg.Packets = s.n
+	if s.Frames == nil {
+		s.Up.Copied(s.n)
+	}
+	if s.Taken != nil {
+		s.Taken.Add(uint64(s.n))
+	}
+	s.Up.Send(ctx, s.msg)
+	s.msg, s.reg, s.n = nil, nil, 0
+}
+
+// FlushAll sends the batches of streams up.
+func FlushAll(ctx context.Context, streams []*Stream) {
+	for _, s := range streams {
+		s.Flush(ctx)
+	}
+}

@@ -1,0 +1,157 @@
+// Package ringbuf is the bridge from an eBPF flowspace (the kernel's tc
+// hook, XDP) up to the Go flowspace of the process: the programs copy each
+// packet that a function the flowspace above asked for passed into a BPF
+// ring buffer, once, with the mask of those functions, in a record of 128,
+// 512 or Snap bytes (a record's size must be a constant for the verifier;
+// three sizes let small packets take little of the ring). A Reader reads
+// the records, stores the packets in a PBuf of the flowspace above and
+// sends them up through an in-process bridge, one message per source and
+// batch, with each function's IBuf entries (inproc.Stream).
+//
+// Notification adapts to the rate on its own: the kernel wakes the reader
+// only for a record committed while the reader had caught up (an empty
+// ring). At high rates the reader is always behind, so it drains batch
+// after batch without a wake-up — polling; at low rates each packet wakes
+// it. A batch that is not full goes up after inproc.FlushAfter.
+//
+// The sharp edge: the record layout (Off*, HeaderLen) is a contract with
+// the program that writes it, which the flowspace generates; a packet the
+// ring has no room for is lost in the kernel, and only the program can
+// count it.
+package ringbuf
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	cring "github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/ffpf-go/ffpf/bridges/inproc"
+)
+
+// The layout of a record: a mask of the exported functions that passed
+// the packet, its wire and captured length, a CLOCK_MONOTONIC timestamp,
+// the port (which of the flowspace's interfaces it came in on), then the
+// captured bytes, in native byte order.
+const (
+	OffMask    = 0
+	OffWireLen = 8
+	OffCapLen  = 12
+	OffTime    = 16
+	OffPort    = 24
+	HeaderLen  = 32
+)
+
+// Snap is the most bytes of a packet the ring buffer carries up: a full
+// Ethernet frame with VLAN tags. Longer packets arrive truncated, their
+// wire length intact, as with a capture's snap length.
+const Snap = 1536
+
+// Bytes is the ring buffer's size: about 4000 records of a full frame.
+const Bytes = 8 << 20
+
+// NewMap creates a ring buffer for a flowspace's programs to write into.
+func NewMap() (*ebpf.Map, error) {
+	return ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_ring", Type: ebpf.RingBuf, MaxEntries: Bytes})
+}
+
+// Reader reads one flowspace's ring buffer.
+type Reader struct {
+	rd     *cring.Reader
+	ports  [][]*inproc.Stream // per port, the sources that capture there
+	wg     sync.WaitGroup
+	offset int64 // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
+}
+
+// Start reads ring until Stop, handing each record to the streams of its
+// port whose mask it shares. One goroutine fills every stream: they are
+// each other's peers.
+func Start(ring *ebpf.Map, ports [][]*inproc.Stream) (*Reader, error) {
+	r := &Reader{ports: ports, offset: time.Now().UnixNano() - monotonic()}
+	var all []*inproc.Stream
+	for _, port := range ports {
+		all = append(all, port...)
+	}
+	for _, s := range all {
+		s.Peers = all
+	}
+	rd, err := cring.NewReader(ring)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the ring buffer: %w", err)
+	}
+	r.rd = rd
+	r.wg.Add(1)
+	// Not the run's context: at the end, what the ring holds still goes
+	// up (the flowspace above reads its bridge until it is closed).
+	go r.run(context.Background())
+	return r, nil
+}
+
+// Stop sends up what the ring buffer holds, then stops reading.
+func (r *Reader) Stop() {
+	r.rd.Flush()
+	r.wg.Wait()
+	r.rd.Close()
+}
+
+func (r *Reader) run(ctx context.Context) {
+	defer r.wg.Done()
+	var rec cring.Record
+	pending := 0
+	for {
+		if pending > 0 {
+			r.rd.SetDeadline(time.Now().Add(inproc.FlushAfter))
+		} else {
+			r.rd.SetDeadline(time.Time{})
+		}
+		err := r.rd.ReadInto(&rec)
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			r.flushAll(ctx)
+			pending = 0
+			continue
+		case err != nil: // flushed (or closed): the run stops
+			r.flushAll(ctx)
+			return
+		}
+		raw := rec.RawSample
+		if len(raw) < HeaderLen {
+			continue
+		}
+		mask := binary.NativeEndian.Uint64(raw[OffMask:])
+		wire := binary.NativeEndian.Uint32(raw[OffWireLen:])
+		capLen := min(int(binary.NativeEndian.Uint32(raw[OffCapLen:])), len(raw)-HeaderLen)
+		ts := int64(binary.NativeEndian.Uint64(raw[OffTime:])) + r.offset
+		port := int(binary.NativeEndian.Uint32(raw[OffPort:]))
+		if port >= len(r.ports) {
+			continue
+		}
+		for _, s := range r.ports[port] {
+			if m := mask & s.Mask; m != 0 {
+				if s.Add(ctx, m, raw[HeaderLen:HeaderLen+capLen], wire, ts, 0) {
+					pending++
+				}
+			}
+		}
+	}
+}
+
+func (r *Reader) flushAll(ctx context.Context) {
+	for _, port := range r.ports {
+		inproc.FlushAll(ctx, port)
+	}
+}
+
+// monotonic returns CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns, in ns.
+func monotonic() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}

@@ -1,0 +1,124 @@
+package kernel
+
+// Placement: whether a function can run here, asked once per function
+// before anything is instantiated. The verifier is asked too, by loading
+// the function's code alone, so that a refusal is a placement reason and
+// not a failed run.
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/ffpf-go/ffpf/bridges/ringbuf"
+	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/functions/ebpfgen"
+)
+
+// Host implements flowspaces.Flowspace: the function's class must have an
+// eBPF implementation that accepts it, its inputs must run here (there is
+// no bridge between two eBPF flowspaces), and a source must capture an
+// interface whose packets enter here.
+func (fs *Flowspace) Host(n *flowspaces.Node) error {
+	c := n.Class
+	if !c.Supports(fs.target) {
+		return fmt.Errorf("class %s has no %s (eBPF) implementation", c.Name, fs.target)
+	}
+	if err := c.CanRun(fs.target, n.Ctx.Params); err != nil {
+		return err
+	}
+	if c.IsSource() {
+		if c.Interface == nil {
+			return fmt.Errorf("%s captures only from interfaces", fs.Name())
+		}
+		if iface := c.Interface(n.Ctx.Params); fs.Entry(iface) == flowspaces.NoEntry {
+			return fmt.Errorf("packets of %s do not enter at %s", iface, fs.Name())
+		}
+		return fs.room(n)
+	}
+	for _, in := range n.Inputs {
+		if in.Flowspace != flowspaces.Flowspace(fs) {
+			return fmt.Errorf("its input %s runs in %s, and packets cannot come into an eBPF program from another flowspace", in.ID, in.Flowspace.Name())
+		}
+	}
+	if snap := sourceSnaplen(n); snap < 65535 {
+		return fmt.Errorf("its packets are captured with a snap length of %d bytes, and an eBPF program sees all of a packet: libpcap's verdicts need the truncation", snap)
+	}
+	if err := fs.room(n); err != nil {
+		return err
+	}
+	fn, err := c.EBPF(fs.target, &n.Ctx)
+	if err != nil {
+		return err
+	}
+	return fs.verify(n, fn)
+}
+
+// sourceSnaplen is the smallest snap length of the sources that feed n
+// (a capture's snaplen parameter, or the run's).
+func sourceSnaplen(n *flowspaces.Node) int {
+	snap := n.Ctx.Snaplen
+	if snap <= 0 {
+		snap = 1 << 30
+	}
+	var reach flowspaces.Reach
+	for _, s := range reach.Sources(n) {
+		if sl := s.Ctx.Snaplen; sl > 0 {
+			snap = min(snap, sl)
+		}
+		if sl := int(s.Ctx.Params.Int("snaplen")); sl > 0 {
+			snap = min(snap, sl)
+		}
+	}
+	return snap
+}
+
+// room refuses n when the programs are full: the functions instantiated
+// here and those placed here since the last Connect (a request being
+// populated) count.
+func (fs *Flowspace) room(n *flowspaces.Node) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var kept []*flowspaces.Node
+	for _, o := range fs.offered {
+		if o != n && o.Flowspace == flowspaces.Flowspace(fs) && o.Source == nil && o.Function == nil {
+			kept = append(kept, o) // placed here, not yet instantiated
+		}
+	}
+	if len(fs.nodes)+len(kept)+1 > maxNodes && n.Source == nil && n.Function == nil {
+		return fmt.Errorf("%s already runs %d functions, as many as one eBPF program holds", fs.Name(), maxNodes)
+	}
+	fs.offered = append(kept, n)
+	return nil
+}
+
+// verify loads a program with fn alone, so that code the kernel's verifier
+// refuses keeps the function out of this flowspace at placement, with the
+// verifier's reason, rather than failing the run later. Results are kept
+// per class and parameters.
+func (fs *Flowspace) verify(n *flowspaces.Node, fn ebpfgen.Function) error {
+	key := n.Class.Name + "\x00" + n.Ctx.Params.Canonical()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if err, ok := fs.verified[key]; ok {
+		return err
+	}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(8 + fn.StateSlots())})
+	if err != nil {
+		return fmt.Errorf("%s cannot create maps: %w", fs.Name(), err)
+	}
+	defer m.Close()
+	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, snap: ringbuf.Snap, progName: "ffpf_verify",
+		nodes: []progNode{{node: n, iface: "probe", slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2}}}
+	prog, err := p.load(fs.Name())
+	if err == nil {
+		prog.Close()
+	} else {
+		err = fmt.Errorf("the kernel's verifier refuses its code: %w", err)
+	}
+	if fs.verified == nil {
+		fs.verified = map[string]error{}
+	}
+	fs.verified[key] = err
+	return err
+}

@@ -1,0 +1,116 @@
+package kernel
+
+// The way up. Packets that a function the flowspace above asked for
+// passed go up through the ring buffer (bridges/ringbuf), or, when a
+// capture on an XDP flowspace steals them, through AF_XDP sockets
+// (bridges/afxdp); either way a reader here sends them through the
+// in-process bridge the parent gave (SetWant), one stream per source.
+
+import (
+	"fmt"
+
+	"github.com/ffpf-go/ffpf/bridges/afxdp"
+	"github.com/ffpf-go/ffpf/bridges/inproc"
+	"github.com/ffpf-go/ffpf/bridges/ringbuf"
+	"github.com/ffpf-go/ffpf/flowspaces"
+)
+
+// reader is what reads the way up: a ringbuf.Reader or an afxdp.Reader.
+type reader interface{ Stop() }
+
+// restartReader starts reading the ring buffer (or the AF_XDP sockets)
+// for the current exports, replacing the reader of an earlier Connect;
+// fs.mu is held.
+func (fs *Flowspace) restartReader(nodes []*node) {
+	if !fs.active || fs.up == nil || len(fs.want) == 0 || fs.ring == nil {
+		return
+	}
+	if fs.reader != nil {
+		fs.reader.Stop()
+		fs.reader = nil
+	}
+	var exports []any
+	var exported []*flowspaces.Node
+	for _, w := range fs.want {
+		for _, k := range nodes {
+			if k.Node == w {
+				exports, exported = append(exports, w), append(exported, w)
+			}
+		}
+	}
+	var reach flowspaces.Reach // which sources reach which exported functions
+	var ports [][]*inproc.Stream
+	for _, iface := range ifaces(nodes) {
+		var port []*inproc.Stream
+		for _, k := range nodes {
+			if k.iface != iface {
+				continue
+			}
+			s := &inproc.Stream{Up: fs.up, Source: k.Node, Tags: exports, Snap: ringbuf.Snap}
+			if sl := int(k.Ctx.Params.Int("snaplen")); sl > 0 {
+				s.Snap = min(s.Snap, sl)
+			}
+			for b, e := range exported {
+				if reach.Reaches(k.Node, e) {
+					s.Mask |= 1 << b
+				}
+			}
+			port = append(port, s)
+		}
+		ports = append(ports, port)
+	}
+	if x := fs.xsk; x != nil && steals(nodes) && len(ports) == 1 {
+		fs.reader = x.Start(fs.up, ports[0], ringbuf.Snap)
+		return
+	}
+	for _, port := range ports {
+		for _, s := range port {
+			s.Pool = inproc.NewPool(ringbuf.Snap)
+		}
+	}
+	r, err := ringbuf.Start(fs.ring, ports)
+	if err != nil {
+		return // nothing comes up: the exports' packets count as the ring's losses
+	}
+	fs.reader = r
+}
+
+// openXSK opens the AF_XDP sockets when a capture here steals and they are
+// not open yet; fs.mu is held.
+func (fs *Flowspace) openXSK(nodes []*node) error {
+	if fs.xsk != nil || fs.xsks == nil || !steals(nodes) || fs.opts.Kind != flowspaces.KindXDP {
+		return nil
+	}
+	inPlace := false
+	if s := flowspaces.StubOf(fs); s != nil && s.Strategy == flowspaces.ZeroCopy {
+		inPlace = true
+	}
+	x, err := afxdp.Open(fs.opts.Interface, fs.xsks, inPlace)
+	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	fs.xsk, fs.sockets = x, x.String()
+	return nil
+}
+
+// lostXSK counts, as the bridge's dropped, the packets of each capture's
+// stream that its program redirected to an AF_XDP socket (stolen) but
+// that never came up, less what the sockets' statistics already counted
+// (once per frame); the readers have stopped and the counters are final.
+func (fs *Flowspace) lostXSK() {
+	x := fs.xsk
+	if x == nil || fs.sending == nil {
+		return
+	}
+	var lost uint64
+	for _, k := range fs.nodes {
+		if k.iface == "" || k.mbuf == nil {
+			continue
+		}
+		stolen, got := k.mbuf.Load64(0), x.Taken(k.Node)
+		lost += stolen - min(stolen, got)
+	}
+	if n := x.Settle(lost); n > 0 {
+		fs.sending.Lose(int(n))
+	}
+}
