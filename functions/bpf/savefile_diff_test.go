@@ -479,11 +479,11 @@ func TestCapturesJoined(t *testing.T) {
 	if n != 18 {
 		t.Errorf("the class's ip6 on a big-endian DLT_NULL file passes %d packets, want 18", n)
 	}
-	if _, err := c.EBPF(ctx); err != nil {
+	if _, err := c.EBPF(functions.TargetXDP, ctx); err != nil {
 		t.Errorf("EBPF: %v", err)
 	}
 	ctx.Captures = []functions.Capture{native, swapped}
-	if _, err := c.EBPF(ctx); err == nil {
+	if _, err := c.EBPF(functions.TargetXDP, ctx); err == nil {
 		t.Error("the eBPF hook accepts a filter that differs between its captures")
 	}
 }
