@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -486,5 +487,37 @@ func TestDiscoverLayout(t *testing.T) {
 	if len(root.Children()) != 0 || len(absent) != 2 || !strings.HasPrefix(absent[0], "kernel: eBPF programs cannot be loaded here (operation not permitted): ") ||
 		absent[1] != "xdp:eth0: the kernel flowspace it would hang beneath is absent" {
 		t.Errorf("absent %q", absent)
+	}
+}
+
+// A hierarchy file is a regular file of at most MaxFileSize bytes: a
+// device would be read without end, a FIFO without a writer would block
+// for ever.
+func TestLoadBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("# padding\n"), MaxFileSize/10+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/dev/zero", "cannot read /dev/zero: it is a character device, not a regular file"},
+		{fifo, "cannot read " + fifo + ": it is a named pipe (FIFO), not a regular file"},
+		{dir, "cannot read " + dir + ": it is a directory, not a regular file"},
+		{big, fmt.Sprintf("cannot read %s: it is %d bytes, and a hierarchy file may have at most 1048576 (1 MiB)", big, (MaxFileSize/10+1)*10)},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(c.path, nil); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || err.Error() != c.want {
+				t.Errorf("Load(%s): %v, want %s", c.path, err, c.want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("Load(%s) did not return within a minute", c.path)
+		}
 	}
 }
