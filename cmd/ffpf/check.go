@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/ffpf-go/ffpf/flowgraph"
+	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/flowspaces/user"
 )
 
 const checkSynopsis = `[-r FILE | -i IFACE] [-e EXPR]... [EXPR]...
@@ -40,4 +42,16 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, req.Canonical())
 	}
 	return nil
+}
+
+// simulates reports whether a flowspace of the hierarchy replays traffic
+// for iface (a hierarchy file's test flowspace), so that it need not exist.
+func simulates(root flowspaces.Flowspace, iface string) bool {
+	found := false
+	flowspaces.Walk(root, func(fs flowspaces.Flowspace) {
+		if u, ok := fs.(*user.Flowspace); ok && u.Traffic(iface) != nil {
+			found = true
+		}
+	})
+	return found
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/dev"
 )
 
 const runSynopsis = `[-r FILE | -i IFACE] [-c N] [-w OUT.pcap] [--json] [-e EXPR]... [EXPR]...
@@ -57,6 +58,11 @@ func (o *runOptions) config(cfg flowgraph.Config) (flowgraph.Config, string, err
 		cfg.Hierarchy = root
 	} else {
 		cfg.Hierarchy, _ = hierarchy.Discover(functions.Default)
+	}
+	if o.iface != "" && !simulates(cfg.Hierarchy, o.iface) {
+		if err := dev.Exists(o.iface); err != nil {
+			return cfg, "", &exitError{2, err} // as tcpdump says it
+		}
 	}
 	return cfg, group, nil
 }
