@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -134,8 +135,20 @@ func TestDescribeJSON(t *testing.T) {
 			`"barrier":"pci","bridge":"copy-once","classes":["bpf"],` +
 			`"interfaces":[{"name":"` + iface + `","traffic":"` + traffic + `"}],"children":[]}`
 	}
+	// Userspace runs every class with Go code.
+	var user []string
+	for _, c := range functions.Default.All() {
+		if c.Supports(functions.TargetUser) {
+			user = append(user, c.Name)
+		}
+	}
+	if !slices.Contains(user, "pktcount") || slices.Contains(user, "nosuch") {
+		t.Fatalf("user classes %v", user)
+	}
+	b, _ := json.Marshal(user)
+	userClasses := string(b)
 	want := `{"name":"user","kind":"user","level":0,"path":"0xffffffff","target":"user","stores":true,` +
-		`"barrier":"","bridge":"","classes":null,"interfaces":null,"children":[` +
+		`"barrier":"","bridge":"","classes":` + userClasses + `,"interfaces":null,"children":[` +
 		`{"name":"kernel","kind":"test","level":1,"path":"0x0fffffff","target":"user","stores":false,` +
 		`"barrier":"user/kernel","bridge":"zero-copy","classes":["bpf","bytecount","pktcount"],"interfaces":[],"children":[` +
 		nic("nic0", "0x00ffffff", "eth0", "(gen,seed=1,packets=20000)") + "," +
@@ -188,8 +201,14 @@ user            user    level 0  path 0xffffffff  stores packets
 	if got := in.Children[1].Children[1].Interfaces; len(got) != 1 || got[0] != (Interface{Name: "eth1"}) {
 		t.Errorf("xdp interfaces %v", got)
 	}
-	if b := in.Children[0]; b.Classes != nil || len(b.Interfaces) != 2 || b.Interfaces[0].Traffic != "" {
+	if b := in.Children[0]; b.restricted || !slices.Contains(b.Classes, "pktcount") || len(b.Interfaces) != 2 || b.Interfaces[0].Traffic != "" {
 		t.Errorf("board: %+v", b)
+	}
+	// The eBPF flowspaces run the classes with eBPF code, not the others.
+	for _, k := range []*Info{in.Children[1], in.Children[1].Children[0]} {
+		if !slices.Contains(k.Classes, "bpf") || !slices.Contains(k.Classes, "pktcount") || slices.Contains(k.Classes, "export") {
+			t.Errorf("%s runs classes %v", k.Name, k.Classes)
+		}
 	}
 	if a := in.Children[0].Children[0]; a.Interfaces == nil || len(a.Interfaces) != 0 {
 		t.Errorf("a test flowspace without interfaces gives %#v, want []", a.Interfaces)
