@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/gopacket/pcapgo"
 )
 
 // -s 0 means the default snap length, as in tcpdump.
@@ -94,4 +97,74 @@ func TestNULInString(t *testing.T) {
 		!strings.Contains(r.stderr, "\n       ^") {
 		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
+}
+
+// -w x.pcapng writes pcapng with the timestamps to the nanosecond:
+// tcpdump reads the same packets at the same times from it as from the
+// nanosecond pcap it came from.
+func TestWritePcapng(t *testing.T) {
+	td, err := exec.LookPath("tcpdump")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("tcpdump, the oracle, is not installed (make deps installs it)")
+		}
+		t.Skip("tcpdump is not installed")
+	}
+	a, _ := traces(t)
+	dir := t.TempDir()
+	nanos, out := filepath.Join(dir, "ns.pcap"), filepath.Join(dir, "out.pcapng")
+	f, err := os.Open(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcapgo.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.Create(nanos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := pcapgo.NewWriterNanos(g)
+	w.WriteFileHeader(65535, r.LinkType())
+	for i := 0; ; i++ {
+		data, ci, err := r.ReadPacketData()
+		if err != nil {
+			break
+		}
+		ci.Timestamp = ci.Timestamp.Add(time.Duration(i%1000) * time.Nanosecond)
+		if err := w.WritePacket(ci, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.Close()
+	if r := ffpf(t, "run", "-r", nanos, "-w", out, `(bpf,"tcp or udp")`); r.code != 0 {
+		t.Fatalf("run -w %s: exit %d: %s", out, r.code, r.stderr)
+	}
+	dump := func(file string) string {
+		b, err := exec.Command(td, "-n", "-tt", "--time-stamp-precision=nano", "-r", file, "tcp or udp").Output()
+		if err != nil {
+			t.Fatalf("tcpdump -r %s: %v", file, err)
+		}
+		return string(b)
+	}
+	want, got := dump(nanos), dump(out)
+	if got != want || strings.Count(got, "\n") < 1000 {
+		t.Errorf("tcpdump reads %d lines from the pcapng file, %d from its input; first difference near:\n%s",
+			strings.Count(got, "\n"), strings.Count(want, "\n"), firstDiff(got, want))
+	}
+	if h, _ := os.ReadFile(out); len(h) < 4 || string(h[:4]) != "\x0a\x0d\x0d\x0a" {
+		t.Errorf("%s is not pcapng", out)
+	}
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return al[i] + "\n" + bl[i]
+		}
+	}
+	return "(one is a prefix of the other)"
 }
