@@ -436,3 +436,19 @@ var (
 	_ functions.Function = (*printer)(nil)
 	_ functions.Closer   = (*printer)(nil)
 )
+
+// formatRate gives packets per second in a unit that shows it: a live run
+// of a few thousand packets a second is not "0.00 Mpps".
+func formatRate(packets uint64, el time.Duration) string {
+	if el <= 0 {
+		return "0 pps"
+	}
+	switch pps := float64(packets) / el.Seconds(); {
+	case pps >= 1e6:
+		return fmt.Sprintf("%.2f Mpps", pps/1e6)
+	case pps >= 1e3:
+		return fmt.Sprintf("%.2f kpps", pps/1e3)
+	default:
+		return fmt.Sprintf("%.0f pps", pps)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
@@ -107,3 +108,15 @@ func TestPrintAllocs(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
+
+func TestFormatRate(t *testing.T) {
+	for _, c := range []struct {
+		n    uint64
+		el   time.Duration
+		want string
+	}{{3, time.Second, "3 pps"}, {4500, 2 * time.Second, "2.25 kpps"}, {5e6, time.Second, "5.00 Mpps"}, {7, 0, "0 pps"}} {
+		if got := formatRate(c.n, c.el); got != c.want {
+			t.Errorf("formatRate(%d, %v) = %q, want %q", c.n, c.el, got, c.want)
+		}
+	}
+}

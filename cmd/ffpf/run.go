@@ -187,11 +187,7 @@ func printResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 		return enc.Encode(r)
 	}
 	el := time.Duration(r.ElapsedNS)
-	rate := 0.0
-	if el > 0 {
-		rate = float64(r.Packets) / el.Seconds() / 1e6
-	}
-	fmt.Fprintf(w, "%d packets in %v (%.2f Mpps)\n", r.Packets, el.Round(time.Microsecond), rate)
+	fmt.Fprintf(w, "%d packets in %v (%s)\n", r.Packets, el.Round(time.Microsecond), formatRate(r.Packets, el))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FUNCTION\tFLOWSPACE\tIN\tOUT\tFILTERED\tDROPPED\tSTATE")
 	for _, f := range r.Functions {
