@@ -44,6 +44,12 @@ func init() {
 		// of a hierarchy file are not asked): the interface must exist,
 		// and an eBPF hook needs a network interface of its own.
 		Runs: func(t functions.Target, p functions.Params) error {
+			if t == functions.TargetUser && p.Bool("drop") {
+				return errors.New("drop=true drops packets at an eBPF hook (tc or XDP); libpcap only gets copies of packets the kernel keeps")
+			}
+			if t != functions.TargetXDP && p.Bool("steal") {
+				return errors.New("steal=true redirects packets to AF_XDP sockets, which only an XDP hook can do")
+			}
 			iface := p.Str("expr")
 			if err := Exists(iface); err != nil {
 				return err
@@ -55,12 +61,6 @@ func init() {
 				if _, err := net.InterfaceByName(iface); err != nil {
 					return fmt.Errorf("%s is not a network interface: it has no XDP or tc hook", iface)
 				}
-			}
-			if t == functions.TargetUser && p.Bool("drop") {
-				return errors.New("drop=true drops packets at an eBPF hook (tc or XDP); libpcap only gets copies of packets the kernel keeps")
-			}
-			if t != functions.TargetXDP && p.Bool("steal") {
-				return errors.New("steal=true redirects packets to AF_XDP sockets, which only an XDP hook can do")
 			}
 			return nil
 		},
