@@ -168,3 +168,18 @@ func firstDiff(a, b string) string {
 	}
 	return "(one is a prefix of the other)"
 }
+
+// A hierarchy file must be a regular file of at most 1 MiB: /dev/zero is
+// refused, not read without end.
+func TestHierarchyNotAFile(t *testing.T) {
+	for _, cmd := range []string{"hierarchy", "place", "check"} {
+		args := []string{cmd, "--hierarchy", "/dev/zero"}
+		if cmd != "hierarchy" {
+			args = append(args, "(gen) > (pktcount)")
+		}
+		r := ffpf(t, args...)
+		if r.code != 2 || r.stderr != "ffpf: cannot read /dev/zero: it is a character device, not a regular file\n" {
+			t.Errorf("%s --hierarchy /dev/zero: exit %d: %q", cmd, r.code, r.stderr)
+		}
+	}
+}
