@@ -120,3 +120,25 @@ func TestFormatRate(t *testing.T) {
 		}
 	}
 }
+
+// Cooked (-i any) and raw IP captures print the packet inside, as tcpdump
+// does without -e.
+func TestPrintLinkTypes(t *testing.T) {
+	ipUDP := []byte{0x45, 0, 0, 28, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+		0x03, 0xe8, 0x07, 0xd0, 0, 8, 0, 0}
+	sll := append([]byte{0, 0, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0, 0x08, 0x00}, ipUDP...)
+	for _, c := range []struct {
+		link  functions.LinkType
+		frame []byte
+	}{{functions.LinkLinuxSLL, sll}, {functions.LinkRaw, ipUDP}} {
+		var out bytes.Buffer
+		p := newPrinter(&out, c.link)
+		pb := buffers.NewPBuf(1, 256)
+		b := buffers.NewBatch(pb, 0, 1, 0)
+		b.Append(c.frame, uint32(len(c.frame)), 0)
+		p.Process(b)
+		if want := " IP 10.0.0.1.1000 > 10.0.0.2.2000: UDP, length 0\n"; !strings.HasSuffix(out.String(), want) {
+			t.Errorf("%v: printed %q, want a line ending %q", c.link, out.String(), want)
+		}
+	}
+}
