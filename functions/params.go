@@ -289,6 +289,11 @@ func (par *Param) parse(r Raw) (Value, error) {
 	switch par.Type {
 	case String:
 		v.Str = r.Text + r.Unit
+		if i := strings.IndexByte(v.Str, 0); i >= 0 {
+			// C strings (libpcap's filters, interface and file names)
+			// would end there and silently mean something shorter.
+			return v, fmt.Errorf("%q holds a NUL byte at offset %d; a string parameter cannot contain one", v.Str, i)
+		}
 		if len(par.Enum) > 0 && !slices.Contains(par.Enum, v.Str) {
 			return v, fmt.Errorf("%q is not one of %s", v.Str, strings.Join(par.Enum, ", "))
 		}

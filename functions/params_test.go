@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +97,19 @@ func TestRegisterRejectsMalformedClasses(t *testing.T) {
 	}
 	if c, found := r.Lookup("OK"); !found || c != ok {
 		t.Error("lookup is not case-insensitive")
+	}
+}
+
+// A NUL byte would end the string where C code (libpcap) reads it, so a
+// filter "tcp\x00 or udp" would silently mean "tcp".
+func TestBindRefusesNUL(t *testing.T) {
+	c := &Class{Name: "n", New: func(*Context) (Function, error) { return nil, nil },
+		Params: []Param{{Name: "expr", Type: String}}}
+	for _, raw := range []Raw{{Kind: RawString, Text: "tcp\x00 or udp"}, {Kind: RawWord, Text: "\x00"}} {
+		_, err := c.Bind([]Arg{{Value: raw}})
+		var be *BindError
+		if !errors.As(err, &be) || be.Arg != 0 || !strings.Contains(err.Error(), "NUL") {
+			t.Errorf("Bind(%q) = %v, want a BindError on argument 0 naming the NUL byte", raw.Text, err)
+		}
 	}
 }

@@ -18,7 +18,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
+
+	"github.com/google/gopacket/pcap"
 
 	"github.com/ffpf-go/ffpf/flowgraph"
 	_ "github.com/ffpf-go/ffpf/functions/builtin"
@@ -28,13 +32,15 @@ import (
 const usage = `ffpf runs packet-processing flowgraphs (Fairly Fast Packet Filters, in Go).
 
 Usage:
-  ffpf run [-r FILE | -i IFACE] [-c N] [-w OUT.pcap] [-s SNAPLEN] [--hierarchy FILE.yaml] [--flowgroup POLICY] [--json] [-e EXPR]... [EXPR]...
+  ffpf run [-r FILE | -i IFACE] [-c N] [-w OUT.pcap|.pcapng] [-s SNAPLEN] [--print] [--hierarchy FILE.yaml] [--flowgroup POLICY] [--json] [-e EXPR]... [EXPR]...
   ffpf check [-r FILE | -i IFACE] [-e EXPR]... [EXPR]...
   ffpf place [--hierarchy FILE.yaml] [--dot | --json] [-e EXPR]... [EXPR]...
   ffpf hierarchy [--hierarchy FILE.yaml] [--json]
   ffpf classes [--json]
   ffpf gen -o FILE [--packets N] [--seed N] [--malformed F] [--vlan F] [--ipv6 F] [--flows N]
   ffpf gen -i IFACE [--pps N] [-o SENT.pcap] [--packets N] [--seed N] ...
+  ffpf -D | --list-interfaces
+  ffpf --version
 
 An expression is a graph of functions:
   (bpf,expr="tcp and dst port 80") > [(pktcount)|(bytecount)]
@@ -85,6 +91,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case "version", "-version", "--version":
+		fmt.Fprintf(stdout, "%s\n%s\n", version(), pcap.Version())
+		return 0
+	case "-D", "--list-interfaces":
+		err = listInterfaces(stdout)
 	default:
 		err = usageErrorf("unknown command %q%s; see 'ffpf help'", cmd, suggestCommand(cmd))
 	}
@@ -92,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func suggestCommand(cmd string) string {
-	if s, ok := lang.Suggest(cmd, []string{"run", "check", "place", "hierarchy", "classes", "gen", "help"}); ok {
+	if s, ok := lang.Suggest(cmd, []string{"run", "check", "place", "hierarchy", "classes", "gen", "help", "version"}); ok {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return ""
@@ -173,3 +184,85 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, "; ") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+// version is the module's version and the commit it was built from, as
+// the Go toolchain recorded them in the binary ("ffpf version (devel)"
+// from a checkout, with the commit unless built with -buildvcs=false).
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "ffpf version unknown, built with " + runtime.Version()
+	}
+	v := "ffpf version " + bi.Main.Version
+	var rev, at, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (commit %s, %s%s)", rev, at, modified)
+	}
+	return v + ", built with " + bi.GoVersion + " for " + runtime.GOOS + "/" + runtime.GOARCH
+}
+
+// pcap_if_t flags (pcap/pcap.h).
+const (
+	ifLoopback         = 0x01
+	ifUp               = 0x02
+	ifRunning          = 0x04
+	ifWireless         = 0x08
+	ifConnectionStatus = 0x30
+	ifConnected        = 0x10
+	ifDisconnected     = 0x20
+	ifNotApplicable    = 0x30
+)
+
+// listInterfaces prints the devices libpcap can capture on as tcpdump -D
+// does: number, name, description, flags.
+func listInterfaces(w io.Writer) error {
+	devs, err := pcap.FindAllDevs()
+	if err != nil {
+		return fmt.Errorf("cannot list the interfaces: %v", err)
+	}
+	for i, d := range devs {
+		line := fmt.Sprintf("%d.%s", i+1, d.Name)
+		if d.Description != "" {
+			line += " (" + d.Description + ")"
+		}
+		if d.Flags != 0 {
+			var names []string
+			for _, f := range []struct {
+				bit  uint32
+				name string
+			}{{ifUp, "Up"}, {ifRunning, "Running"}, {ifLoopback, "Loopback"}, {ifWireless, "Wireless"}} {
+				if d.Flags&f.bit != 0 {
+					names = append(names, f.name)
+				}
+			}
+			flags := strings.Join(names, ", ")
+			if flags == "" {
+				flags = "none"
+			}
+			status := map[uint32]string{0: "Connection status unknown", ifConnected: "Connected", ifDisconnected: "Disconnected"}
+			if d.Flags&ifWireless != 0 {
+				status = map[uint32]string{0: "Association status unknown", ifConnected: "Associated", ifDisconnected: "Not associated"}
+			}
+			if s := status[d.Flags&ifConnectionStatus]; s != "" {
+				flags += ", " + s
+			}
+			line += " [" + flags + "]"
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}

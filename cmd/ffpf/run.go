@@ -16,9 +16,11 @@ import (
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/dev"
 )
 
-const runSynopsis = `[-r FILE | -i IFACE] [-c N] [-w OUT.pcap] [--json] [-e EXPR]... [EXPR]...
+const runSynopsis = `[-r FILE | -i IFACE] [-c N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN] [--print]
+         [--hierarchy FILE.yaml] [--flowgroup POLICY] [--json] [-e EXPR]... [EXPR]...
 
 Runs the flowgraph until the sources end, -c packets have been read, or
 SIGINT; then prints every function's counters and state. Several
@@ -58,6 +60,11 @@ func (o *runOptions) config(cfg flowgraph.Config) (flowgraph.Config, string, err
 	} else {
 		cfg.Hierarchy, _ = hierarchy.Discover(functions.Default)
 	}
+	if o.iface != "" && !simulates(cfg.Hierarchy, o.iface) {
+		if err := dev.Exists(o.iface); err != nil {
+			return cfg, "", &exitError{2, err} // as tcpdump says it
+		}
+	}
 	return cfg, group, nil
 }
 
@@ -83,9 +90,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	var o runOptions
 	o.register(fs)
 	count := fs.Int64("c", 0, "stop after `N` packets in total (0: no limit)")
-	out := fs.String("w", "", "write the packets that reach the end of the flowgraph to `OUT.pcap`")
+	out := fs.String("w", "", "write the packets that reach the end of the flowgraph to `OUT.pcap` (a name ending in .pcapng: pcapng, with nanosecond timestamps)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
-	snaplen := fs.Int("s", flowgraph.DefaultSnaplen, "keep at most `SNAPLEN` bytes of each packet")
+	snaplen := fs.Int("s", flowgraph.DefaultSnaplen, "keep at most `SNAPLEN` bytes of each packet (0: the default, as in tcpdump)")
+	printLines := fs.Bool("print", false, printHelp)
 	progress := fs.Bool("progress", true, "show progress on stderr when it is a terminal and the sources know their length (files, gen, -c)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -98,8 +106,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *count < 0 {
 		return usageErrorf("-c must be a number of packets (0: no limit)")
 	}
-	if *snaplen <= 0 {
-		return usageErrorf("-s must be a positive number of bytes")
+	if *snaplen == 0 {
+		*snaplen = flowgraph.DefaultSnaplen // tcpdump's -s 0
+	}
+	if *snaplen < 0 {
+		return usageErrorf("-s must be a number of bytes (0: the default, %d)", flowgraph.DefaultSnaplen)
+	}
+	if *printLines && *asJSON {
+		return usageErrorf("--print and --json exclude each other")
+	}
+	results := stdout
+	if *printLines {
+		results = stderr // the packets' lines have standard output
 	}
 
 	// ^C from here on stops the run cleanly (a graph with many eBPF
@@ -111,6 +129,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *printLines {
+		if cfg.Registry, err = withPrint(stdout); err != nil {
+			return err
+		}
+	}
 	rt := flowgraph.New(cfg)
 	for _, e := range exprs {
 		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Group: group}); err != nil {
@@ -119,6 +142,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if *out != "" {
 		if _, err := rt.AttachSink("(export,file=" + strconv.Quote(*out) + ")"); err != nil {
+			return err
+		}
+	}
+	if *printLines {
+		if _, err := rt.AttachSink("(print)"); err != nil {
 			return err
 		}
 	}
@@ -137,7 +165,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	bar.finish()
 	closeErr := rt.Close()
 
-	if err := printResult(rt, *asJSON, stdout); err != nil {
+	if err := printResult(rt, *asJSON, results); err != nil {
 		return err
 	}
 	return errors.Join(runErr, closeErr)
@@ -159,11 +187,7 @@ func printResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 		return enc.Encode(r)
 	}
 	el := time.Duration(r.ElapsedNS)
-	rate := 0.0
-	if el > 0 {
-		rate = float64(r.Packets) / el.Seconds() / 1e6
-	}
-	fmt.Fprintf(w, "%d packets in %v (%.2f Mpps)\n", r.Packets, el.Round(time.Microsecond), rate)
+	fmt.Fprintf(w, "%d packets in %v (%s)\n", r.Packets, el.Round(time.Microsecond), formatRate(r.Packets, el))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FUNCTION\tFLOWSPACE\tIN\tOUT\tFILTERED\tDROPPED\tSTATE")
 	for _, f := range r.Functions {

@@ -27,14 +27,17 @@ type Info struct {
 	// "" at the root.
 	Barrier string              `json:"barrier"`
 	Bridge  flowspaces.Strategy `json:"bridge"`
-	// Classes are the only classes it runs, sorted; null when it runs every
-	// class with an implementation for its target, [] when none.
+	// Classes are the classes it runs, sorted: those a test flowspace is
+	// restricted to, else every class with an implementation for its
+	// target ([] when none).
 	Classes []string `json:"classes"`
 	// Interfaces are those whose packets enter here: the simulated ones of
 	// a test flowspace, with their traffic, or the one of an xdp flowspace;
 	// null when every interface of the machine does (userspace, the kernel).
 	Interfaces []Interface `json:"interfaces"`
 	Children   []*Info     `json:"children"`
+
+	restricted bool // Classes is a test flowspace's own list
 }
 
 // Interface is a network interface whose packets enter a flowspace.
@@ -45,11 +48,15 @@ type Interface struct {
 	Traffic string `json:"traffic"`
 }
 
-// Describe returns the tree rooted at root. It reads the classes and
-// interfaces of the flowspace kinds it knows (flowspaces/user and
-// flowspaces/kernel); of any other it gives what the Flowspace interface
-// tells.
-func Describe(root flowspaces.Flowspace) *Info {
+// Describe returns the tree rooted at root, with the classes of
+// functions.Default (DescribeWith names another registry). It reads the
+// classes and interfaces of the flowspace kinds it knows (flowspaces/user
+// and flowspaces/kernel); of any other it gives what the Flowspace
+// interface tells.
+func Describe(root flowspaces.Flowspace) *Info { return DescribeWith(root, functions.Default) }
+
+// DescribeWith is Describe with the classes of reg.
+func DescribeWith(root flowspaces.Flowspace, reg *functions.Registry) *Info {
 	in := &Info{
 		Name:     root.Name(),
 		Kind:     root.Kind(),
@@ -62,11 +69,18 @@ func Describe(root flowspaces.Flowspace) *Info {
 	if s := flowspaces.StubOf(root); s != nil {
 		in.Barrier, in.Bridge = s.Barrier, s.Strategy
 	}
+	in.Classes = []string{}
+	for _, c := range reg.All() { // sorted by name
+		if c.Supports(root.Target()) {
+			in.Classes = append(in.Classes, c.Name)
+		}
+	}
 	switch fs := root.(type) {
 	case *user.Flowspace:
 		if cs := fs.Classes(); cs != nil {
 			in.Classes = slices.Clone(cs) // [] stays []: runs no class
 			slices.Sort(in.Classes)
+			in.restricted = true
 		}
 		if fs.Kind() != flowspaces.KindUser || len(fs.Interfaces()) > 0 {
 			in.Interfaces = []Interface{} // a test flowspace sees only its own
@@ -84,7 +98,7 @@ func Describe(root flowspaces.Flowspace) *Info {
 		}
 	}
 	for _, c := range root.Children() {
-		in.Children = append(in.Children, Describe(c.Child()))
+		in.Children = append(in.Children, DescribeWith(c.Child(), reg))
 	}
 	return in
 }
@@ -157,9 +171,9 @@ func row(in *Info, name string) []string {
 	}
 	classes := ""
 	switch {
-	case in.Classes == nil && in.Kind == flowspaces.KindTest:
+	case !in.restricted && in.Kind == flowspaces.KindTest:
 		classes = "classes: any with Go code"
-	case in.Classes == nil:
+	case !in.restricted:
 	case len(in.Classes) == 0:
 		classes = "classes: none"
 	default:

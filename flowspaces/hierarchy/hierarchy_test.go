@@ -8,9 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -133,8 +135,20 @@ func TestDescribeJSON(t *testing.T) {
 			`"barrier":"pci","bridge":"copy-once","classes":["bpf"],` +
 			`"interfaces":[{"name":"` + iface + `","traffic":"` + traffic + `"}],"children":[]}`
 	}
+	// Userspace runs every class with Go code.
+	var user []string
+	for _, c := range functions.Default.All() {
+		if c.Supports(functions.TargetUser) {
+			user = append(user, c.Name)
+		}
+	}
+	if !slices.Contains(user, "pktcount") || slices.Contains(user, "nosuch") {
+		t.Fatalf("user classes %v", user)
+	}
+	b, _ := json.Marshal(user)
+	userClasses := string(b)
 	want := `{"name":"user","kind":"user","level":0,"path":"0xffffffff","target":"user","stores":true,` +
-		`"barrier":"","bridge":"","classes":null,"interfaces":null,"children":[` +
+		`"barrier":"","bridge":"","classes":` + userClasses + `,"interfaces":null,"children":[` +
 		`{"name":"kernel","kind":"test","level":1,"path":"0x0fffffff","target":"user","stores":false,` +
 		`"barrier":"user/kernel","bridge":"zero-copy","classes":["bpf","bytecount","pktcount"],"interfaces":[],"children":[` +
 		nic("nic0", "0x00ffffff", "eth0", "(gen,seed=1,packets=20000)") + "," +
@@ -187,8 +201,14 @@ user            user    level 0  path 0xffffffff  stores packets
 	if got := in.Children[1].Children[1].Interfaces; len(got) != 1 || got[0] != (Interface{Name: "eth1"}) {
 		t.Errorf("xdp interfaces %v", got)
 	}
-	if b := in.Children[0]; b.Classes != nil || len(b.Interfaces) != 2 || b.Interfaces[0].Traffic != "" {
+	if b := in.Children[0]; b.restricted || !slices.Contains(b.Classes, "pktcount") || len(b.Interfaces) != 2 || b.Interfaces[0].Traffic != "" {
 		t.Errorf("board: %+v", b)
+	}
+	// The eBPF flowspaces run the classes with eBPF code, not the others.
+	for _, k := range []*Info{in.Children[1], in.Children[1].Children[0]} {
+		if !slices.Contains(k.Classes, "bpf") || !slices.Contains(k.Classes, "pktcount") || slices.Contains(k.Classes, "export") {
+			t.Errorf("%s runs classes %v", k.Name, k.Classes)
+		}
 	}
 	if a := in.Children[0].Children[0]; a.Interfaces == nil || len(a.Interfaces) != 0 {
 		t.Errorf("a test flowspace without interfaces gives %#v, want []", a.Interfaces)
@@ -486,5 +506,37 @@ func TestDiscoverLayout(t *testing.T) {
 	if len(root.Children()) != 0 || len(absent) != 2 || !strings.HasPrefix(absent[0], "kernel: eBPF programs cannot be loaded here (operation not permitted): ") ||
 		absent[1] != "xdp:eth0: the kernel flowspace it would hang beneath is absent" {
 		t.Errorf("absent %q", absent)
+	}
+}
+
+// A hierarchy file is a regular file of at most MaxFileSize bytes: a
+// device would be read without end, a FIFO without a writer would block
+// for ever.
+func TestLoadBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("# padding\n"), MaxFileSize/10+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/dev/zero", "cannot read /dev/zero: it is a character device, not a regular file"},
+		{fifo, "cannot read " + fifo + ": it is a named pipe (FIFO), not a regular file"},
+		{dir, "cannot read " + dir + ": it is a directory, not a regular file"},
+		{big, fmt.Sprintf("cannot read %s: it is %d bytes, and a hierarchy file may have at most 1048576 (1 MiB)", big, (MaxFileSize/10+1)*10)},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(c.path, nil); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || err.Error() != c.want {
+				t.Errorf("Load(%s): %v, want %s", c.path, err, c.want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("Load(%s) did not return within a minute", c.path)
+		}
 	}
 }

@@ -49,12 +49,27 @@ func init() {
 		// the interface itself.
 		Targets:   []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		Interface: func(p functions.Params) string { return p.Str("expr") },
+		// Runs asks the flowspaces of this machine (simulated interfaces
+		// of a hierarchy file are not asked): the interface must exist,
+		// and an eBPF hook needs a network interface of its own.
 		Runs: func(t functions.Target, p functions.Params) error {
 			if t == functions.TargetUser && p.Bool("drop") {
 				return errors.New("drop=true drops packets at an eBPF hook (tc or XDP); libpcap only gets copies of packets the kernel keeps")
 			}
 			if t != functions.TargetXDP && p.Bool("steal") {
 				return errors.New("steal=true redirects packets to AF_XDP sockets, which only an XDP hook can do")
+			}
+			iface := p.Str("expr")
+			if err := Exists(iface); err != nil {
+				return err
+			}
+			if t != functions.TargetUser {
+				if iface == "any" {
+					return errors.New("the any device is not an interface: XDP and tc hooks attach to one interface each, so libpcap captures on all of them, in userspace")
+				}
+				if _, err := net.InterfaceByName(iface); err != nil {
+					return fmt.Errorf("%s is not a network interface: it has no XDP or tc hook", iface)
+				}
 			}
 			return nil
 		},
@@ -144,6 +159,22 @@ type Source struct {
 	drops  atomic.Uint64
 }
 
+// Exists returns tcpdump's error for a device libpcap does not know
+// ("nosuch0: No such device exists"), or nil.
+func Exists(iface string) error {
+	if iface == "any" {
+		return nil
+	}
+	if _, err := net.InterfaceByName(iface); err == nil {
+		return nil
+	}
+	devs, err := pcap.FindAllDevs()
+	if err != nil || hasDev(devs, iface) {
+		return nil // libpcap will say what is wrong when it opens it
+	}
+	return fmt.Errorf("%s: No such device exists", iface)
+}
+
 // Probe returns the link type a capture on iface will have, and an error
 // naming the interface if libpcap does not know it. It starts no capture
 // for network interfaces (it reads their ARP hardware type from sysfs, as
@@ -161,8 +192,8 @@ func Probe(iface string) (functions.LinkType, error) {
 				}
 			}
 		}
-	} else if devs, err := pcap.FindAllDevs(); err == nil && !hasDev(devs, iface) {
-		return 0, fmt.Errorf("cannot capture on %s: no such device", iface)
+	} else if err := Exists(iface); err != nil {
+		return 0, err
 	}
 	s, err := Open(iface, Options{Snaplen: 64, Buffer: 64 << 10})
 	if err != nil {
@@ -247,7 +278,7 @@ func Open(iface string, o Options) (*Source, error) {
 func activateReason(err error) string {
 	switch msg := err.Error(); msg {
 	case "No Such Device":
-		return "no such device"
+		return "No such device exists" // tcpdump's words
 	case "Permission Denied":
 		return "permission denied (capturing needs root or CAP_NET_RAW and CAP_NET_ADMIN)"
 	case "Interface Not Up":

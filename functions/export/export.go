@@ -21,6 +21,9 @@ func init() {
 		},
 		Targets: []functions.Target{functions.TargetUser},
 		New: func(ctx *functions.Context) (functions.Function, error) {
+			if IsPcapng(ctx.Params.Str("file")) {
+				return CreateNg(ctx.Params.Str("file"), ctx.LinkType, ctx.Snaplen)
+			}
 			return Create(ctx.Params.Str("file"), ctx.LinkType, ctx.Snaplen)
 		},
 	})
