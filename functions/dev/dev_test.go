@@ -365,7 +365,7 @@ func TestFillNoAllocs(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	needRoot(t)
 	_, err := Open("ffnosuch0", Options{})
-	if err == nil || err.Error() != "cannot capture on ffnosuch0: no such device" {
+	if err == nil || err.Error() != "cannot capture on ffnosuch0: No such device exists" {
 		t.Fatalf("no such device: %v", err)
 	}
 	c, _ := functions.Default.Lookup("dev")
@@ -425,7 +425,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%s: Validate: %v, link type %v", iface, err, ctx.LinkType)
 		}
 	}
-	if _, err := Probe("ffnosuch0"); err == nil || err.Error() != "cannot capture on ffnosuch0: no such device" {
+	if _, err := Probe("ffnosuch0"); err == nil || err.Error() != "ffnosuch0: No such device exists" {
 		t.Errorf("Probe(ffnosuch0): %v", err)
 	}
 }
@@ -476,5 +476,33 @@ func TestLinkTypeMismatch(t *testing.T) {
 	want := "cannot capture on " + a + ": its link type is EN10MB, but the request was checked for RAW"
 	if err == nil || err.Error() != want {
 		t.Fatalf("%v, want %s", err, want)
+	}
+}
+
+// Placement asks Runs: an unknown device runs nowhere (in tcpdump's words),
+// and "any" only in userspace, where libpcap captures all interfaces.
+func TestRuns(t *testing.T) {
+	c, _ := functions.Default.Lookup("dev")
+	for _, x := range []struct {
+		iface  string
+		target functions.Target
+		want   string
+	}{
+		{"lo", functions.TargetUser, ""},
+		{"lo", functions.TargetXDP, ""},
+		{"any", functions.TargetUser, ""},
+		{"any", functions.TargetKernel, "the any device is not an interface"},
+		{"any", functions.TargetXDP, "the any device is not an interface"},
+		{"ffnosuch0", functions.TargetUser, "ffnosuch0: No such device exists"},
+		{"ffnosuch0", functions.TargetKernel, "ffnosuch0: No such device exists"},
+	} {
+		p, err := c.Bind([]functions.Arg{{Value: word(x.iface)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.CanRun(x.target, p)
+		if (x.want == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), x.want)) {
+			t.Errorf("%s in %s: %v, want %q", x.iface, x.target, err, x.want)
+		}
 	}
 }
