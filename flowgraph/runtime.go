@@ -192,7 +192,7 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 		id := fmt.Sprintf("%s#%d", n.class.Name, perClass[n.class.Name])
 		f := &Function{key: n.key, group: group, ID: id, Label: n.label, Pos: n.pos,
 			node: &flowspaces.Node{ID: id, Class: n.class, Ctx: functions.Context{
-				ID: id, Params: n.params, LinkType: n.lt, Snaplen: rt.cfg.Snaplen,
+				ID: id, Params: n.params, LinkType: n.lt, Snaplen: rt.cfg.Snaplen, Captures: n.caps,
 			}}}
 		for _, in := range n.inputs {
 			f.node.Inputs = append(f.node.Inputs, in.fn.node)
@@ -669,7 +669,7 @@ func (rt *Runtime) AttachSink(expr string) (*Request, error) {
 	var ends []*lnode
 	for _, f := range rt.funcs {
 		if !fed[f.node] {
-			ends = append(ends, &lnode{class: f.node.Class, fn: f, lt: f.node.Ctx.LinkType, key: f.key})
+			ends = append(ends, &lnode{class: f.node.Class, fn: f, lt: f.node.Ctx.LinkType, caps: f.node.Ctx.Captures, key: f.key})
 		}
 	}
 	rt.mu.Unlock()

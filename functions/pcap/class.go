@@ -22,7 +22,9 @@ func init() {
 				Summary: `the capture file (pcap with µs or ns timestamps in either byte order, or pcapng); "-" is standard input`},
 		},
 		Targets: []functions.Target{functions.TargetUser},
-		// Validate reads the file header to report the file's link type.
+		// Validate reads the file header to report the file's link type
+		// and capture (byte order, link-type field, snap length), which
+		// filters are compiled for.
 		// A file that cannot be read is a runtime error, not a bad
 		// request: NewSource reports it.
 		// Only a regular file is peeked at: reading a pipe would consume it
@@ -34,8 +36,9 @@ func init() {
 			if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
 				return nil
 			}
-			if r, err := Open(path); err == nil {
+			if r, err := OpenAccess(path, AccessRead); err == nil {
 				ctx.LinkType = r.LinkType()
+				ctx.Captures = []functions.Capture{r.Capture()}
 				r.Close()
 			}
 			return nil
@@ -84,7 +87,7 @@ func NewSource(r *Reader) *Source {
 	s := &Source{r: r, snaplen: MaxRecordLen}
 	if r.Mapped() != nil {
 		s.view = buffers.NewPBufView(r.Mapped(), buffers.MaxBatch)
-		if r.Format() == Classic {
+		if r.Format() == Classic && r.lengths == 0 {
 			s.ahead = startReadahead(r.Mapped(), pageSize)
 			s.ix = newIndexer(newIndex(r), s.ahead)
 		} else {
@@ -105,8 +108,8 @@ func (s *Source) PBuf() *buffers.PBuf { return s.view }
 // SlotLimit when records are copied into slots) and size.
 func (s *Source) Info() functions.SourceInfo {
 	maxCap := s.r.snaplen
-	if s.view != nil && s.r.fileSnaplen > 0 {
-		maxCap = int(min(s.snaplen, s.r.fileSnaplen)) // no slot to fit in
+	if s.view != nil {
+		maxCap = int(min(s.snaplen, s.r.snapshot)) // no slot to fit in
 	}
 	return functions.SourceInfo{Name: s.r.name, LinkType: s.r.linkType, MaxCapLen: maxCap, Size: s.r.size}
 }
@@ -234,7 +237,7 @@ func (s *Source) stopIndex() {
 	if w := s.cur; w != nil {
 		if w.next > 0 { // the Reader goes on after the last record delivered
 			last := w.recs[w.next-1]
-			s.r.skipIndexed(int(last.off)+int(last.incl), w.next)
+			s.r.skipIndexed(int(last.off)+int(last.stored), w.next)
 		}
 		s.ix.free <- w
 		s.cur = nil
