@@ -63,7 +63,7 @@ func HeaderFor(ctx *functions.Context) (field uint32, snaplen int) {
 		if c.File && c.LinkTypeField&0xffff == uint32(ctx.LinkType) {
 			field = c.LinkTypeField
 			snap := pcap.AdjustSnapshot(field&0xffff, c.Snaplen) // what libpcap reads the file with
-			if snaplen <= 0 || uint32(snaplen) >= min(snap, pcap.SlotLimit) {
+			if snaplen <= 0 || uint32(snaplen) >= min(snap, pcap.MaxRecordLen) {
 				snaplen = int(snap) // the run cut no packet shorter than the file did
 			}
 		}

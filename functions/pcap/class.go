@@ -76,7 +76,13 @@ type Source struct {
 	warmed  byte          // keeps the loads of window.warm
 	ahead   *readahead    // runs ahead of Fill through the mapping on the spare core
 	snaplen uint32        // most bytes of a record a view refers to
-	err     error         // from the Reader, returned once the batch is empty
+	// slab holds the copied records of the batch being filled, one after
+	// the other (a file that is read, not mapped): a batch of small
+	// packets then spans a few pages, not a page per slot of a PBuf sized
+	// for the longest record, which on a VM costs a TLB miss each.
+	slab    []byte
+	slabPos int
+	err     error // from the Reader, returned once the batch is empty
 	done    atomic.Int64
 	closed  atomic.Bool
 	mu      sync.Mutex // a mapping must not vanish under a running Fill
@@ -85,7 +91,10 @@ type Source struct {
 // NewSource returns a source that reads r; closing it closes r.
 func NewSource(r *Reader) *Source {
 	s := &Source{r: r, snaplen: MaxRecordLen}
-	if r.Mapped() != nil {
+	if r.Mapped() == nil {
+		s.slab = make([]byte, slabBytes+MaxRecordLen)
+		s.view = buffers.NewPBufView(s.slab, buffers.MaxBatch)
+	} else {
 		s.view = buffers.NewPBufView(r.Mapped(), buffers.MaxBatch)
 		if r.Format() == Classic && r.lengths == 0 {
 			s.ahead = startReadahead(r.Mapped(), pageSize)
@@ -97,19 +106,24 @@ func NewSource(r *Reader) *Source {
 	return s
 }
 
+// slabBytes is what a batch's copied records take at most before the batch
+// ends early (beyond it, room for one more record of MaxRecordLen).
+const slabBytes = 1 << 20
+
 // Reader returns the underlying reader.
 func (s *Source) Reader() *Reader { return s.r }
 
-// PBuf returns the view of the mapped file, or nil when the source copies
-// into the flowspace's PBuf.
+// PBuf returns the source's own PBuf: a view of the mapped file, or of the
+// slab its records are copied into.
 func (s *Source) PBuf() *buffers.PBuf { return s.view }
 
-// Info describes the file: its name, link type, snap length (capped at
-// SlotLimit when records are copied into slots) and size.
+// Info describes the file: its name, link type, the longest record it
+// delivers (the snapshot, or the run's snap length, at most MaxRecordLen
+// when copied) and size.
 func (s *Source) Info() functions.SourceInfo {
-	maxCap := s.r.snaplen
-	if s.view != nil {
-		maxCap = int(min(s.snaplen, s.r.snapshot)) // no slot to fit in
+	maxCap := int(min(s.snaplen, s.r.snapshot)) // no slot to fit in
+	if s.slab != nil {
+		maxCap = min(maxCap, MaxRecordLen) // room in the slab
 	}
 	return functions.SourceInfo{Name: s.r.name, LinkType: s.r.linkType, MaxCapLen: maxCap, Size: s.r.size}
 }
@@ -119,7 +133,7 @@ func (s *Source) Info() functions.SourceInfo {
 // record and then returns the error. Either comes with an empty batch:
 // Fill never returns an error together with packets.
 func (s *Source) Fill(b *buffers.Batch) (err error) {
-	if s.view != nil {
+	if s.r.Mapped() != nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		// A mapped file that another program cuts faults where it is read:
@@ -146,11 +160,15 @@ func (s *Source) Fill(b *buffers.Batch) (err error) {
 	// Refer to records in place only in a batch on our own view; a caller
 	// that gives us its own PBuf gets copies.
 	zeroCopy := s.view != nil && b.PBuf == s.view
+	slab := zeroCopy && s.slab != nil
 	var base uintptr
-	if zeroCopy {
+	if zeroCopy && !slab {
 		base = uintptr(unsafe.Pointer(unsafe.SliceData(s.r.Mapped())))
 	}
-	for b.Room() > 0 {
+	if slab && b.N == 0 {
+		s.slabPos = 0 // the batch that used the slab before is done
+	}
+	for b.Room() > 0 && (!slab || s.slabPos <= slabBytes) {
 		if s.ix != nil && s.ixOn != (zeroCopy && !s.handoff) {
 			if s.ixOn {
 				s.stopIndex() // a caller that copies reads in order
@@ -206,6 +224,12 @@ func (s *Source) Fill(b *buffers.Batch) (err error) {
 			b.Append(data, uint32(wire), ts)
 			continue
 		}
+		if slab {
+			n := copy(s.slab[s.slabPos:], data[:min(uint32(len(data)), s.snaplen, MaxRecordLen)])
+			b.AppendRef(uint64(s.slabPos), uint32(n), uint32(wire), ts)
+			s.slabPos += (n + 7) &^ 7
+			continue
+		}
 		s.handoff = false // the Reader took the record: the index may go on
 		var off uint64
 		if len(data) > 0 {
@@ -249,7 +273,7 @@ func (s *Source) stopIndex() {
 // io.EOF. A mapped file is left mapped (batches may still refer to it):
 // Close unmaps it.
 func (s *Source) Interrupt() {
-	if s.view != nil {
+	if s.r.Mapped() != nil {
 		s.closed.Store(true) // a mapped Fill never blocks: it sees the flag
 		return
 	}
@@ -265,10 +289,11 @@ func (s *Source) Progress() (done, total int64) { return s.done.Load(), s.r.size
 // A mapped file is unmapped: the flowspace closes a source only once no
 // batch of it is being processed.
 func (s *Source) Close() error {
-	if s.closed.Swap(true) && s.view == nil {
+	mapped := s.r.Mapped() != nil
+	if s.closed.Swap(true) && !mapped {
 		return nil
 	}
-	if s.view != nil {
+	if mapped {
 		s.mu.Lock() // a read from a pipe may block; a mapped Fill does not
 		defer s.mu.Unlock()
 		s.ahead.close()

@@ -4,8 +4,9 @@
 // Reader is the parser on its own, for programs such as the CLI's -r.
 //
 // A regular file is read with read(2) into a large buffer and each record
-// is copied once into a PBuf slot: on the machines ffpf is measured on that
-// is faster than loading mapped page-cache pages (README). With
+// is copied once into the source's own PBuf, a view of a slab where a
+// batch's records lie one after the other: on the machines ffpf is measured
+// on that is faster than loading mapped page-cache pages (README). With
 // FFPF_PCAP_READ=mmap (or OpenAccess(path, AccessMap)) the file is mapped
 // instead and the source's PBuf is a view of the mapping: each slot
 // describes a record where it lies (zero-copy). For a classic pcap file an
@@ -23,9 +24,8 @@
 // USBPCAP, as in libpcap), every complete record before the damage is delivered,
 // and the error then names the file, the record number and its byte offset.
 //
-// The sharp edge: when records are copied, the PBuf slot is the snap length.
-// The source announces the file's snapshot capped at SlotLimit (64 KB); a
-// record longer than its slot is truncated, keeping its wire length, as a
-// capture with that snap length would have stored it. A mapped file has no
-// slots and delivers records up to the snapshot (or the run's snap length).
+// The sharp edge: records are delivered up to the file's snapshot (or the
+// run's snap length) but never beyond MaxRecordLen, which only D-Bus,
+// EBHSCR and USBPCAP files exceed; a caller that fills batches of its own
+// PBuf gets records truncated to its slots, keeping their wire length.
 package pcap

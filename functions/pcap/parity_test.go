@@ -3,9 +3,12 @@ package pcap
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
+	"math/rand"
 	"strings"
 	"testing"
 
+	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/gen"
 )
@@ -98,5 +101,48 @@ func TestPcapngSnapshot(t *testing.T) {
 	f.iface(1, 0)
 	if _, err := NewReader(bytes.NewReader(f.b.Bytes()), "two.pcapng", 0); err == nil || !strings.Contains(err.Error(), "interface 1 (byte offset 48, before record 1) has snap length 0 but the first interface 64") {
 		t.Errorf("two snap lengths: %v", err)
+	}
+}
+
+// TestSlabEqualsReader reads files through the copying source's own PBuf
+// (the slab), in batches of random sizes, some filled in two calls, and
+// compares with the Reader: same records, same errors.
+func TestSlabEqualsReader(t *testing.T) {
+	recs := genRecords(20000, gen.Config{Seed: 6, Malformed: 0.05})
+	whole := classic(binary.LittleEndian, true, 1, 300, recs)
+	for name, content := range map[string][]byte{"whole": whole, "cut": whole[:len(whole)*2/3]} {
+		path := write(t, name+".pcap", content)
+		want, wantErr := refRead(t, path, len(content))
+		r, err := OpenAccess(path, AccessRead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewSource(r)
+		pb := s.PBuf()
+		if pb == nil || r.Mapped() != nil {
+			t.Fatal("a read file's source has no slab")
+		}
+		rng := rand.New(rand.NewSource(1))
+		var got []rec
+		var gotErr error
+		for gotErr == nil {
+			b := buffers.NewBatch(pb, 0, 1+rng.Intn(buffers.MaxBatch), 0)
+			gotErr = s.Fill(b)
+			if gotErr == nil && rng.Intn(4) == 0 && b.Room() > 0 {
+				gotErr = s.Fill(b) // appends to what the batch holds
+			}
+			for _, e := range b.Entries() {
+				m := pb.Meta(e.Slot)
+				got = append(got, rec{append([]byte(nil), pb.Data(e.Slot)...), int(m.WireLen), m.Timestamp})
+			}
+		}
+		s.Close()
+		if gotErr == io.EOF {
+			gotErr = nil
+		}
+		if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
+			t.Fatalf("%s: slab %v, Reader %v", name, gotErr, wantErr)
+		}
+		same(t, got, want, 1)
 	}
 }

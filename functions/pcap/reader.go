@@ -15,10 +15,10 @@ const (
 	// libpcap's MAXIMUM_SNAPLEN (max_snaplen_for_dlt allows more for three:
 	// maxSnaplenFor). A longer captured length means a corrupt file.
 	MaxRecordLen = 262144
-	// SlotLimit caps the MaxCapLen a file source announces (which sizes the
-	// PBuf slots): a snaplen of 262144 would make every slot 256 KB. Longer
-	// records are truncated by the slot, as a snap length would, and keep
-	// their wire length.
+	// SlotLimit caps Reader.Snaplen, the slot size suggested to a program
+	// that copies records into slots of its own PBuf: a snaplen of 262144
+	// would make every slot 256 KB. Longer records are truncated by the
+	// slot, as a snap length would, and keep their wire length.
 	SlotLimit = 65535
 
 	bufSize   = 2 << 20 // read buffer
