@@ -82,6 +82,7 @@ type Source struct {
 	// for the longest record, which on a VM costs a TLB miss each.
 	slab    []byte
 	slabPos int
+	mapped  bool  // the Reader reads a mapping (set once: Close unmaps it)
 	err     error // from the Reader, returned once the batch is empty
 	done    atomic.Int64
 	closed  atomic.Bool
@@ -90,8 +91,8 @@ type Source struct {
 
 // NewSource returns a source that reads r; closing it closes r.
 func NewSource(r *Reader) *Source {
-	s := &Source{r: r, snaplen: MaxRecordLen}
-	if r.Mapped() == nil {
+	s := &Source{r: r, snaplen: MaxRecordLen, mapped: r.Mapped() != nil}
+	if !s.mapped {
 		s.slab = make([]byte, slabBytes+MaxRecordLen)
 		s.view = buffers.NewPBufView(s.slab, buffers.MaxBatch)
 	} else {
@@ -133,7 +134,7 @@ func (s *Source) Info() functions.SourceInfo {
 // record and then returns the error. Either comes with an empty batch:
 // Fill never returns an error together with packets.
 func (s *Source) Fill(b *buffers.Batch) (err error) {
-	if s.r.Mapped() != nil {
+	if s.mapped {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		// A mapped file that another program cuts faults where it is read:
@@ -273,7 +274,7 @@ func (s *Source) stopIndex() {
 // io.EOF. A mapped file is left mapped (batches may still refer to it):
 // Close unmaps it.
 func (s *Source) Interrupt() {
-	if s.r.Mapped() != nil {
+	if s.mapped {
 		s.closed.Store(true) // a mapped Fill never blocks: it sees the flag
 		return
 	}
@@ -289,11 +290,10 @@ func (s *Source) Progress() (done, total int64) { return s.done.Load(), s.r.size
 // A mapped file is unmapped: the flowspace closes a source only once no
 // batch of it is being processed.
 func (s *Source) Close() error {
-	mapped := s.r.Mapped() != nil
-	if s.closed.Swap(true) && !mapped {
+	if s.closed.Swap(true) && !s.mapped {
 		return nil
 	}
-	if mapped {
+	if s.mapped {
 		s.mu.Lock() // a read from a pipe may block; a mapped Fill does not
 		defer s.mu.Unlock()
 		s.ahead.close()
