@@ -56,9 +56,6 @@ func (b *Batch) NextSlot() []byte { return b.PBuf.Slot(b.Base + uint32(b.N)) }
 // Commit appends the packet written into NextSlot.
 func (b *Batch) Commit(capLen, wireLen uint32, ts int64) {
 	slot := b.Base + uint32(b.N)
-	if wireLen < capLen {
-		wireLen = capLen
-	}
 	b.PBuf.meta[slot] = Meta{Timestamp: ts, Offset: uint64(int(slot) * b.PBuf.slotSize),
 		CapLen: capLen, WireLen: wireLen, Source: b.Source}
 	b.E[b.N] = Entry{Slot: slot}
@@ -69,9 +66,6 @@ func (b *Batch) Commit(capLen, wireLen uint32, ts int64) {
 // at off (zero-copy): the next slot becomes a descriptor of it.
 func (b *Batch) AppendRef(off uint64, capLen, wireLen uint32, ts int64) {
 	slot := b.Base + uint32(b.N)
-	if wireLen < capLen {
-		wireLen = capLen
-	}
 	b.PBuf.meta[slot] = Meta{Timestamp: ts, Offset: off, CapLen: capLen, WireLen: wireLen, Source: b.Source}
 	b.E[b.N] = Entry{Slot: slot}
 	b.N++

@@ -7,7 +7,7 @@ type Meta struct {
 	Timestamp int64  // nanoseconds since the Unix epoch
 	Offset    uint64 // where the packet's bytes start in the PBuf's memory
 	CapLen    uint32 // bytes captured
-	WireLen   uint32 // bytes the packet had on the wire (≥ CapLen)
+	WireLen   uint32 // bytes the packet had on the wire, as the source says (a capture file may say less than CapLen: kept, as libpcap keeps it)
 	Source    uint16 // index of the source that stored it
 }
 
@@ -81,9 +81,6 @@ func (p *PBuf) Meta(i uint32) *Meta { return &p.meta[i] }
 // snap length would, and records its metadata. It returns the captured length.
 func (p *PBuf) Store(i uint32, pkt []byte, wireLen uint32, ts int64, src uint16) uint32 {
 	n := copy(p.Slot(i), pkt)
-	if wireLen < uint32(n) {
-		wireLen = uint32(n)
-	}
 	p.meta[i] = Meta{Timestamp: ts, Offset: uint64(int(i) * p.slotSize), CapLen: uint32(n), WireLen: wireLen, Source: src}
 	return uint32(n)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/dev"
+	"github.com/ffpf-go/ffpf/lang"
 )
 
 const runSynopsis = `[-r FILE | -i IFACE] [-c N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN] [--print]
@@ -47,6 +48,15 @@ func (o *runOptions) register(fs *flagSet) {
 // config returns the runtime configuration the flags ask for, and the
 // requests' flowgroup.
 func (o *runOptions) config(cfg flowgraph.Config) (flowgraph.Config, string, error) {
+	return o.configFor(cfg, nil, "")
+}
+
+// configFor is config for a run of exprs with the default source src:
+// when no source of theirs can run beneath userspace (files, gen), no
+// function can either (none is placed below its inputs), so the flowspaces
+// beneath are not looked for: that saves the eBPF probes, most of the
+// start-up time of a short file replay. exprs nil means always look.
+func (o *runOptions) configFor(cfg flowgraph.Config, exprs []string, src string) (flowgraph.Config, string, error) {
 	group, err := flowgraph.Flowgroup(o.flowgroup, flowgraph.Self())
 	if err != nil {
 		return cfg, "", usageErrorf("--flowgroup: %v", err)
@@ -57,6 +67,8 @@ func (o *runOptions) config(cfg flowgraph.Config) (flowgraph.Config, string, err
 			return cfg, "", &exitError{2, err}
 		}
 		cfg.Hierarchy = root
+	} else if exprs != nil && userspaceOnly(functions.Default, append([]string{src}, exprs...)) {
+		cfg.Hierarchy = hierarchy.Userspace()
 	} else {
 		cfg.Hierarchy, _ = hierarchy.Discover(functions.Default)
 	}
@@ -66,6 +78,51 @@ func (o *runOptions) config(cfg flowgraph.Config) (flowgraph.Config, string, err
 		}
 	}
 	return cfg, group, nil
+}
+
+// userspaceOnly reports whether every expression parses, names only known
+// classes, and has sources ("" is skipped) all of which run in userspace
+// only. Anything else (a live source, an unknown class, a syntax error, no
+// source at all) answers false: then the run discovers the hierarchy as
+// always, and reports its errors as always.
+func userspaceOnly(reg *functions.Registry, exprs []string) bool {
+	sources := 0
+	for _, e := range exprs {
+		if e == "" {
+			continue
+		}
+		req, err := lang.Parse(e)
+		if err != nil {
+			return false
+		}
+		ok := true
+		var walk func(cs []*lang.Chain)
+		walk = func(cs []*lang.Chain) {
+			for _, c := range cs {
+				for _, t := range c.Terms {
+					switch t := t.(type) {
+					case *lang.Group:
+						walk(t.Chains)
+					case *lang.Func:
+						cl, found := reg.Lookup(t.Class)
+						if !found {
+							ok = false
+						} else if cl.IsSource() {
+							sources++
+							for _, tg := range cl.Targets {
+								ok = ok && tg == functions.TargetUser
+							}
+						}
+					}
+				}
+			}
+		}
+		walk(req.Chains)
+		if !ok {
+			return false
+		}
+	}
+	return sources > 0
 }
 
 // requests returns the expressions and the default source.
@@ -125,7 +182,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop) // the first ^C stops the run; a second one kills ffpf
-	cfg, group, err := o.config(flowgraph.Config{Limit: *count, Snaplen: *snaplen})
+	cfg, group, err := o.configFor(flowgraph.Config{Limit: *count, Snaplen: *snaplen}, exprs, src)
 	if err != nil {
 		return err
 	}

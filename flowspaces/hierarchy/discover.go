@@ -47,6 +47,13 @@ func Discover(reg *functions.Registry) (root flowspaces.Flowspace, absent []stri
 	return discover(probeOnce(), ifaces, absent)
 }
 
+// Userspace returns the hierarchy of userspace alone, without probing: for
+// a run whose sources all run in userspace (files, generators), where no
+// function can be placed beneath them.
+func Userspace() flowspaces.Flowspace {
+	return user.New(user.Options{Name: "user", Kind: flowspaces.KindUser})
+}
+
 // probes are the results of the eBPF probes: nil when the program type
 // loads.
 type probes struct {
@@ -74,7 +81,7 @@ func probeOnce() probes {
 
 // discover builds the hierarchy from the probe results and the interfaces.
 func discover(pr probes, ifaces []string, absent []string) (flowspaces.Flowspace, []string) {
-	root := user.New(user.Options{Name: "user", Kind: flowspaces.KindUser})
+	root := Userspace()
 	slices.Sort(ifaces)
 	ifaces = slices.Compact(ifaces)
 	if pr.kernel != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/pcap"
 )
 
 func init() {
@@ -21,10 +22,13 @@ func init() {
 		},
 		Targets: []functions.Target{functions.TargetUser},
 		New: func(ctx *functions.Context) (functions.Function, error) {
+			field, snaplen := HeaderFor(ctx)
 			if IsPcapng(ctx.Params.Str("file")) {
-				return CreateNg(ctx.Params.Str("file"), ctx.LinkType, ctx.Snaplen)
+				// pcapng keeps the FCS length in an option we do not write:
+				// its interface block names the link type alone.
+				return CreateNg(ctx.Params.Str("file"), functions.LinkType(field&0xffff), snaplen)
 			}
-			return Create(ctx.Params.Str("file"), ctx.LinkType, ctx.Snaplen)
+			return CreateField(ctx.Params.Str("file"), field, snaplen)
 		},
 	})
 }
@@ -52,14 +56,40 @@ type Exporter struct {
 	closed  bool
 }
 
+// HeaderFor returns the link-type field and snap length to write for the
+// packets that reach a function: when they all come from one capture
+// file, that file's link-type field (with the FCS length in its upper
+// bits) and, unless the run cuts packets shorter, its snap length, as
+// tcpdump -r F -w G writes them; otherwise the link type and the slot size.
+func HeaderFor(ctx *functions.Context) (field uint32, snaplen int) {
+	field, snaplen = uint32(ctx.LinkType), ctx.Snaplen
+	if len(ctx.Captures) == 1 {
+		c := ctx.Captures[0]
+		if c.File && c.LinkTypeField&0xffff == uint32(ctx.LinkType) {
+			field = c.LinkTypeField
+			snap := pcap.AdjustSnapshot(field&0xffff, c.Snaplen) // what libpcap reads the file with
+			if snaplen <= 0 || uint32(snaplen) >= min(snap, pcap.MaxRecordLen) {
+				snaplen = int(snap) // the run cut no packet shorter than the file did
+			}
+		}
+	}
+	return field, snaplen
+}
+
 // Create creates (or truncates) the file at path and writes the pcap file
 // header with the given link type and snap length.
 func Create(path string, link functions.LinkType, snaplen int) (*Exporter, error) {
+	return CreateField(path, uint32(link), snaplen)
+}
+
+// CreateField is Create with the header's whole link-type field: the link
+// type in the low 16 bits, the FCS length above (pcap-savefile(5)).
+func CreateField(path string, field uint32, snaplen int) (*Exporter, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create %s: %w", path, functions.PathReason(err))
 	}
-	e, err := New(f, path, link, snaplen)
+	e, err := NewField(f, path, field, snaplen)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -70,6 +100,11 @@ func Create(path string, link functions.LinkType, snaplen int) (*Exporter, error
 
 // New writes a pcap file to w; name is used in messages.
 func New(w io.Writer, name string, link functions.LinkType, snaplen int) (*Exporter, error) {
+	return NewField(w, name, uint32(link), snaplen)
+}
+
+// NewField is New with the header's whole link-type field.
+func NewField(w io.Writer, name string, field uint32, snaplen int) (*Exporter, error) {
 	if snaplen <= 0 {
 		snaplen = DefaultSnaplen
 	}
@@ -81,7 +116,7 @@ func New(w io.Writer, name string, link functions.LinkType, snaplen int) (*Expor
 	binary.LittleEndian.PutUint32(h[8:], 0)  // thiszone
 	binary.LittleEndian.PutUint32(h[12:], 0) // sigfigs
 	binary.LittleEndian.PutUint32(h[16:], uint32(snaplen))
-	binary.LittleEndian.PutUint32(h[20:], uint32(link))
+	binary.LittleEndian.PutUint32(h[20:], field)
 	if _, err := w.Write(h); err != nil {
 		return nil, e.wrap(err)
 	}
@@ -124,7 +159,7 @@ func (e *Exporter) Process(b *buffers.Batch) {
 		binary.LittleEndian.PutUint32(h[0:], uint32(sec))
 		binary.LittleEndian.PutUint32(h[4:], uint32(usec))
 		binary.LittleEndian.PutUint32(h[8:], uint32(len(data)))
-		binary.LittleEndian.PutUint32(h[12:], max(m.WireLen, uint32(len(data))))
+		binary.LittleEndian.PutUint32(h[12:], m.WireLen) // as read, also when below the captured length
 		n += recHdr + copy(e.buf[n+recHdr:], data)
 		e.ends[i] = n
 	}

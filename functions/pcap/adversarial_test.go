@@ -140,7 +140,7 @@ func refRead(t *testing.T, path string, size int) ([]rec, error) {
 // srcRead reads path through the zero-copy source; batch sizes and
 // copy/zero-copy switches follow mode.
 func srcRead(t *testing.T, path string, mode int) ([]rec, error) {
-	r, err := Open(path)
+	r, err := OpenAccess(path, AccessMap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func benchFile(b *testing.B, content []byte, index bool) {
 	b.SetBytes(int64(len(content)))
 	b.ResetTimer()
 	for range b.N {
-		r, _ := Open(path)
+		r, _ := OpenAccess(path, AccessMap)
 		if !index {
 			for {
 				if _, _, _, err := r.Next(); err != nil {

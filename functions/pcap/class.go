@@ -22,7 +22,9 @@ func init() {
 				Summary: `the capture file (pcap with µs or ns timestamps in either byte order, or pcapng); "-" is standard input`},
 		},
 		Targets: []functions.Target{functions.TargetUser},
-		// Validate reads the file header to report the file's link type.
+		// Validate reads the file header to report the file's link type
+		// and capture (byte order, link-type field, snap length), which
+		// filters are compiled for.
 		// A file that cannot be read is a runtime error, not a bad
 		// request: NewSource reports it.
 		// Only a regular file is peeked at: reading a pipe would consume it
@@ -34,8 +36,9 @@ func init() {
 			if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
 				return nil
 			}
-			if r, err := Open(path); err == nil {
+			if r, err := OpenAccess(path, AccessRead); err == nil {
 				ctx.LinkType = r.LinkType()
+				ctx.Captures = []functions.Capture{r.Capture()}
 				r.Close()
 			}
 			return nil
@@ -73,7 +76,14 @@ type Source struct {
 	warmed  byte          // keeps the loads of window.warm
 	ahead   *readahead    // runs ahead of Fill through the mapping on the spare core
 	snaplen uint32        // most bytes of a record a view refers to
-	err     error         // from the Reader, returned once the batch is empty
+	// slab holds the copied records of the batch being filled, one after
+	// the other (a file that is read, not mapped): a batch of small
+	// packets then spans a few pages, not a page per slot of a PBuf sized
+	// for the longest record, which on a VM costs a TLB miss each.
+	slab    []byte
+	slabPos int
+	mapped  bool  // the Reader reads a mapping (set once: Close unmaps it)
+	err     error // from the Reader, returned once the batch is empty
 	done    atomic.Int64
 	closed  atomic.Bool
 	mu      sync.Mutex // a mapping must not vanish under a running Fill
@@ -81,10 +91,13 @@ type Source struct {
 
 // NewSource returns a source that reads r; closing it closes r.
 func NewSource(r *Reader) *Source {
-	s := &Source{r: r, snaplen: MaxRecordLen}
-	if r.Mapped() != nil {
+	s := &Source{r: r, snaplen: MaxRecordLen, mapped: r.Mapped() != nil}
+	if !s.mapped {
+		s.slab = make([]byte, slabBytes+MaxRecordLen)
+		s.view = buffers.NewPBufView(s.slab, buffers.MaxBatch)
+	} else {
 		s.view = buffers.NewPBufView(r.Mapped(), buffers.MaxBatch)
-		if r.Format() == Classic {
+		if r.Format() == Classic && r.lengths == 0 {
 			s.ahead = startReadahead(r.Mapped(), pageSize)
 			s.ix = newIndexer(newIndex(r), s.ahead)
 		} else {
@@ -94,19 +107,24 @@ func NewSource(r *Reader) *Source {
 	return s
 }
 
+// slabBytes is what a batch's copied records take at most before the batch
+// ends early (beyond it, room for one more record of MaxRecordLen).
+const slabBytes = 1 << 20
+
 // Reader returns the underlying reader.
 func (s *Source) Reader() *Reader { return s.r }
 
-// PBuf returns the view of the mapped file, or nil when the source copies
-// into the flowspace's PBuf.
+// PBuf returns the source's own PBuf: a view of the mapped file, or of the
+// slab its records are copied into.
 func (s *Source) PBuf() *buffers.PBuf { return s.view }
 
-// Info describes the file: its name, link type, snap length (capped at
-// SlotLimit when records are copied into slots) and size.
+// Info describes the file: its name, link type, the longest record it
+// delivers (the snapshot, or the run's snap length, at most MaxRecordLen
+// when copied) and size.
 func (s *Source) Info() functions.SourceInfo {
-	maxCap := s.r.snaplen
-	if s.view != nil && s.r.fileSnaplen > 0 {
-		maxCap = int(min(s.snaplen, s.r.fileSnaplen)) // no slot to fit in
+	maxCap := int(min(s.snaplen, s.r.snapshot)) // no slot to fit in
+	if s.slab != nil {
+		maxCap = min(maxCap, MaxRecordLen) // room in the slab
 	}
 	return functions.SourceInfo{Name: s.r.name, LinkType: s.r.linkType, MaxCapLen: maxCap, Size: s.r.size}
 }
@@ -116,7 +134,7 @@ func (s *Source) Info() functions.SourceInfo {
 // record and then returns the error. Either comes with an empty batch:
 // Fill never returns an error together with packets.
 func (s *Source) Fill(b *buffers.Batch) (err error) {
-	if s.view != nil {
+	if s.mapped {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		// A mapped file that another program cuts faults where it is read:
@@ -143,11 +161,15 @@ func (s *Source) Fill(b *buffers.Batch) (err error) {
 	// Refer to records in place only in a batch on our own view; a caller
 	// that gives us its own PBuf gets copies.
 	zeroCopy := s.view != nil && b.PBuf == s.view
+	slab := zeroCopy && s.slab != nil
 	var base uintptr
-	if zeroCopy {
+	if zeroCopy && !slab {
 		base = uintptr(unsafe.Pointer(unsafe.SliceData(s.r.Mapped())))
 	}
-	for b.Room() > 0 {
+	if slab && b.N == 0 {
+		s.slabPos = 0 // the batch that used the slab before is done
+	}
+	for b.Room() > 0 && (!slab || s.slabPos <= slabBytes) {
 		if s.ix != nil && s.ixOn != (zeroCopy && !s.handoff) {
 			if s.ixOn {
 				s.stopIndex() // a caller that copies reads in order
@@ -203,6 +225,12 @@ func (s *Source) Fill(b *buffers.Batch) (err error) {
 			b.Append(data, uint32(wire), ts)
 			continue
 		}
+		if slab {
+			n := copy(s.slab[s.slabPos:], data[:min(uint32(len(data)), s.snaplen, MaxRecordLen)])
+			b.AppendRef(uint64(s.slabPos), uint32(n), uint32(wire), ts)
+			s.slabPos += (n + 7) &^ 7
+			continue
+		}
 		s.handoff = false // the Reader took the record: the index may go on
 		var off uint64
 		if len(data) > 0 {
@@ -234,7 +262,7 @@ func (s *Source) stopIndex() {
 	if w := s.cur; w != nil {
 		if w.next > 0 { // the Reader goes on after the last record delivered
 			last := w.recs[w.next-1]
-			s.r.skipIndexed(int(last.off)+int(last.incl), w.next)
+			s.r.skipIndexed(int(last.off)+int(last.stored), w.next)
 		}
 		s.ix.free <- w
 		s.cur = nil
@@ -246,7 +274,7 @@ func (s *Source) stopIndex() {
 // io.EOF. A mapped file is left mapped (batches may still refer to it):
 // Close unmaps it.
 func (s *Source) Interrupt() {
-	if s.view != nil {
+	if s.mapped {
 		s.closed.Store(true) // a mapped Fill never blocks: it sees the flag
 		return
 	}
@@ -262,10 +290,10 @@ func (s *Source) Progress() (done, total int64) { return s.done.Load(), s.r.size
 // A mapped file is unmapped: the flowspace closes a source only once no
 // batch of it is being processed.
 func (s *Source) Close() error {
-	if s.closed.Swap(true) && s.view == nil {
+	if s.closed.Swap(true) && !s.mapped {
 		return nil
 	}
-	if s.view != nil {
+	if s.mapped {
 		s.mu.Lock() // a read from a pipe may block; a mapped Fill does not
 		defer s.mu.Unlock()
 		s.ahead.close()

@@ -18,7 +18,7 @@ func TestAdvCloseDuringZeroCopyFill(t *testing.T) {
 	os.WriteFile(path, b, 0o644)
 	rng := rand.New(rand.NewSource(1))
 	for it := 0; it < 40; it++ {
-		r, err := Open(path)
+		r, err := OpenAccess(path, AccessMap)
 		if err != nil {
 			t.Fatal(err)
 		}

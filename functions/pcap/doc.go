@@ -3,21 +3,29 @@
 // timestamps, either byte order) or pcapng, told apart by their magic.
 // Reader is the parser on its own, for programs such as the CLI's -r.
 //
-// A regular file is mapped into memory and the source's PBuf is a view of
-// the mapping: each slot describes a record where it lies, so no packet is
-// copied (zero-copy). For a classic pcap file an index goroutine finds the
-// records ahead of Fill, following many record chains at once (index.go
-// explains why and how a guessed chain is confirmed); a readahead goroutine
-// maps the pages in ahead of it. A pipe or standard input is read through a
-// buffer and each record is copied once into a PBuf slot.
+// A regular file is read with read(2) into a large buffer and each record
+// is copied once into the source's own PBuf, a view of a slab where a
+// batch's records lie one after the other: on the machines ffpf is measured
+// on that is faster than loading mapped page-cache pages (README). With
+// FFPF_PCAP_READ=mmap (or OpenAccess(path, AccessMap)) the file is mapped
+// instead and the source's PBuf is a view of the mapping: each slot
+// describes a record where it lies (zero-copy). For a classic pcap file an
+// index goroutine then finds the records ahead of Fill, following many
+// record chains at once (index.go explains why and how a guessed chain is
+// confirmed); a readahead goroutine maps the pages in ahead of it.
 //
-// A damaged file is never a crash or a huge allocation: records are bounded
-// by MaxRecordLen, every complete record before the damage is delivered,
+// Records are what libpcap hands tcpdump: cut to the file's snapshot, the
+// wire length as written, pseudo-headers of the other byte order converted
+// (pseudo.go).
+//
+// A damaged file is never a crash or an allocation beyond what libpcap
+// would make: records are bounded
+// by the link type's maximum (MaxRecordLen for all but D-Bus, EBHSCR and
+// USBPCAP, as in libpcap), every complete record before the damage is delivered,
 // and the error then names the file, the record number and its byte offset.
 //
-// The sharp edge: when records are copied, the PBuf slot is the snap length.
-// The source announces the file's snap length capped at SlotLimit (64 KB);
-// a record longer than its slot is truncated, keeping its wire length, as a
-// capture with that snap length would have stored it. A mapped file has no
-// slots and delivers records whole, up to the run's snap length.
+// The sharp edge: records are delivered up to the file's snapshot (or the
+// run's snap length) but never beyond MaxRecordLen, which only D-Bus,
+// EBHSCR and USBPCAP files exceed; a caller that fills batches of its own
+// PBuf gets records truncated to its slots, keeping their wire length.
 package pcap

@@ -20,10 +20,12 @@ import (
 // record) it stops at that record's boundary and the Reader takes over,
 // so records, errors and record numbers are the Reader's by construction.
 type index struct {
-	mem    []byte
-	big    bool // byte order of the file
-	nanos  bool
-	maxCap uint32 // a sync candidate claims no more than this
+	mem      []byte
+	big      bool // byte order of the file
+	nanos    bool
+	maxCap   uint32 // a sync candidate claims no more than this
+	maxLen   uint32 // a longer record is corrupt: the Reader says so
+	snapshot uint32 // a longer record is cut to it
 	// touched sums bytes loaded only to bring their lines into the cache
 	// (the compiler may drop a load whose value is unused).
 	touched byte
@@ -33,7 +35,8 @@ type index struct {
 
 type indexRec struct {
 	off        uint64 // of the packet data
-	incl, wire uint32
+	incl, wire uint32 // incl: cut to the snapshot
+	stored     uint32 // the captured bytes in the file (the record ends at off+stored)
 	ts         int64
 }
 
@@ -54,10 +57,7 @@ const (
 )
 
 func newIndex(r *Reader) *index {
-	x := &index{mem: r.mapped, big: r.big, nanos: r.nanos, maxCap: r.fileSnaplen}
-	if x.maxCap == 0 {
-		x.maxCap = MaxRecordLen
-	}
+	x := &index{mem: r.mapped, big: r.big, nanos: r.nanos, maxCap: min(r.snapshot, r.maxCap), maxLen: r.maxCap, snapshot: r.snapshot}
 	for i := range x.chains {
 		x.chains[i].recs = make([]indexRec, 0, chainRecs)
 	}
@@ -100,16 +100,17 @@ func (x *index) header(pos int) (sec, frac, incl, orig uint32) {
 	return binary.LittleEndian.Uint32(h), binary.LittleEndian.Uint32(h[4:]), binary.LittleEndian.Uint32(h[8:]), binary.LittleEndian.Uint32(h[12:])
 }
 
-// take parses the record header at pos as the Reader would and reports
-// whether the index may take the record: it is whole inside the file and
-// not longer than MaxRecordLen.
+// take parses the record header at pos as the Reader would (cut to the
+// snapshot, the wire length as written) and reports whether the index may
+// take the record: it is whole inside the file and not longer than the
+// link type allows.
 func (x *index) take(pos int) (indexRec, int, bool) {
 	if pos+classicRecHdr > len(x.mem) {
 		return indexRec{}, 0, false
 	}
 	sec, frac, incl, orig := x.header(pos)
 	end := pos + classicRecHdr + int(incl)
-	if incl > MaxRecordLen || end > len(x.mem) {
+	if incl > x.maxLen || end > len(x.mem) {
 		return indexRec{}, 0, false
 	}
 	ts := int64(sec) * 1e9
@@ -118,7 +119,7 @@ func (x *index) take(pos int) (indexRec, int, bool) {
 	} else {
 		ts += int64(frac) * 1e3
 	}
-	return indexRec{off: uint64(pos + classicRecHdr), incl: incl, wire: max(orig, incl), ts: ts}, end, true
+	return indexRec{off: uint64(pos + classicRecHdr), incl: min(incl, x.snapshot), wire: orig, stored: incl, ts: ts}, end, true
 }
 
 // plausible is the strict test a sync candidate must pass, beyond take: a

@@ -13,7 +13,7 @@ import (
 // file that cannot be mapped (a pipe, an empty file, too big for the address
 // space) is read through a buffer instead.
 func mapFile(f *os.File, size int64) ([]byte, error) {
-	if size <= 0 || size > math.MaxInt/2 || os.Getenv("FFPF_NO_MMAP") != "" {
+	if size <= 0 || size > math.MaxInt/2 {
 		return nil, errors.New("not mappable")
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)

@@ -32,7 +32,7 @@ func TestMappedEqualsBuffered(t *testing.T) {
 		if err := os.WriteFile(path, content, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		mapped, err := Open(path)
+		mapped, err := OpenAccess(path, AccessMap)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,6 +121,9 @@ func TestIndexEqualsReader(t *testing.T) {
 	le := func(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24) }
 	le(odd[24+12:], 1) // first record: orig 1 < incl
 	files["orig<incl"] = odd
+	short := append([]byte(nil), base...)
+	le(short[16:], 100) // a snap length that most records exceed: cut to it
+	files["snaplen100"] = short
 	var tiny bytes.Buffer
 	tiny.Write(base[:24])
 	for i := range 20000 {
@@ -168,7 +171,7 @@ func mappedSource(t *testing.T, cfg gen.Config) (*Reader, *Source) {
 		t.Fatal(err)
 	}
 	f.Close()
-	r, err := Open(path)
+	r, err := OpenAccess(path, AccessMap)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ func TestAdvReadaheadStallsWhenCopying(t *testing.T) {
 	b := smallFile(false, 48<<20)
 	path := filepath.Join(t.TempDir(), "s.pcap")
 	os.WriteFile(path, b, 0o644)
-	r, _ := Open(path)
+	r, _ := OpenAccess(path, AccessMap)
 	s := NewSource(r)
 	defer s.Close()
 	own := buffers.NewPBuf(buffers.MaxBatch, MaxRecordLen)

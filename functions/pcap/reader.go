@@ -11,17 +11,18 @@ import (
 )
 
 const (
-	// MaxRecordLen is the longest record accepted: libpcap's
-	// MAXIMUM_SNAPLEN. A longer captured length means a corrupt file.
+	// MaxRecordLen is the longest record accepted for most link types:
+	// libpcap's MAXIMUM_SNAPLEN (max_snaplen_for_dlt allows more for three:
+	// maxSnaplenFor). A longer captured length means a corrupt file.
 	MaxRecordLen = 262144
-	// SlotLimit caps the MaxCapLen a file source announces (which sizes the
-	// PBuf slots): a snaplen of 262144 would make every slot 256 KB. Longer
-	// records are truncated by the slot, as a snap length would, and keep
-	// their wire length.
+	// SlotLimit caps Reader.Snaplen, the slot size suggested to a program
+	// that copies records into slots of its own PBuf: a snaplen of 262144
+	// would make every slot 256 KB. Longer records are truncated by the
+	// slot, as a snap length would, and keep their wire length.
 	SlotLimit = 65535
 
-	bufSize   = 2 << 20 // read buffer
-	maxEnsure = 1 << 20 // the longest block held whole in the buffer
+	bufSize   = 256 << 10 // read buffer: stays in L2 between read(2) and the copy out of it
+	maxEnsure = 1 << 20   // the longest block held whole in the buffer
 )
 
 // Format is the kind of capture file.
@@ -82,16 +83,27 @@ type Reader struct {
 	big      bool // byte order of the file (pcapng: of the current section)
 	nanos    bool
 	linkType functions.LinkType
-	snaplen  int
-	// fileSnaplen is the snap length the file declares (0 when unknown or
-	// zero), before SlotLimit.
-	fileSnaplen uint32
-	records     int64
-	skip        int64 // pcapng: bytes left of the block of the last record
-	ifaces      []ngIface
-	haveLink    bool // an interface has set linkType
-	sections    int
-	err         error // sticky
+	// linkField is the link type as the header stores it (classic pcap:
+	// with the FCS length above the low 16 bits).
+	linkField uint32
+	swapped   bool // the file (pcapng: its first section) is not in this host's byte order
+	snaplen   int
+	// headerSnaplen is the snap length the header declares (pcapng: the
+	// first interface's), as written.
+	headerSnaplen uint32
+	// snapshot is libpcap's snapshot: headerSnaplen, or the link type's
+	// maximum when that is 0 or above INT_MAX. A longer record is cut to
+	// it (classic) or is an error (pcapng), as libpcap does.
+	snapshot uint32
+	maxCap   uint32 // longest record the link type allows (max_snaplen_for_dlt)
+	lengths  uint8  // classic pcap before 2.4: captured and wire length may be swapped
+	post     bool   // records' pseudo-headers are converted from the other byte order
+	records  int64
+	skip     int64 // pcapng: bytes left of the block of the last record
+	ifaces   []ngIface
+	haveLink bool // an interface has set linkType
+	sections int
+	err      error // sticky
 }
 
 type ngIface struct {
@@ -103,9 +115,59 @@ type ngIface struct {
 	offset int64 // seconds
 }
 
+// Access is how a regular file is read.
+type Access uint8
+
+const (
+	// AccessDefault is AccessRead, unless the environment's
+	// FFPF_PCAP_READ says "mmap" (FFPF_NO_MMAP, set, forces AccessRead).
+	AccessDefault Access = iota
+	// AccessRead reads the file with read(2) into a large buffer; a
+	// source copies each record once into a PBuf slot.
+	AccessRead
+	// AccessMap maps the file into memory; a source refers to each record
+	// where it lies (zero-copy).
+	AccessMap
+)
+
+// DefaultAccess is what AccessDefault stands for in this process. Read
+// is the default because it measured faster: on the 2-core EPYC VMs ffpf
+// is developed on, loading mapped page-cache pages costs about four times
+// what read(2) costs for the same bytes (see the README's "File replay").
+func DefaultAccess() Access {
+	if os.Getenv("FFPF_NO_MMAP") != "" {
+		return AccessRead
+	}
+	switch os.Getenv("FFPF_PCAP_READ") {
+	case "mmap", "map", "mapped":
+		return AccessMap
+	}
+	return AccessRead
+}
+
+func (a Access) String() string {
+	switch a {
+	case AccessRead:
+		return "read"
+	case AccessMap:
+		return "mmap"
+	}
+	return "default"
+}
+
 // Open opens a capture file ("-" is standard input) and reads its header (and, for pcapng, the
-// blocks before the first packet) so that its link type is known.
-func Open(path string) (*Reader, error) {
+// blocks before the first packet) so that its link type is known. A
+// regular file is read the way DefaultAccess says.
+func Open(path string) (*Reader, error) { return OpenAccess(path, AccessDefault) }
+
+// OpenAccess is Open with the access to a regular file chosen by the
+// caller. A file that cannot be mapped (a pipe, an empty file) or whose
+// records are rewritten while read (pseudo-headers of the other byte
+// order) is read with read(2) whatever a says.
+func OpenAccess(path string, a Access) (*Reader, error) {
+	if a == AccessDefault {
+		a = DefaultAccess()
+	}
 	if path == "-" {
 		return NewReader(os.Stdin, "stdin", 0)
 	}
@@ -126,15 +188,20 @@ func Open(path string) (*Reader, error) {
 	if st.Mode().IsRegular() {
 		size = st.Size()
 	}
-	if mem, err := mapFile(f, size); err == nil {
-		r, err := newReader(nil, path, size, mem)
-		if err != nil {
+	if a == AccessMap {
+		if mem, err := mapFile(f, size); err == nil {
+			r, err := newReader(nil, path, size, mem)
+			if err == nil && !r.post {
+				r.closer = f // kept open to see whether the file shrinks (Clamp)
+				return r, nil
+			}
 			unmap(mem)
-			f.Close()
-			return nil, err
+			if err != nil {
+				f.Close()
+				return nil, err
+			}
+			// The records must be rewritten: read them into a buffer.
 		}
-		r.closer = f // kept open to see whether the file shrinks (Clamp)
-		return r, nil
 	}
 	r, err := NewReader(f, path, size)
 	if err != nil {
@@ -197,12 +264,36 @@ func (r *Reader) openClassic(magic uint32) error {
 	if v := r.u16(h[4:]); v != 2 {
 		return fmt.Errorf("%s: unsupported pcap format version %d.%d (want 2.x)", r.name, v, r.u16(h[6:]))
 	}
+	// Versions before 2.3 wrote the captured and wire lengths the other
+	// way round; 2.3 sometimes (sf-pcap.c: lengths_swapped).
+	switch minor := r.u16(h[6:]); {
+	case minor < 3:
+		r.lengths = lengthsSwapped
+	case minor == 3:
+		r.lengths = lengthsMaybeSwapped
+	}
 	snap := r.u32(h[16:])
-	r.linkType = functions.LinkType(r.u32(h[20:]) & 0x03ffffff) // upper bits: FCS length
-	r.snaplen = slotFor(snap)
-	r.fileSnaplen = min(snap, MaxRecordLen)
+	r.linkField = r.u32(h[20:])
+	lt := r.linkField & 0xffff // above: the FCS length (pcap-savefile(5))
+	r.linkType = functions.LinkType(lt)
+	r.setSnapshot(lt, snap)
+	r.swapped = r.big != hostBig
+	r.post = r.swapped && swapsPseudoHeader(lt)
 	r.r += classicHdrLen
 	return nil
+}
+
+const (
+	lengthsSwapped      = 1
+	lengthsMaybeSwapped = 2
+)
+
+// setSnapshot takes the snap length snap of a file of link type lt.
+func (r *Reader) setSnapshot(lt, snap uint32) {
+	r.headerSnaplen = snap
+	r.snapshot = AdjustSnapshot(lt, snap)
+	r.maxCap = maxSnaplenFor(lt)
+	r.snaplen = slotFor(r.snapshot)
 }
 
 func slotFor(snaplen uint32) int {
@@ -247,15 +338,9 @@ func (r *Reader) openNG() error {
 			return err
 		}
 	}
-	var snap uint32
-	for _, ifc := range r.ifaces {
-		if ifc.snaplen == 0 {
-			snap = 0
-			break
-		}
-		snap = max(snap, ifc.snaplen)
+	if !r.haveLink { // no interface: nothing will be read
+		r.setSnapshot(uint32(r.linkType), 0)
 	}
-	r.snaplen = slotFor(snap)
 	return nil
 }
 
@@ -271,6 +356,28 @@ func (r *Reader) LinkType() functions.LinkType { return r.linkType }
 // Snaplen returns the longest record the file announces, capped at
 // SlotLimit.
 func (r *Reader) Snaplen() int { return r.snaplen }
+
+// HeaderSnaplen returns the snap length as the file header (pcapng: its
+// first interface) states it, 0 included.
+func (r *Reader) HeaderSnaplen() uint32 { return r.headerSnaplen }
+
+// Snapshot returns libpcap's snapshot for the file: the longest record
+// delivered (a longer one is cut to it).
+func (r *Reader) Snapshot() uint32 { return r.snapshot }
+
+// LinkTypeField returns the link type as the file stores it: for classic
+// pcap the header's whole field, with the FCS length in its upper bits;
+// for pcapng the first interface's link type.
+func (r *Reader) LinkTypeField() uint32 { return r.linkField }
+
+// Swapped reports whether the file (pcapng: its first section) was
+// written in the other byte order than this machine's.
+func (r *Reader) Swapped() bool { return r.swapped }
+
+// Capture describes the file as functions.Context.Captures does.
+func (r *Reader) Capture() functions.Capture {
+	return functions.Capture{File: true, LinkTypeField: r.linkField, Swapped: r.swapped, Snaplen: r.headerSnaplen}
+}
 
 // Size returns the file size, or 0 when it is not a regular file.
 func (r *Reader) Size() int64 { return r.size }
@@ -457,14 +564,20 @@ func (r *Reader) nextClassic() ([]byte, int, int64, error) {
 		sec, frac = binary.LittleEndian.Uint32(h), binary.LittleEndian.Uint32(h[4:])
 		incl, orig = binary.LittleEndian.Uint32(h[8:]), binary.LittleEndian.Uint32(h[12:])
 	}
-	if incl > MaxRecordLen {
+	if r.lengths == lengthsSwapped || (r.lengths == lengthsMaybeSwapped && incl > orig) {
+		incl, orig = orig, incl
+	}
+	if incl > r.maxCap {
 		return nil, 0, 0, r.tooLong(incl, off)
 	}
 	n := classicRecHdr + int(incl)
 	if err := r.ensure(n); err != nil {
 		return nil, 0, 0, r.recordErr(err, off)
 	}
-	data := r.buf[r.r+classicRecHdr : r.r+n : r.r+n]
+	// A record longer than the snapshot is cut to it, keeping its wire
+	// length, as libpcap does before anything sees it.
+	end := r.r + classicRecHdr + int(min(incl, r.snapshot))
+	data := r.buf[r.r+classicRecHdr : end : end]
 	r.r += n
 	ts := int64(sec) * 1e9
 	if r.nanos {
@@ -472,7 +585,10 @@ func (r *Reader) nextClassic() ([]byte, int, int64, error) {
 	} else {
 		ts += int64(frac) * 1e3
 	}
-	return data, int(max(orig, incl)), ts, nil
+	if r.post {
+		swapPseudoHeader(uint32(r.linkType), data, orig)
+	}
+	return data, int(orig), ts, nil
 }
 
 func (r *Reader) recordErr(err error, off int64) error {
@@ -487,7 +603,7 @@ func (r *Reader) recordErr(err error, off int64) error {
 
 func (r *Reader) tooLong(incl uint32, off int64) error {
 	return fmt.Errorf("%s: record %d (byte offset %d) claims %d captured bytes, more than the %d a record may hold: the file is corrupt",
-		r.name, r.records+1, off, incl, MaxRecordLen)
+		r.name, r.records+1, off, incl, r.maxCap)
 }
 
 func (r *Reader) corrupt(off int64, format string, args ...any) error {
@@ -544,16 +660,18 @@ func (r *Reader) ngPacket(typ uint32, off int64) ([]byte, int, int64, error) {
 		tsRaw = uint64(r.u32(b[12:]))<<32 | uint64(r.u32(b[16:]))
 		incl, orig = r.u32(b[20:]), r.u32(b[24:])
 	default: // simple packet block: interface 0, no timestamp
+		// libpcap: the captured length is the wire length cut to the
+		// snapshot; a block too short for it is corrupt.
 		orig = r.u32(b[8:])
-		incl = min(orig, blen-16)
-		if len(r.ifaces) > 0 && r.ifaces[0].snaplen != 0 {
-			incl = min(incl, r.ifaces[0].snaplen)
-		}
+		incl = min(orig, r.snapshot)
 	}
 	if ifc >= len(r.ifaces) {
 		return nil, 0, 0, r.corrupt(off, "record %d refers to interface %d, but the section declares %d", r.records+1, ifc, len(r.ifaces))
 	}
-	if incl > MaxRecordLen {
+	if incl > r.snapshot {
+		return nil, 0, 0, r.corrupt(off, "record %d has %d captured bytes, more than the snap length %d (libpcap: invalid packet capture length)", r.records+1, incl, r.snapshot)
+	}
+	if incl > r.maxCap {
 		return nil, 0, 0, r.tooLong(incl, off)
 	}
 	padded := (incl + 3) &^ 3
@@ -584,7 +702,10 @@ func (r *Reader) ngPacket(typ uint32, off int64) ([]byte, int, int64, error) {
 	if typ != ngBlockSPB {
 		ts = r.ifaces[ifc].nanos(tsRaw)
 	}
-	return data, int(max(orig, incl)), ts, nil
+	if r.post && r.big != hostBig {
+		swapPseudoHeader(uint32(r.linkType), data, orig)
+	}
+	return data, int(orig), ts, nil
 }
 
 // nanos converts a timestamp in the interface's units to nanoseconds since
@@ -721,12 +842,20 @@ func (r *Reader) ngInterface(b []byte, off int64) error {
 		}
 		opts = opts[min(len(opts), 4+(n+3)&^3):]
 	}
-	// All interfaces must share one link type: the first one's.
+	// All interfaces must share one link type and one snap length: the
+	// first one's (libpcap refuses the file otherwise, too).
 	if !r.haveLink {
 		r.linkType, r.haveLink = ifc.linkType, true
+		r.linkField = uint32(ifc.linkType)
+		r.swapped = r.big != hostBig
+		r.post = swapsPseudoHeader(uint32(ifc.linkType)) // whether a section is swapped is known per section
+		r.setSnapshot(uint32(ifc.linkType), ifc.snaplen)
 	} else if ifc.linkType != r.linkType {
 		return fmt.Errorf("%s: interface %d (byte offset %d, before record %d) has link type %v but the file began with %v; a pcap source carries one link type (split the file with editcap or tshark)",
 			r.name, len(r.ifaces), off, r.records+1, ifc.linkType, r.linkType)
+	} else if AdjustSnapshot(uint32(ifc.linkType), ifc.snaplen) != r.snapshot {
+		return fmt.Errorf("%s: interface %d (byte offset %d, before record %d) has snap length %d but the first interface %d; libpcap refuses such a file (split it with editcap or tshark)",
+			r.name, len(r.ifaces), off, r.records+1, ifc.snaplen, r.headerSnaplen)
 	}
 	r.ifaces = append(r.ifaces, ifc)
 	return nil

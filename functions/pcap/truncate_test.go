@@ -25,7 +25,7 @@ func bigFile(t *testing.T) (string, int) {
 // The file shrinks after it is mapped, before the first Fill.
 func TestAdvTruncatedBeforeFill(t *testing.T) {
 	path, _ := bigFile(t)
-	r, err := Open(path)
+	r, err := OpenAccess(path, AccessMap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestAdvTruncatedBeforeFill(t *testing.T) {
 // The file shrinks while Fill runs on another goroutine.
 func TestAdvTruncatedDuringFill(t *testing.T) {
 	path, _ := bigFile(t)
-	r, err := Open(path)
+	r, err := OpenAccess(path, AccessMap)
 	if err != nil {
 		t.Fatal(err)
 	}
