@@ -62,7 +62,7 @@ for T in "$F" "$S"; do
 	# is shared, and a burst of load then hits all of them alike.
 	declare -A bestms=()
 	for _ in $(seq "$COUNT"); do
-		for mode in default read mmap tcpdump; do
+		for mode in default ring read mmap tcpdump; do
 			case $mode in
 			tcpdump) ms=$(ms_of "$TCPDUMP" -r "$T" -w /dev/null "$EXPR");;
 			default) ms=$(ms_of env FFPF_PCAP_READ= $BIN run --progress=false -r "$T" "(bpf,expr=\"$EXPR\") > (pktcount)");;
@@ -71,9 +71,10 @@ for T in "$F" "$S"; do
 			if [ -z "${bestms[$mode]:-}" ] || (( ms < bestms[$mode] )); then bestms[$mode]=$ms; fi
 		done
 	done
-	for mode in default read mmap; do
+	for mode in default ring read mmap; do
 		case $mode in
-		default) label="ffpf, default path (read)"; target=" (target <= 0.50)";;
+		default) label="ffpf, default path (ring)"; target=" (target <= 0.50)";;
+		ring) label="ffpf, FFPF_PCAP_READ=ring"; target="";;
 		read) label="ffpf, FFPF_PCAP_READ=read"; target="";;
 		mmap) label="ffpf, FFPF_PCAP_READ=mmap"; target="";;
 		esac

@@ -16,9 +16,10 @@ import (
 // snap length, wire lengths below the captured length, the FCS bits of the
 // link-type field, files of either byte order, pseudo-headers written in
 // the other byte order. Each runs with every way of reading a file
-// (read(2) and copy, the default; mapped, zero-copy).
+// (read(2) into a ring of chunks referred to in place, the default;
+// read(2) and copy; mapped, zero-copy).
 
-var accesses = []struct{ name, env string }{{"read", "FFPF_PCAP_READ=read"}, {"mmap", "FFPF_PCAP_READ=mmap"}}
+var accesses = []struct{ name, env string }{{"ring", "FFPF_PCAP_READ=ring"}, {"read", "FFPF_PCAP_READ=read"}, {"mmap", "FFPF_PCAP_READ=mmap"}}
 
 func ffpfEnv(t *testing.T, env string, args ...string) cliResult {
 	t.Helper()

@@ -137,15 +137,19 @@ func refRead(t *testing.T, path string, size int) ([]rec, error) {
 	return readAll(t, r)
 }
 
-// srcRead reads path through the zero-copy source; batch sizes and
-// copy/zero-copy switches follow mode.
-func srcRead(t *testing.T, path string, mode int) ([]rec, error) {
-	r, err := OpenAccess(path, AccessMap)
+// srcRead reads path through the zero-copy source of access a (mapped,
+// or read into a ring); batch sizes and copy/zero-copy switches follow
+// mode.
+func srcRead(t *testing.T, path string, mode int, a Access) ([]rec, error) {
+	r, err := OpenAccess(path, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Mapped() == nil {
+	if a == AccessMap && r.Mapped() == nil {
 		t.Fatal("not mapped")
+	}
+	if st, _ := os.Stat(path); a == AccessRing && (r.ring != nil) != (st.Size() > bufSize) {
+		t.Fatalf("a file of %d bytes read through a ring: %v", st.Size(), r.ring != nil)
 	}
 	s := NewSource(r)
 	defer s.Close()
@@ -191,14 +195,16 @@ func compareFile(t *testing.T, name string, content []byte, modes ...int) {
 	if len(modes) == 0 {
 		modes = []int{0}
 	}
-	for _, mode := range modes {
-		got, gotErr := srcRead(t, path, mode)
-		if len(got) != len(want) || (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
-			t.Fatalf("%s mode %d: source %d records (%v), Reader %d (%v)", name, mode, len(got), gotErr, len(want), wantErr)
-		}
-		for i := range got {
-			if !bytes.Equal(got[i].data, want[i].data) || got[i].wire != want[i].wire || got[i].ts != want[i].ts {
-				t.Fatalf("%s mode %d: record %d differs", name, mode, i)
+	for _, a := range []Access{AccessMap, AccessRing} {
+		for _, mode := range modes {
+			got, gotErr := srcRead(t, path, mode, a)
+			if len(got) != len(want) || (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
+				t.Fatalf("%s %v mode %d: source %d records (%v), Reader %d (%v)", name, a, mode, len(got), gotErr, len(want), wantErr)
+			}
+			for i := range got {
+				if !bytes.Equal(got[i].data, want[i].data) || got[i].wire != want[i].wire || got[i].ts != want[i].ts {
+					t.Fatalf("%s %v mode %d: record %d differs", name, a, mode, i)
+				}
 			}
 		}
 	}

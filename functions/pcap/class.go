@@ -63,12 +63,12 @@ func init() {
 }
 
 // Source is the pcap class's source function. When the file is mapped
-// into memory its PBuf is a view of the mapping and Fill refers to each
-// record where it lies (zero-copy); otherwise Fill copies each record once,
-// from the read buffer into a PBuf slot.
+// into memory, or read into a ring of chunks, its PBuf is a view of that
+// memory and Fill refers to each record where it lies; otherwise Fill
+// copies each record once, from the read buffer into a slab of its own.
 type Source struct {
 	r       *Reader
-	view    *buffers.PBuf // non-nil when the file is mapped
+	view    *buffers.PBuf // a view of the mapping, the ring's slab, or slab
 	ix      *indexer      // finds a mapped classic file's records, ahead of Fill
 	ixOn    bool          // ix runs from the Reader's position
 	cur     *window       // the window Fill delivers from
@@ -92,10 +92,13 @@ type Source struct {
 // NewSource returns a source that reads r; closing it closes r.
 func NewSource(r *Reader) *Source {
 	s := &Source{r: r, snaplen: MaxRecordLen, mapped: r.Mapped() != nil}
-	if !s.mapped {
+	switch {
+	case r.ring != nil:
+		s.view = buffers.NewPBufView(r.ring.slab, buffers.MaxBatch)
+	case !s.mapped:
 		s.slab = make([]byte, slabBytes+MaxRecordLen)
 		s.view = buffers.NewPBufView(s.slab, buffers.MaxBatch)
-	} else {
+	default:
 		s.view = buffers.NewPBufView(r.Mapped(), buffers.MaxBatch)
 		if r.Format() == Classic && r.lengths == 0 {
 			s.ahead = startReadahead(r.Mapped(), pageSize)
@@ -114,8 +117,8 @@ const slabBytes = 1 << 20
 // Reader returns the underlying reader.
 func (s *Source) Reader() *Reader { return s.r }
 
-// PBuf returns the source's own PBuf: a view of the mapped file, or of the
-// slab its records are copied into.
+// PBuf returns the source's own PBuf: a view of the mapped file, of the
+// ring it is read into, or of the slab its records are copied into.
 func (s *Source) PBuf() *buffers.PBuf { return s.view }
 
 // Info describes the file: its name, link type, the longest record it
@@ -132,7 +135,9 @@ func (s *Source) Info() functions.SourceInfo {
 // Fill appends the next records to b. At the end of the file it returns
 // io.EOF; on a truncated or corrupt file it first delivers every complete
 // record and then returns the error. Either comes with an empty batch:
-// Fill never returns an error together with packets.
+// Fill never returns an error together with packets. A Fill that starts a
+// batch (b.N == 0) tells the source that the batches filled before are
+// done with: their records' memory may be reused.
 func (s *Source) Fill(b *buffers.Batch) (err error) {
 	if s.mapped {
 		s.mu.Lock()
@@ -162,14 +167,25 @@ func (s *Source) Fill(b *buffers.Batch) (err error) {
 	// that gives us its own PBuf gets copies.
 	zeroCopy := s.view != nil && b.PBuf == s.view
 	slab := zeroCopy && s.slab != nil
+	ring := s.r.ring
 	var base uintptr
-	if zeroCopy && !slab {
+	switch {
+	case zeroCopy && ring != nil:
+		base = uintptr(unsafe.Pointer(unsafe.SliceData(ring.slab)))
+	case zeroCopy && !slab:
 		base = uintptr(unsafe.Pointer(unsafe.SliceData(s.r.Mapped())))
 	}
-	if slab && b.N == 0 {
-		s.slabPos = 0 // the batch that used the slab before is done
+	if b.N == 0 {
+		// The batch that referred to the slab or the ring before is done
+		// (the flowspace fills a source's view with one batch at a time).
+		if slab {
+			s.slabPos = 0
+		}
+		if ring != nil {
+			ring.release()
+		}
 	}
-	for b.Room() > 0 && (!slab || s.slabPos <= slabBytes) {
+	for b.Room() > 0 && (!slab || s.slabPos <= slabBytes) && (ring == nil || ring.room()) {
 		if s.ix != nil && s.ixOn != (zeroCopy && !s.handoff) {
 			if s.ixOn {
 				s.stopIndex() // a caller that copies reads in order
@@ -223,6 +239,15 @@ func (s *Source) Fill(b *buffers.Batch) (err error) {
 		}
 		if !zeroCopy {
 			b.Append(data, uint32(wire), ts)
+			continue
+		}
+		if ring != nil { // refer to the record where read(2) put it
+			ring.ref[ring.cur] = true // Next's data lies in the chunk it is in
+			var off uint64
+			if len(data) > 0 {
+				off = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(data))) - base)
+			}
+			b.AppendRef(off, min(uint32(len(data)), s.snaplen), uint32(wire), ts)
 			continue
 		}
 		if slab {

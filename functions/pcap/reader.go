@@ -74,6 +74,7 @@ type Reader struct {
 
 	buf    []byte
 	mapped []byte // the whole file, when it is mapped (then buf is mapped)
+	ring   *ring  // reads the file into chunks a source refers to (then buf is its slab)
 	r, w   int    // unread bytes are buf[r:w]
 	base   int64  // file offset of buf[0]
 	eof    bool   // rd returned io.EOF
@@ -119,21 +120,29 @@ type ngIface struct {
 type Access uint8
 
 const (
-	// AccessDefault is AccessRead, unless the environment's
-	// FFPF_PCAP_READ says "mmap" (FFPF_NO_MMAP, set, forces AccessRead).
+	// AccessDefault is AccessRing, unless the environment's
+	// FFPF_PCAP_READ says "read" or "mmap" (FFPF_NO_MMAP, set, forces
+	// AccessRead).
 	AccessDefault Access = iota
 	// AccessRead reads the file with read(2) into a large buffer; a
-	// source copies each record once into a PBuf slot.
+	// source copies each record once into a slab of its own.
 	AccessRead
 	// AccessMap maps the file into memory; a source refers to each record
 	// where it lies (zero-copy).
 	AccessMap
+	// AccessRing reads the file with read(2) into a ring of chunks, and a
+	// source refers to each record where read(2) put it (copied once). A
+	// file no larger than the first buffer, or with records longer than
+	// MaxRecordLen, is read as with AccessRead.
+	AccessRing
 )
 
-// DefaultAccess is what AccessDefault stands for in this process. Read
-// is the default because it measured faster: on the 2-core EPYC VMs ffpf
-// is developed on, loading mapped page-cache pages costs about four times
-// what read(2) costs for the same bytes (see the README's "File replay").
+// DefaultAccess is what AccessDefault stands for in this process. The
+// ring is the default because it measured fastest: on the 2-core EPYC VMs
+// ffpf is developed on, loading mapped page-cache pages costs about four
+// times what read(2) costs for the same bytes, and the ring copies each
+// byte once where the read path copies it twice (see the README's "File
+// replay").
 func DefaultAccess() Access {
 	if os.Getenv("FFPF_NO_MMAP") != "" {
 		return AccessRead
@@ -141,8 +150,10 @@ func DefaultAccess() Access {
 	switch os.Getenv("FFPF_PCAP_READ") {
 	case "mmap", "map", "mapped":
 		return AccessMap
+	case "read":
+		return AccessRead
 	}
-	return AccessRead
+	return AccessRing
 }
 
 func (a Access) String() string {
@@ -151,6 +162,8 @@ func (a Access) String() string {
 		return "read"
 	case AccessMap:
 		return "mmap"
+	case AccessRing:
+		return "ring"
 	}
 	return "default"
 }
@@ -209,6 +222,9 @@ func OpenAccess(path string, a Access) (*Reader, error) {
 		return nil, err
 	}
 	r.closer = f
+	if a == AccessRing && r.useRing() {
+		r.startRing()
+	}
 	return r, nil
 }
 
@@ -477,6 +493,10 @@ func (r *Reader) ensure(n int) error {
 // fill moves the unread bytes to the front of buf and reads until n are
 // there or the input ends.
 func (r *Reader) fill(n int) {
+	if r.ring != nil {
+		r.fillRing(n)
+		return
+	}
 	if n > len(r.buf) {
 		// only for a file smaller than the buffer Open would allocate
 		// that has grown since, or a block as large as the file
