@@ -229,6 +229,15 @@ func (s *Source) Fill(b *buffers.Batch) (err error) {
 			s.stopIndex()
 			s.handoff = true
 		}
+		if ring != nil && zeroCopy {
+			// Most records: taken where they lie, without Next's checks
+			// for what only the buffer's end or an odd file needs.
+			if off, n, wire, ts, ok := s.r.nextInPlace(); ok {
+				ring.ref[ring.cur] = true
+				b.AppendRef(off, min(n, s.snaplen), wire, ts)
+				continue
+			}
+		}
 		data, wire, ts, err := s.r.Next()
 		if err != nil {
 			if s.closed.Load() {
