@@ -1,6 +1,7 @@
 package pcap
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -230,12 +231,8 @@ func (s *Source) Fill(b *buffers.Batch) (err error) {
 			s.handoff = true
 		}
 		if ring != nil && zeroCopy {
-			// Most records: taken where they lie, without Next's checks
-			// for what only the buffer's end or an odd file needs.
-			if off, n, wire, ts, ok := s.r.nextInPlace(); ok {
-				ring.ref[ring.cur] = true
-				b.AppendRef(off, min(n, s.snaplen), wire, ts)
-				continue
+			if s.fillInPlace(b); b.Room() == 0 {
+				break
 			}
 		}
 		data, wire, ts, err := s.r.Next()
@@ -280,6 +277,48 @@ func (s *Source) Fill(b *buffers.Batch) (err error) {
 		return s.err
 	}
 	return nil
+}
+
+// fillInPlace appends to b the classic records that lie whole in the
+// ring's current chunk, where they lie: most records, taken without Next's
+// checks for what only a chunk's end or an odd file needs (an error, bytes
+// to read, lengths to swap, pseudo-headers to rewrite). It stops before
+// any other record, which Next then reads.
+func (s *Source) fillInPlace(b *buffers.Batch) {
+	r := s.r
+	if r.err != nil || r.format != Classic || r.lengths != 0 || r.post {
+		return
+	}
+	buf, p, w := r.buf, r.r, r.w
+	snap := min(r.snapshot, s.snaplen)
+	n0 := b.N
+	for b.Room() > 0 && w-p >= classicRecHdr {
+		h := buf[p : p+classicRecHdr]
+		var sec, frac, incl, orig uint32
+		if r.big {
+			sec, frac = binary.BigEndian.Uint32(h), binary.BigEndian.Uint32(h[4:])
+			incl, orig = binary.BigEndian.Uint32(h[8:]), binary.BigEndian.Uint32(h[12:])
+		} else {
+			sec, frac = binary.LittleEndian.Uint32(h), binary.LittleEndian.Uint32(h[4:])
+			incl, orig = binary.LittleEndian.Uint32(h[8:]), binary.LittleEndian.Uint32(h[12:])
+		}
+		if incl > r.maxCap || w-p-classicRecHdr < int(incl) {
+			break
+		}
+		ts := int64(sec) * 1e9
+		if r.nanos {
+			ts += int64(frac)
+		} else {
+			ts += int64(frac) * 1e3
+		}
+		b.AppendRef(uint64(p+classicRecHdr), min(incl, snap), orig, ts)
+		p += classicRecHdr + int(incl)
+	}
+	if b.N > n0 {
+		r.r = p
+		r.records += int64(b.N - n0)
+		r.ring.ref[r.ring.cur] = true
+	}
 }
 
 // shrunk is the error of a mapped file cut while being read.

@@ -3,11 +3,16 @@
 // timestamps, either byte order) or pcapng, told apart by their magic.
 // Reader is the parser on its own, for programs such as the CLI's -r.
 //
-// A regular file is read with read(2) into a large buffer and each record
-// is copied once into the source's own PBuf, a view of a slab where a
-// batch's records lie one after the other: on the machines ffpf is measured
-// on that is faster than loading mapped page-cache pages (README). With
-// FFPF_PCAP_READ=mmap (or OpenAccess(path, AccessMap)) the file is mapped
+// A regular file is read with read(2) into a ring of chunks (ring.go), and
+// the source's own PBuf is a view of the ring: each slot describes a record
+// where read(2) put it, so each byte is copied once, from the page cache; a
+// record that straddles two chunks is moved whole into the next one. On the
+// machines ffpf is measured on that is faster than loading mapped
+// page-cache pages, and than copying each record again out of a read
+// buffer (README). FFPF_PCAP_READ=read (or OpenAccess(path, AccessRead))
+// does the latter: each record is copied into a slab where a batch's
+// records lie one after the other. With FFPF_PCAP_READ=mmap (or
+// OpenAccess(path, AccessMap)) the file is mapped
 // instead and the source's PBuf is a view of the mapping: each slot
 // describes a record where it lies (zero-copy). For a classic pcap file an
 // index goroutine then finds the records ahead of Fill, following many

@@ -611,40 +611,6 @@ func (r *Reader) nextClassic() ([]byte, int, int64, error) {
 	return data, int(orig), ts, nil
 }
 
-// nextInPlace takes the next record of a classic file read into a ring
-// when it lies whole in the buffer and asks for nothing else of Next (no
-// error, no bytes to read, no lengths to swap or pseudo-header to
-// rewrite): it returns the record's offset in buf, its captured length
-// cut to the snapshot, its wire length and timestamp, as Next would. When
-// ok is false, nothing was taken: Next reads the record.
-func (r *Reader) nextInPlace() (off uint64, incl, orig uint32, ts int64, ok bool) {
-	p := r.r
-	if r.w-p < classicRecHdr || r.err != nil || r.format != Classic || r.lengths != 0 || r.post {
-		return 0, 0, 0, 0, false
-	}
-	h := r.buf[p : p+classicRecHdr]
-	var sec, frac uint32
-	if r.big {
-		sec, frac = binary.BigEndian.Uint32(h), binary.BigEndian.Uint32(h[4:])
-		incl, orig = binary.BigEndian.Uint32(h[8:]), binary.BigEndian.Uint32(h[12:])
-	} else {
-		sec, frac = binary.LittleEndian.Uint32(h), binary.LittleEndian.Uint32(h[4:])
-		incl, orig = binary.LittleEndian.Uint32(h[8:]), binary.LittleEndian.Uint32(h[12:])
-	}
-	if incl > r.maxCap || r.w-p-classicRecHdr < int(incl) {
-		return 0, 0, 0, 0, false
-	}
-	r.r = p + classicRecHdr + int(incl)
-	r.records++
-	ts = int64(sec) * 1e9
-	if r.nanos {
-		ts += int64(frac)
-	} else {
-		ts += int64(frac) * 1e3
-	}
-	return uint64(p + classicRecHdr), min(incl, r.snapshot), orig, ts, true
-}
-
 func (r *Reader) recordErr(err error, off int64) error {
 	switch err {
 	case io.EOF:
