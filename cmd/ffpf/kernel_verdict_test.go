@@ -382,9 +382,9 @@ func TestExportStress(t *testing.T) {
 			settle(t)
 			c.cmd.Process.Signal(syscall.SIGCONT)
 			// The reader drains what the ring or sockets held.
-			awaitFile(t, ipf, ^uint64(0))
-			awaitFile(t, udpf, ^uint64(0))
-			n1, u1 := pcapRecords(ipf), pcapRecords(udpf)
+			var ic, uc recordCounter
+			await(t, ^uint64(0), 3*time.Second, func() uint64 { return ic.count(ipf) + uc.count(udpf) })
+			n1, u1 := ic.count(ipf), uc.count(udpf)
 			sendTrace(t, nsA, ifA, s2, 12000, 62)
 			settle(t)
 			awaitFile(t, ipf, n1+selected(t, s2, "ip or ip6"))
