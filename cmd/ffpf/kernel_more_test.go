@@ -210,7 +210,16 @@ func TestStopUnderLoad(t *testing.T) {
 		out := filepath.Join(dir, fmt.Sprint("o", i, ".pcap"))
 		c := startCapture(t, nsB, "run", "--json", "-i", ifB, `(bpf,"ip or ip6 or arp or vlan or less 2000") > (export,file=`+out+`)`)
 		waitPrograms(t, 1)
-		waitFile(t, out) // the run has set up its signal handling
+		waitFile(t, out)
+		// The export exists before the flowspaces are active: a probe
+		// that comes up says the reader above the ring buffer runs (a
+		// SIGINT before that is another test).
+		sendTrace(t, nsA, ifA, filepath.Join(dir, fmt.Sprint("probe", i, ".pcap")), 10, 100+i)
+		for deadline := time.Now().Add(time.Minute); pcapRecords(out) == 0; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: no probe came up", i)
+			}
+		}
 		c.cmd.Process.Signal(syscall.SIGSTOP)
 		sendTrace(t, nsA, ifA, filepath.Join(dir, "sent.pcap"), 5000, i+1) // fits in the 8 MB ring
 		settle(t)
