@@ -492,7 +492,9 @@ func TestStealThroughAFXDP(t *testing.T) {
 		}
 		x := startCapture(t, nsB, append(args, "(dev,"+ifB+",steal=true) > (bpf,\"udp and not vlan\") > (export,file="+out+")")...)
 		seen := filepath.Join(dir, "seen-"+strategy+".pcap")
-		u := startCapture(t, nsB, "run", "--json", "--hierarchy", users, "-i", ifB, `(pktcount) > (export,file=`+seen+`)`)
+		// A buffer for the whole trace: on a loaded machine the reader
+		// may not get the CPU while 50,000 frames arrive.
+		u := startCapture(t, nsB, "run", "--json", "--hierarchy", users, "(dev,"+ifB+",buffer=128MB) > (pktcount) > (export,file="+seen+")")
 		waitPrograms(t, 1)
 		waitFile(t, seen)
 		waitFile(t, out)
