@@ -54,7 +54,9 @@ func TestSocketCloseReleasesQueue(t *testing.T) {
 			closeSocket(s2)
 			return
 		}
-		if time.Since(start) > 500*time.Millisecond {
+		// The kernel frees the old socket asynchronously (an RCU
+		// grace period, later on a loaded machine).
+		if time.Since(start) > 30*time.Second {
 			t.Fatalf("a new AF_XDP socket on the queue of a closed one: %v", err)
 		}
 	}

@@ -135,7 +135,11 @@ func TestBridgeStopCountsWhatIsInFlight(t *testing.T) {
 		}
 	}()
 	// Nobody receives: the producer fills the queue and blocks.
-	time.Sleep(10 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); b.Stats().In == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the producer sent nothing")
+		}
+	}
 	cancel()
 	<-done
 	b.Drain()

@@ -49,11 +49,17 @@ func TestDropVerdict(t *testing.T) {
 		}
 	})
 	defer sender.Close()
-	// received drains conn and returns how many datagrams it got.
-	received := func(conn *net.UDPConn) int {
+	// received reads from conn until want datagrams have come (waiting up
+	// to 30 s for each), then takes what is already queued, and returns
+	// how many it got.
+	received := func(conn *net.UDPConn, want int) int {
 		n, buf := 0, make([]byte, 2048)
 		for {
-			conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			wait := 30 * time.Second
+			if n >= want {
+				wait = 50 * time.Millisecond
+			}
+			conn.SetReadDeadline(time.Now().Add(wait))
 			if _, _, err := conn.ReadFromUDP(buf); err != nil {
 				return n
 			}
@@ -74,10 +80,22 @@ func TestDropVerdict(t *testing.T) {
 			args := append([]string{"run", "--json"}, tc.args...)
 			c := startCapture(t, nsB, append(args, fmt.Sprintf(`(dev,%s,drop=%v) > (bpf,"arp or udp dst port 5000") > (pktcount)`, ifB, tc.drop))...)
 			waitPrograms(t, 1)
+			// ARP resolved: a datagram of the kept stream has come through.
+			sender.WriteToUDP([]byte("marker"), &net.UDPAddr{IP: net.IPv4(10, 251, 0, 2), Port: 5000})
+			if received(keep, 1) == 0 {
+				t.Fatal("the kept stream does not reach its socket")
+			}
 			if tc.drop { // the program is loaded, then attached: wait until it drops
-				for deadline := time.Now().Add(10 * time.Second); ; {
+				// A probe to the filtered stream, then one to the kept
+				// stream: once the second has come, the first has been
+				// delivered or dropped (one queue: in order).
+				for deadline := time.Now().Add(30 * time.Second); ; {
 					sender.WriteToUDP([]byte("probe"), &net.UDPAddr{IP: net.IPv4(10, 251, 0, 2), Port: 5001})
-					if received(other) == 0 {
+					sender.WriteToUDP([]byte("marker"), &net.UDPAddr{IP: net.IPv4(10, 251, 0, 2), Port: 5000})
+					if received(keep, 1) == 0 {
+						t.Fatal("the kept stream does not reach its socket")
+					}
+					if received(other, 0) == 0 {
 						break
 					}
 					if time.Now().After(deadline) {
@@ -95,7 +113,10 @@ func TestDropVerdict(t *testing.T) {
 					time.Sleep(5 * time.Millisecond) // the first waits for ARP
 				}
 			}
-			got, gotOther := received(keep), received(other)
+			// The kept stream first: once it is all in, so is the other
+			// (sent alongside it, one queue).
+			got := received(keep, datagrams)
+			gotOther := received(other, map[bool]int{true: 0, false: datagrams}[tc.drop])
 			doc := c.stop(t)
 			waitPrograms(t, 0)
 			dev := doc.Functions[doc.byClass("dev")[0]]
@@ -150,9 +171,10 @@ func TestStealZeroCopyQueuesAndSources(t *testing.T) {
 		ifB, udp, ifB, tcp))
 	waitPrograms(t, 1)
 	waitFile(t, tcp)
-	time.Sleep(200 * time.Millisecond)
+	waitFile(t, udp)
 	sendTrace(t, nsA, ifA, sent, 40000, 4)
-	time.Sleep(300 * time.Millisecond)
+	awaitFile(t, udp, selected(t, sent, "udp and not vlan"))
+	awaitFile(t, tcp, selected(t, sent, "tcp"))
 	c.cmd.Process.Signal(os.Interrupt)
 	if err := c.cmd.Wait(); err != nil {
 		t.Fatalf("%v: %s", err, c.err.String())

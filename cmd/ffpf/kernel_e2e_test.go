@@ -1,19 +1,25 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/google/gopacket/pcapgo"
+	"github.com/vishvananda/netlink"
 
 	"github.com/ffpf-go/ffpf/internal/netnstest"
 )
@@ -35,7 +41,33 @@ func netnsPair(t *testing.T) (nsA, nsB, ifA, ifB string) {
 // netnsPairQueues is netnsPair with veth interfaces of several queues.
 func netnsPairQueues(t *testing.T, queues int) (nsA, nsB, ifA, ifB string) {
 	t.Helper()
-	return netnstest.Pair(t, "ffk", "the eBPF flowspaces", queues)
+	nsA, nsB, ifA, ifB = netnstest.Pair(t, "ffk", "the eBPF flowspaces", queues)
+	pairs.Store(t.Name(), [2]string{nsB, ifB})
+	t.Cleanup(func() { pairs.Delete(t.Name()) })
+	return nsA, nsB, ifA, ifB
+}
+
+// pairs maps a test's name to the namespace and interface its runs
+// capture on (the receiving end of its pair): what waitPrograms and
+// rxPackets look at, so that other tests and other test binaries running
+// at the same time do not count.
+var pairs sync.Map
+
+// testIface returns the receiving namespace and interface of t's pair (or
+// of its parent's, for a subtest).
+func testIface(t *testing.T) (ns, ifname string) {
+	t.Helper()
+	for name := t.Name(); ; {
+		if v, ok := pairs.Load(name); ok {
+			p := v.([2]string)
+			return p[0], p[1]
+		}
+		i := strings.LastIndex(name, "/")
+		if i < 0 {
+			t.Fatal("the test has no netnsPair")
+		}
+		name = name[:i]
+	}
 }
 
 // capture is an ffpf run in a namespace, stopped by SIGINT.
@@ -72,7 +104,7 @@ func (c *capture) stop(t *testing.T) runJSON {
 		if err != nil {
 			t.Fatalf("%v: %v: %s", c.cmd.Args, err, c.err.String())
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		c.cmd.Process.Kill()
 		t.Fatalf("%v does not stop on SIGINT", c.cmd.Args)
 	}
@@ -83,7 +115,7 @@ func (c *capture) stop(t *testing.T) runJSON {
 // its sources, opened first, are capturing).
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(path); err == nil {
 			return
 		}
@@ -93,37 +125,155 @@ func waitFile(t *testing.T, path string) {
 	}
 }
 
-// ffpfPrograms counts the eBPF programs ffpf loaded that the kernel still
-// holds.
+// ffpfPrograms counts the eBPF programs attached to the test's own
+// interface: XDP, TCX (both directions) and clsact filters. Programs of
+// other runs on the machine are not counted.
 func ffpfPrograms(t *testing.T) int {
+	t.Helper()
+	ns, ifname := testIface(t)
 	n := 0
-	for id := ebpf.ProgramID(0); ; {
-		next, err := ebpf.ProgramGetNextID(id)
+	netnstest.In(t, ns, func() {
+		l, err := netlink.LinkByName(ifname)
 		if err != nil {
-			return n
+			t.Fatalf("%s in %s: %v", ifname, ns, err)
 		}
-		id = next
-		p, err := ebpf.NewProgramFromID(id)
-		if err != nil {
-			continue
-		}
-		if info, err := p.Info(); err == nil && info.Name == "ffpf" {
+		if x := l.Attrs().Xdp; x != nil && x.Attached {
 			n++
 		}
-		p.Close()
-	}
+		for _, a := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
+			if r, err := link.QueryPrograms(link.QueryOptions{Target: l.Attrs().Index, Attach: a}); err == nil {
+				n += len(r.Programs)
+			}
+		}
+		for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
+			fs, _ := netlink.FilterList(l, parent)
+			for _, f := range fs {
+				if _, ok := f.(*netlink.BpfFilter); ok {
+					n++
+				}
+			}
+		}
+	})
+	return n
 }
 
-// waitPrograms waits until the kernel holds want ffpf programs.
+// waitPrograms waits until the test's interface holds want eBPF programs.
 func waitPrograms(t *testing.T, want int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for ffpfPrograms(t) != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d ffpf programs in the kernel, want %d", ffpfPrograms(t), want)
+			t.Fatalf("%d eBPF programs attached to the test's interface, want %d", ffpfPrograms(t), want)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// rxPackets is the receive counter of the test's interface (for veth
+// with XDP, the frames its NAPI poll has taken: the eBPF programs have
+// run on them).
+func rxPackets(t *testing.T) uint64 {
+	t.Helper()
+	ns, ifname := testIface(t)
+	var n uint64
+	netnstest.In(t, ns, func() {
+		l, err := netlink.LinkByName(ifname)
+		if err != nil {
+			t.Fatalf("%s in %s: %v", ifname, ns, err)
+		}
+		if s := l.Attrs().Statistics; s != nil {
+			n = s.RxPackets
+		}
+	})
+	return n
+}
+
+// pcapRecords counts the whole records of a capture file that may still
+// be being written (0 if it cannot be read yet).
+func pcapRecords(path string) uint64 {
+	var c recordCounter
+	return c.count(path)
+}
+
+// recordCounter counts the records of a growing capture file, reading
+// only what was added since its last count: a file of tens of thousands of
+// packets is polled without being read again each time.
+type recordCounter struct {
+	off   int64 // where the next record begins
+	n     uint64
+	order binary.ByteOrder
+}
+
+func (c *recordCounter) count(path string) uint64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return c.n
+	}
+	defer f.Close()
+	if c.order == nil {
+		var h [24]byte
+		if _, err := io.ReadFull(f, h[:]); err != nil {
+			return 0
+		}
+		switch binary.LittleEndian.Uint32(h[:]) {
+		case 0xa1b2c3d4, 0xa1b23c4d:
+			c.order = binary.LittleEndian
+		default:
+			c.order = binary.BigEndian
+		}
+		c.off = 24
+	}
+	if _, err := f.Seek(c.off, io.SeekStart); err != nil {
+		return c.n
+	}
+	r := bufio.NewReaderSize(f, 1<<16)
+	var h [16]byte
+	for {
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			return c.n
+		}
+		incl := int64(c.order.Uint32(h[8:]))
+		if k, _ := r.Discard(int(incl)); int64(k) < incl {
+			return c.n
+		}
+		c.off += 16 + incl
+		c.n++
+	}
+}
+
+// await waits until count reaches want or, when it does not (the test's
+// assertions then say what is missing), until it has stopped growing for
+// quiet; at most a minute. It replaces a fixed pause after sending: on a
+// loaded machine the reader may be far behind.
+func await(t *testing.T, want uint64, quiet time.Duration, count func() uint64) {
+	t.Helper()
+	last, since := count(), time.Now()
+	for deadline := time.Now().Add(time.Minute); last < want && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		if n := count(); n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) > quiet {
+			return
+		}
+	}
+}
+
+// awaitFile waits until the capture file holds want records (or stops
+// growing for a few seconds).
+func awaitFile(t *testing.T, path string, want uint64) {
+	t.Helper()
+	var c recordCounter
+	await(t, want, 3*time.Second, func() uint64 { return c.count(path) })
+}
+
+// settle waits until the receive counter of the test's interface has
+// stopped for a second: the frames sent have been taken off the veth's
+// queues, and the eBPF programs on it have run on them. (veth counts a
+// frame at transmission and again when XDP takes it, so the counter's
+// value says nothing exact; that it stops does.)
+func settle(t *testing.T) {
+	t.Helper()
+	await(t, ^uint64(0), time.Second, func() uint64 { return rxPackets(t) })
 }
 
 func TestPlacementsGiveLibpcapVerdicts(t *testing.T) {
@@ -161,13 +311,13 @@ func TestPlacementsGiveLibpcapVerdicts(t *testing.T) {
 		}
 		waitPrograms(t, 2)   // tc and XDP attached
 		waitFile(t, arrived) // and libpcap's socket open: sources open before the export
-		time.Sleep(200 * time.Millisecond)
 		sent := filepath.Join(dir, fmt.Sprintf("sent%d.pcap", i))
 		if out, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000",
 			"--seed", fmt.Sprint(i+1), "--malformed", "0.02", "-o", sent).CombinedOutput(); err != nil {
 			t.Fatalf("gen: %v: %s", err, out)
 		}
-		time.Sleep(300 * time.Millisecond)
+		settle(t)
+		awaitFile(t, arrived, selected(t, sent, stackTakes))
 		filter := expr[strings.Index(expr, `"`)+1 : strings.LastIndex(expr, `"`)]
 		docs := make([]runJSON, len(caps))
 		for j, c := range caps {
@@ -204,6 +354,18 @@ func TestPlacementsGiveLibpcapVerdicts(t *testing.T) {
 		}
 	}
 	waitPrograms(t, 0) // nothing stays attached
+}
+
+// stackTakes selects the frames the kernel stack takes from a veth: all
+// but a VLAN ethertype with no room for the tag (XDP sees those, the stack
+// drops them).
+const stackTakes = "not ((ether[12:2] = 0x8100 or ether[12:2] = 0x88a8) and len < 18)"
+
+// selected is the number of packets of file libpcap's filter expr selects.
+func selected(t *testing.T, file, expr string) uint64 {
+	t.Helper()
+	n, _ := libpcapSelect(t, file, expr)
+	return n
 }
 
 // libpcapSelect is the oracle: the packets of file that libpcap's filter
@@ -249,9 +411,9 @@ func TestOnlyMatchingPacketsReachUserspace(t *testing.T) {
 	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000", "-o", sent).CombinedOutput(); err != nil {
 		t.Fatalf("gen: %v: %s", err, o)
 	}
-	time.Sleep(300 * time.Millisecond)
-	doc := c.stop(t)
 	want, _ := libpcapSelect(t, sent, "udp and not vlan")
+	awaitFile(t, out, want)
+	doc := c.stop(t)
 	f := doc.Functions[doc.byClass("bpf")[0]]
 	e := doc.Functions[doc.byClass("export")[0]]
 	if !strings.HasPrefix(f.Flowspace, "xdp:") || e.Flowspace != "user" {
@@ -330,18 +492,23 @@ func TestStealThroughAFXDP(t *testing.T) {
 		}
 		x := startCapture(t, nsB, append(args, "(dev,"+ifB+",steal=true) > (bpf,\"udp and not vlan\") > (export,file="+out+")")...)
 		seen := filepath.Join(dir, "seen-"+strategy+".pcap")
-		u := startCapture(t, nsB, "run", "--json", "--hierarchy", users, "-i", ifB, `(pktcount) > (export,file=`+seen+`)`)
+		// A buffer for the whole trace: on a loaded machine the reader
+		// may not get the CPU while 50,000 frames arrive.
+		u := startCapture(t, nsB, "run", "--json", "--hierarchy", users, "(dev,"+ifB+",buffer=128MB) > (pktcount) > (export,file="+seen+")")
 		waitPrograms(t, 1)
 		waitFile(t, seen)
-		time.Sleep(200 * time.Millisecond)
+		waitFile(t, out)
+		// Paced: an AF_XDP socket holds 4,096 frames, which a reader
+		// starved of the CPU would see overflow at full speed.
 		if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "50000",
-			"--seed", fmt.Sprint(i+1), "-o", sent).CombinedOutput(); err != nil {
+			"--pps", "25000", "--seed", fmt.Sprint(i+1), "-o", sent).CombinedOutput(); err != nil {
 			t.Fatalf("gen: %v: %s", err, o)
 		}
-		time.Sleep(300 * time.Millisecond)
-		xd, ud := x.stop(t), u.stop(t)
 		want, _ := libpcapSelect(t, sent, "udp and not vlan")
 		all, _ := libpcapSelect(t, sent, "")
+		awaitFile(t, out, want)
+		awaitFile(t, seen, all-want)
+		xd, ud := x.stop(t), u.stop(t)
 		e := xd.Functions[xd.byClass("export")[0]]
 		if e.In != want {
 			t.Errorf("%s: AF_XDP brought %d packets up, libpcap selects %d", strategy, e.In, want)
@@ -377,11 +544,10 @@ func TestClsactFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPrograms(t, 1)
-	time.Sleep(200 * time.Millisecond)
 	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000", "-o", sent).CombinedOutput(); err != nil {
 		t.Fatalf("gen: %v: %s", err, o)
 	}
-	time.Sleep(300 * time.Millisecond)
+	settle(t)
 	doc := c.stop(t)
 	want, wantBytes := libpcapSelect(t, sent, "vlan and udp")
 	pc, bc := doc.Functions[doc.byClass("pktcount")[0]], doc.Functions[doc.byClass("bytecount")[0]]

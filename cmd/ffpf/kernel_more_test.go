@@ -75,9 +75,10 @@ func TestFiltersAgreeWithLibpcap(t *testing.T) {
 		x := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB}, reqs...)...)
 		k := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB, "--hierarchy", kernel, "-e", "(export,file=" + arrived + ")"}, reqs...)...)
 		waitPrograms(t, 2)
-		time.Sleep(300 * time.Millisecond)
+		waitFile(t, arrived)
 		sendTrace(t, nsA, ifA, sent, 20000, g+1)
-		time.Sleep(300 * time.Millisecond)
+		settle(t)
+		awaitFile(t, arrived, selected(t, sent, stackTakes))
 		for _, c := range []struct {
 			doc           runJSON
 			place, oracle string
@@ -122,10 +123,17 @@ func TestForksJoinsOverlays(t *testing.T) {
 	arrived := filepath.Join(dir, "arrived.pcap")
 	u := startCapture(t, nsB, "run", "--json", "-i", ifB, "--hierarchy", filepath.Join(dir, "user.yaml"), "(export,file="+arrived+")")
 	waitFile(t, arrived)
-	time.Sleep(200 * time.Millisecond)
+	for _, place := range []string{"xdp", "tc1", "tc2"} {
+		waitFile(t, filepath.Join(dir, place+".pcap"))
+	}
 	sent := filepath.Join(dir, "sent.pcap")
 	sendTrace(t, nsA, ifA, sent, 20000, 7)
-	time.Sleep(300 * time.Millisecond)
+	settle(t)
+	awaitFile(t, arrived, selected(t, sent, stackTakes))
+	awaitFile(t, filepath.Join(dir, "xdp.pcap"), selected(t, sent, "vlan"))
+	for _, place := range []string{"tc1", "tc2"} {
+		awaitFile(t, filepath.Join(dir, place+".pcap"), selected(t, arrived, "vlan"))
+	}
 	u.stop(t)
 	for _, c := range []struct {
 		c             *capture
@@ -166,14 +174,17 @@ func TestRingOverflowIsCounted(t *testing.T) {
 	nsA, nsB, ifA, ifB := netnsPair(t)
 	dir := t.TempDir()
 	for i, steal := range []bool{false, true} {
+		out := filepath.Join(dir, fmt.Sprint(i, ".pcap"))
 		c := startCapture(t, nsB, "run", "--json", fmt.Sprintf(`(dev,%s,steal=%v) > (bpf,"ip or ip6 or arp or vlan or less 2000") > (export,file=%s)`,
-			ifB, steal, filepath.Join(dir, fmt.Sprint(i, ".pcap"))))
+			ifB, steal, out))
 		waitPrograms(t, 1)
-		time.Sleep(300 * time.Millisecond)
+		waitFile(t, out)
 		c.cmd.Process.Signal(syscall.SIGSTOP)
 		sendTrace(t, nsA, ifA, filepath.Join(dir, "sent.pcap"), 20000, 1)
+		settle(t)
 		c.cmd.Process.Signal(syscall.SIGCONT)
-		time.Sleep(time.Second)
+		// What the ring or socket held comes up; the rest was dropped.
+		awaitFile(t, out, ^uint64(0))
 		doc := c.stop(t)
 		f, e := doc.Functions[doc.byClass("bpf")[0]], doc.Functions[doc.byClass("export")[0]]
 		bin, bdropped := bridgeNums(doc)
@@ -196,16 +207,37 @@ func TestStopUnderLoad(t *testing.T) {
 	nsA, nsB, ifA, ifB := netnsPair(t)
 	dir := t.TempDir()
 	for i := range 3 {
-		c := startCapture(t, nsB, "run", "--json", "-i", ifB, `(bpf,"ip or ip6 or arp or vlan or less 2000") > (export,file=`+filepath.Join(dir, "o.pcap")+`)`)
+		out := filepath.Join(dir, fmt.Sprint("o", i, ".pcap"))
+		c := startCapture(t, nsB, "run", "--json", "-i", ifB, `(bpf,"ip or ip6 or arp or vlan or less 2000") > (export,file=`+out+`)`)
 		waitPrograms(t, 1)
-		time.Sleep(300 * time.Millisecond)
+		waitFile(t, out)
+		// The export exists before the flowspaces are active: a probe
+		// that comes up says the reader above the ring buffer runs (a
+		// SIGINT before that is another test).
+		sendTrace(t, nsA, ifA, filepath.Join(dir, fmt.Sprint("probe", i, ".pcap")), 10, 100+i)
+		for deadline := time.Now().Add(time.Minute); pcapRecords(out) == 0; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: no probe came up", i)
+			}
+		}
 		c.cmd.Process.Signal(syscall.SIGSTOP)
 		sendTrace(t, nsA, ifA, filepath.Join(dir, "sent.pcap"), 5000, i+1) // fits in the 8 MB ring
+		settle(t)
 		c.cmd.Process.Signal(os.Interrupt)
 		c.cmd.Process.Signal(syscall.SIGCONT)
 		// Not c.stop: a second SIGINT ends ffpf at once.
-		if err := c.cmd.Wait(); err != nil {
-			t.Fatalf("%v: %s", err, c.err.String())
+		done := make(chan error, 1)
+		go func() { done <- c.cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%v: %s", err, c.err.String())
+			}
+		case <-time.After(time.Minute):
+			// A hang: its goroutines say where.
+			c.cmd.Process.Signal(syscall.SIGQUIT)
+			<-done
+			t.Fatalf("run %d does not stop on SIGINT:\n%s", i, c.err.String())
 		}
 		doc := parseRun(t, cliResult{c.out.String(), c.err.String(), 0})
 		f, e := doc.Functions[doc.byClass("bpf")[0]], doc.Functions[doc.byClass("export")[0]]
@@ -261,17 +293,28 @@ func TestSnaplenVerdicts(t *testing.T) {
 	user, kernel := reviewHier(t, dir)
 	req := `(dev,` + ifB + `,snaplen=64) > (bpf,"ether[80] = 0 or ether[63] = 0") > (pktcount)`
 	var caps []*capture
-	for _, h := range []string{user, kernel, ""} {
+	// Each run also exports what its source captured (the same source:
+	// the requests overlay), to know when it has caught up.
+	var seen []string
+	for i, h := range []string{user, kernel, ""} {
 		args := []string{"run", "--json"}
 		if h != "" {
 			args = append(args, "--hierarchy", h)
 		}
-		caps = append(caps, startCapture(t, nsB, append(args, req)...))
+		seen = append(seen, filepath.Join(dir, fmt.Sprint("seen", i, ".pcap")))
+		caps = append(caps, startCapture(t, nsB, append(args, "-e", req, "-e", `(dev,`+ifB+`,snaplen=64) > (export,file=`+seen[i]+`)`)...))
 	}
 	waitPrograms(t, 2)
-	time.Sleep(time.Second) // and the libpcap capture open
-	sendTrace(t, nsA, ifA, filepath.Join(dir, "sent.pcap"), 20000, 31)
-	time.Sleep(300 * time.Millisecond)
+	for _, f := range seen {
+		waitFile(t, f) // and the libpcap capture open
+	}
+	sent := filepath.Join(dir, "sent.pcap")
+	sendTrace(t, nsA, ifA, sent, 20000, 31)
+	settle(t)
+	stack, all := selected(t, sent, stackTakes), pcapRecords(sent)
+	for i, f := range seen {
+		awaitFile(t, f, []uint64{stack, stack, all}[i])
+	}
 	var got []string
 	for _, c := range caps {
 		doc := c.stop(t)

@@ -158,9 +158,8 @@ func fnByExpr(t *testing.T, doc runJSON, class, expr string) int {
 // after XDP), what comes up, and the capture's discarded and stolen
 // counts are checked against libpcap's selections of what was sent.
 func TestDropVerdictsXDP(t *testing.T) {
-	// Every frame, but those the stack cannot take (a VLAN ethertype with
-	// no room for the tag: XDP sees them, the stack drops them).
-	const stackAll = "not ((ether[12:2] = 0x8100 or ether[12:2] = 0x88a8) and len < 18)"
+	// Every frame, but those the stack cannot take.
+	const stackAll = stackTakes
 
 	nsA, nsB, ifA, ifB := netnsPair(t)
 	dir := t.TempDir()
@@ -229,10 +228,13 @@ func TestDropVerdictsXDP(t *testing.T) {
 			for _, e := range tc.exports {
 				waitFile(t, filepath.Join(dir, e.file))
 			}
-			time.Sleep(200 * time.Millisecond)
 			sent := filepath.Join(dir, fmt.Sprint("sent", i, ".pcap"))
 			sendTrace(t, nsA, ifA, sent, 10000, 40+i)
-			time.Sleep(400 * time.Millisecond)
+			settle(t)
+			awaitFile(t, arrived, selected(t, sent, tc.arrive))
+			for _, e := range tc.exports {
+				awaitFile(t, filepath.Join(dir, e.file), selected(t, sent, e.expr))
+			}
 			u.stop(t)
 			doc := x.stop(t)
 			waitPrograms(t, 0)
@@ -306,10 +308,11 @@ func TestDropVLANAtTC(t *testing.T) {
 	u := startCapture(t, nsB, "run", "--json", "--hierarchy", user, "-i", ifB, "(export,file="+arrived+")")
 	waitFile(t, after)
 	waitFile(t, arrived)
-	time.Sleep(200 * time.Millisecond)
 	sent := filepath.Join(dir, "sent.pcap")
 	sendTrace(t, nsA, ifA, sent, 20000, 51)
-	time.Sleep(400 * time.Millisecond)
+	settle(t)
+	awaitFile(t, arrived, selected(t, sent, stackTakes))
+	awaitFile(t, after, selected(t, sent, "("+stackTakes+") and ("+keep+")"))
 	u.stop(t)
 	d2 := k2.stop(t)
 	d1 := k1.stop(t)
@@ -372,15 +375,21 @@ func TestExportStress(t *testing.T) {
 				ifB, ipf, udpf, tc.steal))...)
 			waitPrograms(t, 1)
 			waitFile(t, udpf)
-			time.Sleep(200 * time.Millisecond)
+			waitFile(t, ipf)
 			s1, s2 := filepath.Join(dir, fmt.Sprint("s1-", i, ".pcap")), filepath.Join(dir, fmt.Sprint("s2-", i, ".pcap"))
 			c.cmd.Process.Signal(syscall.SIGSTOP)
 			sendTrace(t, nsA, ifA, s1, 40000, 61) // more than the ring buffer holds
+			settle(t)
 			c.cmd.Process.Signal(syscall.SIGCONT)
-			time.Sleep(300 * time.Millisecond)
+			// The reader drains what the ring or sockets held.
+			var ic, uc recordCounter
+			await(t, ^uint64(0), 3*time.Second, func() uint64 { return ic.count(ipf) + uc.count(udpf) })
+			n1, u1 := ic.count(ipf), uc.count(udpf)
 			sendTrace(t, nsA, ifA, s2, 12000, 62)
-			time.Sleep(400 * time.Millisecond)
-			doc := c.stopWithin(t, 5*time.Second)
+			settle(t)
+			awaitFile(t, ipf, n1+selected(t, s2, "ip or ip6"))
+			awaitFile(t, udpf, u1+selected(t, s2, "udp"))
+			doc := c.stopWithin(t, 30*time.Second)
 			waitPrograms(t, 0)
 
 			var passed, got uint64
@@ -450,27 +459,29 @@ func TestZeroCopyFourCaptures(t *testing.T) {
 			c := startCapture(t, nsB, args...)
 			waitPrograms(t, 1)
 			waitFile(t, out)
-			time.Sleep(200 * time.Millisecond)
 			for b := range 2 {
 				c.cmd.Process.Signal(syscall.SIGSTOP)
 				sendTrace(t, nsA, ifA, filepath.Join(dir, fmt.Sprint("burst", b, ".pcap")), 6000, 70+b)
+				settle(t)
 				c.cmd.Process.Signal(syscall.SIGCONT)
-				time.Sleep(400 * time.Millisecond)
+				awaitFile(t, out, ^uint64(0)) // the reader drains the socket
 			}
+			before := pcapRecords(out)
 			// Now a trace at the reader's pace.
 			last := filepath.Join(dir, "last.pcap")
 			if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "3000",
 				"--pps", "30000", "--seed", "79", "-o", last).CombinedOutput(); err != nil {
 				t.Fatalf("gen: %v: %s", err, o)
 			}
-			time.Sleep(300 * time.Millisecond)
+			settle(t)
+			awaitFile(t, out, before+selected(t, last, "ip or ip6 or arp or vlan or less 2000"))
 			// An idle run should sleep in poll(2).
 			stat := fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid)
 			st0, _ := os.ReadFile(stat)
 			time.Sleep(500 * time.Millisecond)
 			st1, _ := os.ReadFile(stat)
 			idleCPU := cpuTicks(st1) - cpuTicks(st0) // in 10 ms ticks
-			doc := c.stopWithin(t, 5*time.Second)
+			doc := c.stopWithin(t, 30*time.Second)
 			waitPrograms(t, 0)
 			if idleCPU > 20 {
 				t.Errorf("%d captures: the idle run used %d ms of CPU in 500 ms (the reader spins)", captures, idleCPU*10)
@@ -499,9 +510,10 @@ func TestStealSnaplen(t *testing.T) {
 		c := startCapture(t, nsB, "run", "--json", fmt.Sprintf(`(dev,%s,snaplen=128,steal=%v) > (export,file=%s)`, ifB, steal, out))
 		waitPrograms(t, 1)
 		waitFile(t, out)
-		time.Sleep(200 * time.Millisecond)
-		sendTrace(t, nsA, ifA, filepath.Join(dir, "sent.pcap"), 2000, 81)
-		time.Sleep(300 * time.Millisecond)
+		sent := filepath.Join(dir, "sent.pcap")
+		sendTrace(t, nsA, ifA, sent, 2000, 81)
+		settle(t)
+		awaitFile(t, out, pcapRecords(sent))
 		c.stop(t)
 		waitPrograms(t, 0)
 		n, maxCap := maxCapLen(t, out)
@@ -540,7 +552,6 @@ func TestSIGINTUnderLoad4Queues(t *testing.T) {
 			c := startCapture(t, nsB, args...)
 			waitPrograms(t, 1)
 			waitFile(t, out)
-			time.Sleep(100 * time.Millisecond)
 			g := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "3000000", "--seed", "91")
 			if err := g.Start(); err != nil {
 				t.Fatal(err)
@@ -549,8 +560,11 @@ func TestSIGINTUnderLoad4Queues(t *testing.T) {
 				g.Process.Kill()
 				g.Wait()
 			}()
-			time.Sleep(700 * time.Millisecond)
-			doc := c.stopWithin(t, 4*time.Second)
+			// SIGINT once packets are pouring in.
+			for deadline := time.Now().Add(time.Minute); pcapRecords(out) < 1000 && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			doc := c.stopWithin(t, 30*time.Second)
 			waitPrograms(t, 0)
 			f, e := doc.Functions[fnByExpr(t, doc, "bpf", "")], doc.Functions[fnByExpr(t, doc, "export", "")]
 			bin, bdropped := bridgeNums(doc)

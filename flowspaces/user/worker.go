@@ -50,14 +50,18 @@ type worker struct {
 }
 
 // stop ends a source that quit was set on: it finishes the batch at hand;
-// one blocked on a silent input is interrupted after a while.
+// one blocked on a silent input is interrupted after a while. A batch
+// being carried up (busy) is waited for longer: it waits for its consumers,
+// which do take it, only late on a loaded machine, and interrupting it
+// would count it as dropped.
 func (w *worker) stop() {
 	if !w.started {
 		return
 	}
-	deadline := time.Now().Add(200 * time.Millisecond)
+	start := time.Now()
 	for !w.done.Load() {
-		if time.Now().After(deadline) && w.cancel != nil {
+		el := time.Since(start)
+		if w.cancel != nil && (el > 200*time.Millisecond && !w.busy.Load() || el > 30*time.Second) {
 			w.cancel()
 		}
 		time.Sleep(50 * time.Microsecond)

@@ -171,13 +171,13 @@ func TransmitXDP(iface string, cfg Config, pps float64, pool int, sent func(fram
 			// The kernel could not say whether the peer takes frames:
 			// stop early if it takes none.
 			checked = true
-			if got := peerTook(ifc.Index, before, n, 100*time.Millisecond); got == 0 {
+			if got := peerTook(ifc.Index, before, n, 500*time.Millisecond, 2*time.Second); got == 0 {
 				return n, skipped, noXmitError(iface, veth)
 			}
 		}
 	}
 	if veth {
-		if got := peerTook(ifc.Index, before, n, 200*time.Millisecond); got < n {
+		if got := peerTook(ifc.Index, before, n, time.Second, 10*time.Second); got < n {
 			return n, skipped, &PeerLossError{Iface: iface, Sent: n, Received: got}
 		}
 	}
@@ -515,17 +515,23 @@ func readCounters(ifindex int) (linkCounters, error) {
 }
 
 // peerTook returns how many frames a veth's peer took since before (a
-// veth counts them in its tx_packets), waiting up to wait for it to reach
-// n: the peer's NAPI may still be busy with the last frames.
-func peerTook(ifindex int, before linkCounters, n int64, wait time.Duration) int64 {
-	deadline := time.Now().Add(wait)
+// veth counts them in its tx_packets), waiting for it to reach n while it
+// still moves: the peer's NAPI may still be busy with the last frames, and
+// on a loaded machine it may get the CPU late. It gives up once the count
+// has not moved for quiet, or after limit.
+func peerTook(ifindex int, before linkCounters, n int64, quiet, limit time.Duration) int64 {
+	start := time.Now()
+	last, since := int64(-1), start
 	for {
 		c, err := readCounters(ifindex)
 		if err != nil {
 			return n // cannot tell: assume the best
 		}
 		got := int64(c.txPackets - before.txPackets)
-		if got >= n || time.Now().After(deadline) {
+		if got != last {
+			last, since = got, time.Now()
+		}
+		if got >= n || time.Since(since) > quiet || time.Since(start) > limit {
 			return min(got, n)
 		}
 		time.Sleep(5 * time.Millisecond)
