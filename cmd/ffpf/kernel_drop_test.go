@@ -172,7 +172,7 @@ func TestStealZeroCopyQueuesAndSources(t *testing.T) {
 	waitPrograms(t, 1)
 	waitFile(t, tcp)
 	waitFile(t, udp)
-	sendTrace(t, nsA, ifA, sent, 40000, 4)
+	sendTracePaced(t, nsA, ifA, sent, 40000, 4, 25000) // exact counts through AF_XDP: paced, as in TestStealThroughAFXDP
 	awaitFile(t, udp, selected(t, sent, "udp and not vlan"))
 	awaitFile(t, tcp, selected(t, sent, "tcp"))
 	c.cmd.Process.Signal(os.Interrupt)

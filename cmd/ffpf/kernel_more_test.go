@@ -26,8 +26,21 @@ func reviewHier(t *testing.T, dir string) (user, kernel string) {
 // sendTrace transmits n frames of the review's trace from nsA on ifA.
 func sendTrace(t *testing.T, nsA, ifA, sent string, n, seed int) {
 	t.Helper()
-	if out, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", fmt.Sprint(n),
-		"--seed", fmt.Sprint(seed), "--malformed", "0.05", "--vlan", "0.2", "-o", sent).CombinedOutput(); err != nil {
+	sendTracePaced(t, nsA, ifA, sent, n, seed, 0)
+}
+
+// sendTracePaced is sendTrace at pps packets per second (0: as fast as the
+// interface takes them). A test that needs every packet to come up through
+// a socket the kernel fills and a starved reader empties (AF_XDP, libpcap)
+// paces its traffic, so that a loaded machine does not make it lose some.
+func sendTracePaced(t *testing.T, nsA, ifA, sent string, n, seed, pps int) {
+	t.Helper()
+	args := []string{"netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", fmt.Sprint(n),
+		"--seed", fmt.Sprint(seed), "--malformed", "0.05", "--vlan", "0.2", "-o", sent}
+	if pps > 0 {
+		args = append(args, "--pps", fmt.Sprint(pps))
+	}
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gen: %v: %s", err, out)
 	}
 }
