@@ -46,14 +46,7 @@ const (
 // microsecond timestamps (magic a1b2c3d4), the form every pcap reader
 // accepts.
 type Exporter struct {
-	name    string
-	w       io.Writer
-	closer  io.Closer
-	buf     []byte
-	ends    [buffers.MaxBatch]int // end of each pending record in buf
-	snaplen int
-	err     error // first write error
-	closed  bool
+	file
 }
 
 // HeaderFor returns the link-type field and snap length to write for the
@@ -108,7 +101,7 @@ func NewField(w io.Writer, name string, field uint32, snaplen int) (*Exporter, e
 	if snaplen <= 0 {
 		snaplen = DefaultSnaplen
 	}
-	e := &Exporter{name: name, w: w, snaplen: snaplen, buf: make([]byte, max(bufSize, recHdr+snaplen))}
+	e := &Exporter{file{name: name, w: w, snaplen: snaplen, buf: make([]byte, max(bufSize, recHdr+snaplen))}}
 	h := e.buf[:24]
 	binary.LittleEndian.PutUint32(h[0:], 0xa1b2c3d4)
 	binary.LittleEndian.PutUint16(h[4:], 2)
@@ -121,10 +114,6 @@ func NewField(w io.Writer, name string, field uint32, snaplen int) (*Exporter, e
 		return nil, e.wrap(err)
 	}
 	return e, nil
-}
-
-func (e *Exporter) wrap(err error) error {
-	return fmt.Errorf("cannot write %s: %w", e.name, functions.PathReason(err))
 }
 
 // Process appends the batch's packets to the file and passes them on (a
@@ -179,48 +168,6 @@ func micros(ts int64) (sec, usec int64) {
 		sec, usec = sec-1, usec+1e6
 	}
 	return sec, usec
-}
-
-// flush writes the records of entries [from, to), which occupy buf[:n]. On
-// failure it keeps only the entries whose records were written whole and
-// reports false.
-func (e *Exporter) flush(b *buffers.Batch, from, to, n int) bool {
-	if n == 0 {
-		return true
-	}
-	k, err := e.w.Write(e.buf[:n])
-	if err == nil && k == n {
-		return true
-	}
-	if err == nil {
-		err = io.ErrShortWrite
-	}
-	e.err = e.wrap(err)
-	kept := from
-	for kept < to && e.ends[kept] <= k {
-		kept++
-	}
-	b.Dropped += b.N - kept
-	b.N = kept
-	return false
-}
-
-// Err returns the first write error, if any.
-func (e *Exporter) Err() error { return e.err }
-
-// Close closes the file and returns the first write error (naming the
-// file), or the error of closing it.
-func (e *Exporter) Close() error {
-	if e.closed {
-		return e.err
-	}
-	e.closed = true
-	if e.closer != nil {
-		if err := e.closer.Close(); err != nil && e.err == nil {
-			e.err = fmt.Errorf("cannot close %s: %w", e.name, functions.PathReason(err))
-		}
-	}
-	return e.err
 }
 
 var (

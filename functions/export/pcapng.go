@@ -38,14 +38,7 @@ const (
 // whose interface link type is a uint8 (no LINUX_SLL2, 276) and whose
 // buffered writes would hide which packets a failed write lost.
 type NgExporter struct {
-	name    string
-	w       io.Writer
-	closer  io.Closer
-	buf     []byte
-	ends    [buffers.MaxBatch]int
-	snaplen int
-	err     error
-	closed  bool
+	file
 }
 
 // CreateNg creates (or truncates) the file at path and writes the pcapng
@@ -69,8 +62,8 @@ func NewNg(w io.Writer, name string, link functions.LinkType, snaplen int) (*NgE
 	if snaplen <= 0 {
 		snaplen = DefaultSnaplen
 	}
-	e := &NgExporter{name: name, w: w, snaplen: snaplen,
-		buf: make([]byte, max(bufSize, epbHdr+snaplen+3+epbTrailer))}
+	e := &NgExporter{file{name: name, w: w, snaplen: snaplen,
+		buf: make([]byte, max(bufSize, epbHdr+snaplen+3+epbTrailer))}}
 	le := binary.LittleEndian
 	h := e.buf[:0]
 	// Section Header Block, with shb_userappl "ffpf".
@@ -100,10 +93,6 @@ func NewNg(w io.Writer, name string, link functions.LinkType, snaplen int) (*NgE
 		return nil, e.wrap(err)
 	}
 	return e, nil
-}
-
-func (e *NgExporter) wrap(err error) error {
-	return fmt.Errorf("cannot write %s: %w", e.name, functions.PathReason(err))
 }
 
 // Process appends an Enhanced Packet Block per packet and passes the
@@ -148,47 +137,6 @@ func (e *NgExporter) Process(b *buffers.Batch) {
 		e.ends[i] = n
 	}
 	e.flush(b, start, b.N, n)
-}
-
-// flush writes the blocks of entries [from, to), which occupy buf[:n]; see
-// Exporter.flush.
-func (e *NgExporter) flush(b *buffers.Batch, from, to, n int) bool {
-	if n == 0 {
-		return true
-	}
-	k, err := e.w.Write(e.buf[:n])
-	if err == nil && k == n {
-		return true
-	}
-	if err == nil {
-		err = io.ErrShortWrite
-	}
-	e.err = e.wrap(err)
-	kept := from
-	for kept < to && e.ends[kept] <= k {
-		kept++
-	}
-	b.Dropped += b.N - kept
-	b.N = kept
-	return false
-}
-
-// Err returns the first write error, if any.
-func (e *NgExporter) Err() error { return e.err }
-
-// Close closes the file and returns the first write error (naming the
-// file), or the error of closing it.
-func (e *NgExporter) Close() error {
-	if e.closed {
-		return e.err
-	}
-	e.closed = true
-	if e.closer != nil {
-		if err := e.closer.Close(); err != nil && e.err == nil {
-			e.err = fmt.Errorf("cannot close %s: %w", e.name, functions.PathReason(err))
-		}
-	}
-	return e.err
 }
 
 var (
