@@ -1,7 +1,6 @@
 package pcap
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -294,14 +293,7 @@ func (s *Source) fillInPlace(b *buffers.Batch) {
 	n0 := b.N
 	for b.Room() > 0 && w-p >= classicRecHdr {
 		h := buf[p : p+classicRecHdr]
-		var sec, frac, incl, orig uint32
-		if r.big {
-			sec, frac = binary.BigEndian.Uint32(h), binary.BigEndian.Uint32(h[4:])
-			incl, orig = binary.BigEndian.Uint32(h[8:]), binary.BigEndian.Uint32(h[12:])
-		} else {
-			sec, frac = binary.LittleEndian.Uint32(h), binary.LittleEndian.Uint32(h[4:])
-			incl, orig = binary.LittleEndian.Uint32(h[8:]), binary.LittleEndian.Uint32(h[12:])
-		}
+		sec, frac, incl, orig := r.classicHeader(h)
 		if incl > r.maxCap || w-p-classicRecHdr < int(incl) {
 			break
 		}

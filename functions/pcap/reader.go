@@ -570,20 +570,24 @@ func (r *Reader) Next() (data []byte, wireLen int, ts int64, err error) {
 	return data, wireLen, ts, nil
 }
 
+// classicHeader decodes a classic record header h in the file's byte order:
+// seconds, fraction, captured and wire length as written.
+func (r *Reader) classicHeader(h []byte) (sec, frac, incl, orig uint32) {
+	if r.big {
+		return binary.BigEndian.Uint32(h), binary.BigEndian.Uint32(h[4:]),
+			binary.BigEndian.Uint32(h[8:]), binary.BigEndian.Uint32(h[12:])
+	}
+	return binary.LittleEndian.Uint32(h), binary.LittleEndian.Uint32(h[4:]),
+		binary.LittleEndian.Uint32(h[8:]), binary.LittleEndian.Uint32(h[12:])
+}
+
 func (r *Reader) nextClassic() ([]byte, int, int64, error) {
 	off := r.offset()
 	if err := r.ensure(classicRecHdr); err != nil {
 		return nil, 0, 0, r.recordErr(err, off)
 	}
 	h := r.buf[r.r : r.r+classicRecHdr]
-	var sec, frac, incl, orig uint32
-	if r.big {
-		sec, frac = binary.BigEndian.Uint32(h), binary.BigEndian.Uint32(h[4:])
-		incl, orig = binary.BigEndian.Uint32(h[8:]), binary.BigEndian.Uint32(h[12:])
-	} else {
-		sec, frac = binary.LittleEndian.Uint32(h), binary.LittleEndian.Uint32(h[4:])
-		incl, orig = binary.LittleEndian.Uint32(h[8:]), binary.LittleEndian.Uint32(h[12:])
-	}
+	sec, frac, incl, orig := r.classicHeader(h)
 	if r.lengths == lengthsSwapped || (r.lengths == lengthsMaybeSwapped && incl > orig) {
 		incl, orig = orig, incl
 	}
