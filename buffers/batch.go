@@ -23,6 +23,12 @@ type Batch struct {
 	Cap    int    // how many packets the source may append (≤ MaxBatch)
 	Source uint16 // source index recorded in each slot's Meta
 
+	// Now is the stream's packet clock once the batch is through (ns since
+	// the Unix epoch): the latest capture time seen, for a file; for a live
+	// source, also wall time while nothing arrives. A batch with no packet
+	// still tells a flowspace above that time moved (a clock-only batch).
+	Now int64
+
 	// N is the number of valid entries in E.
 	N int
 	// Dropped is set by a function during Process to the number of entries
@@ -38,6 +44,23 @@ func NewBatch(p *PBuf, base uint32, n int, source uint16) *Batch {
 		panic("buffers: batch window outside PBuf")
 	}
 	return &Batch{PBuf: p, Base: base, Cap: n, Source: source}
+}
+
+// CopyRange makes b's entries a copy of src's entries whose slots lie in
+// [lo, hi): the part of a batch before (or after) a point in time, which a
+// flowspace processes on its own when a clocked function's deadline falls
+// inside the batch.
+func (b *Batch) CopyRange(src *Batch, lo, hi uint32) {
+	b.PBuf, b.Base, b.Source, b.Now = src.PBuf, src.Base, src.Source, src.Now
+	b.Dropped = 0
+	n := 0
+	for _, e := range src.E[:src.N] {
+		if e.Slot >= lo && e.Slot < hi {
+			b.E[n] = e
+			n++
+		}
+	}
+	b.N = n
 }
 
 // Entries returns the valid entries.
@@ -90,7 +113,7 @@ func (b *Batch) AppendSlot(slot uint32) {
 
 // CopyFrom makes b's entries a copy of src's (same PBuf).
 func (b *Batch) CopyFrom(src *Batch) {
-	b.PBuf, b.Base, b.Source = src.PBuf, src.Base, src.Source
+	b.PBuf, b.Base, b.Source, b.Now = src.PBuf, src.Base, src.Source, src.Now
 	b.N = copy(b.E[:], src.E[:src.N])
 	b.Dropped = 0
 }
@@ -101,7 +124,7 @@ func (b *Batch) CopyFrom(src *Batch) {
 // has it: a flow is a set of packets, so a join never duplicates one.
 func (b *Batch) Union(srcs []*Batch) {
 	first := srcs[0]
-	b.PBuf, b.Base, b.Source = first.PBuf, first.Base, first.Source
+	b.PBuf, b.Base, b.Source, b.Now = first.PBuf, first.Base, first.Source, first.Now
 	b.Dropped = 0
 	if len(srcs) == 1 {
 		b.N = copy(b.E[:], first.E[:first.N])

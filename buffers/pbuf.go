@@ -21,7 +21,15 @@ type PBuf struct {
 	slotSize int // 0 for a view
 	data     []byte
 	meta     []Meta
+	ann      []uint64 // AnnWords per slot
 }
+
+// AnnWords is the size, in 64-bit words, of the annotation area of a PBuf
+// slot: per-packet metadata that functions attach (a timestamp taken, a
+// sample's random number, a tag, a flow hash computed once), as Click's and
+// VPP's packet annotations. The flowgraph gives each function that writes
+// annotations its own words, so forked branches never overwrite each other.
+const AnnWords = 8
 
 // NewPBuf allocates a PBuf of slots slots of slotSize bytes each.
 func NewPBuf(slots, slotSize int) *PBuf {
@@ -32,6 +40,7 @@ func NewPBuf(slots, slotSize int) *PBuf {
 		slotSize: slotSize,
 		data:     make([]byte, slots*slotSize),
 		meta:     make([]Meta, slots),
+		ann:      make([]uint64, slots*AnnWords),
 	}
 	for i := range p.meta {
 		p.meta[i].Offset = uint64(i * slotSize)
@@ -45,7 +54,7 @@ func NewPBufView(mem []byte, slots int) *PBuf {
 	if slots <= 0 {
 		panic(fmt.Sprintf("buffers: bad PBuf view of %d slots", slots))
 	}
-	return &PBuf{data: mem, meta: make([]Meta, slots)}
+	return &PBuf{data: mem, meta: make([]Meta, slots), ann: make([]uint64, slots*AnnWords)}
 }
 
 // IsView reports whether the PBuf refers to memory it does not own.
@@ -72,6 +81,13 @@ func (p *PBuf) Data(i uint32) []byte {
 	m := &p.meta[i]
 	end := m.Offset + uint64(m.CapLen)
 	return p.data[m.Offset:end:end]
+}
+
+// Ann returns the annotation area of slot i. A word is valid for a packet
+// only once its writer has written it: annotations are not cleared when a
+// slot is reused, so a reader must be placed after the writer.
+func (p *PBuf) Ann(i uint32) *[AnnWords]uint64 {
+	return (*[AnnWords]uint64)(p.ann[int(i)*AnnWords:])
 }
 
 // Meta returns the descriptor of slot i.

@@ -20,7 +20,9 @@ type lnode struct {
 	pos    lang.Pos
 	argPos lang.Pos // of the first argument's value: what a class's Validate usually blames
 	inputs []*lnode
-	lt     functions.LinkType
+	reads  []*lnode // the functions whose state it reads, by label
+	lt     functions.LinkType // of its output
+	inLT   functions.LinkType // of its input (a producer's differ)
 	caps   []functions.Capture // the captures whose packets reach it
 	key    string              // identity, computed by overlay
 	fn     *Function           // its function in the flowgraph, after overlay
@@ -178,6 +180,43 @@ func rawOf(v lang.Value) functions.Raw {
 	return functions.Raw{Kind: k, Text: v.Text, Unit: v.Unit}
 }
 
+// resolveReads gives every function that reads named state the functions
+// it reads: labels of functions of the same request, each with state.
+func (b *builder) resolveReads() error {
+	byLabel := map[string]*lnode{}
+	for _, n := range b.nodes {
+		if n.label != "" {
+			byLabel[n.label] = n
+		}
+	}
+	for _, n := range b.nodes {
+		if n.class.Reads == nil {
+			continue
+		}
+		labels, err := n.class.Reads(n.params)
+		if err != nil {
+			return b.errorf(n.argPos, "%v", err)
+		}
+		for _, l := range labels {
+			w, ok := byLabel[l]
+			switch {
+			case !ok && b.labels[l] != nil:
+				return b.errorf(n.argPos, "%s reads the state of %q, which names a group, not a function", n.name(), l)
+			case !ok:
+				return b.errorf(n.argPos, "%s reads the state of %q, but no function of this request is labelled %q", n.name(), l, l)
+			case w == n:
+				return b.errorf(n.argPos, "%s reads its own state: a function reads the state of another", n.name())
+			case w.class.State == nil:
+				return b.errorf(n.argPos, "%s reads the state of %s, which keeps none", n.name(), w.name())
+			}
+			if !slices.Contains(n.reads, w) {
+				n.reads = append(n.reads, w)
+			}
+		}
+	}
+	return nil
+}
+
 // checkGraph validates arity and acyclicity and returns the nodes in
 // topological order.
 func (b *builder) checkGraph() ([]*lnode, error) {
@@ -220,6 +259,11 @@ func (b *builder) checkGraph() ([]*lnode, error) {
 				return err
 			}
 		}
+		for _, w := range n.reads { // a writer runs before its readers
+			if err := visit(w); err != nil {
+				return err
+			}
+		}
 		path = path[:len(path)-1]
 		state[n] = 2
 		order = append(order, n)
@@ -257,12 +301,23 @@ func (b *builder) linkTypes(order []*lnode, snaplen int) error {
 				}
 			}
 		}
+		if ctx.LinkType == functions.LinkRecord && !n.class.TakesRecords && len(n.inputs) > 0 {
+			return b.errorf(n.pos, "%s reads packet headers, but %s feeds it records: give it packets (place it before the producer, or on another branch)",
+				n.name(), n.inputs[0].name())
+		}
+		producer := n.class.IsProducer(n.params)
+		if producer {
+			ctx.Output = functions.LinkRecord
+		}
 		if n.class.Validate != nil {
 			if err := n.class.Validate(ctx); err != nil {
 				return b.errorf(n.argPos, "%v", err)
 			}
 		}
-		n.lt = ctx.LinkType
+		n.lt, n.inLT = ctx.LinkType, ctx.LinkType
+		if producer {
+			n.lt = ctx.Output
+		}
 		n.caps = ctx.Captures
 		if n.class.IsSource() && len(n.caps) == 0 {
 			// A source that does not describe its capture is taken as a
@@ -292,8 +347,15 @@ func identity(n *lnode, group string) string {
 		ins[i] = in.key
 	}
 	sort.Strings(ins)
+	// The state it reads is part of what it is: two predicates over the
+	// state of different sketches are different functions.
+	var reads []string
+	for _, w := range n.reads {
+		reads = append(reads, w.label+"="+w.key)
+	}
+	sort.Strings(reads)
 	h := sha256.New()
-	for _, s := range []string{n.class.Name, n.params.Canonical(), strings.Join(ins, ","), group} {
+	for _, s := range []string{n.class.Name, n.params.Canonical(), strings.Join(ins, ","), group, strings.Join(reads, ",")} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

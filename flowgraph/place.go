@@ -21,15 +21,26 @@ func (rt *Runtime) place(f *Function) error {
 			q.Iface = n.Class.Interface(n.Ctx.Params)
 		}
 	} else {
-		paths := make([]flowspaces.Path, len(n.Inputs))
-		for i, in := range n.Inputs {
-			paths[i] = in.Path
+		paths := make([]flowspaces.Path, 0, len(n.Inputs)+len(n.Reads))
+		for _, in := range n.Inputs {
+			paths = append(paths, in.Path)
+		}
+		for _, w := range n.Reads { // never beneath the state it reads
+			paths = append(paths, w.Path)
 		}
 		q.Path = flowspaces.Merge(paths...)
 	}
 	start := q.Path
 	if !flowspaces.Place(rt.root, q) {
 		return fmt.Errorf("cannot place %s: no flowspace from %s up can run it: %s", n.ID, q.Bottom.Name(), refusals(q.Trail))
+	}
+	// Rule 4: a function that reads another's state runs where that state
+	// is, so that it reads it as the writer updates it, not a copy.
+	for _, w := range n.Reads {
+		if w.Flowspace != q.Placed {
+			return fmt.Errorf("cannot place %s: it reads the state of %s, which runs in %s, and a function runs in the flowspace of the state it reads; %s runs in %s (lowest that can run it)",
+				n.ID, w.ID, w.Flowspace.Name(), n.ID, q.Placed.Name())
+		}
 	}
 	n.Flowspace, n.Path = q.Placed, q.Path
 	n.Ctx.Flowspace = q.Placed.Name()

@@ -146,6 +146,9 @@ func (rt *Runtime) Populate(expr string, opts RequestOptions) (*Request, error) 
 			return nil, err
 		}
 	}
+	if err := b.resolveReads(); err != nil {
+		return nil, err
+	}
 	if err := rt.feed(b, opts); err != nil {
 		return nil, err
 	}
@@ -192,10 +195,27 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 		id := fmt.Sprintf("%s#%d", n.class.Name, perClass[n.class.Name])
 		f := &Function{key: n.key, group: group, ID: id, Label: n.label, Pos: n.pos,
 			node: &flowspaces.Node{ID: id, Class: n.class, Ctx: functions.Context{
-				ID: id, Params: n.params, LinkType: n.lt, Snaplen: rt.cfg.Snaplen, Captures: n.caps,
+				ID: id, Params: n.params, LinkType: n.inLT, Snaplen: rt.cfg.Snaplen, Captures: n.caps,
 			}}}
+		if n.class.IsProducer(n.params) {
+			f.node.Ctx.Output = n.lt
+		}
 		for _, in := range n.inputs {
 			f.node.Inputs = append(f.node.Inputs, in.fn.node)
+		}
+		if len(n.reads) > 0 {
+			byLabel := map[string]*flowspaces.Node{}
+			for _, w := range n.reads {
+				f.node.Reads = append(f.node.Reads, w.fn.node)
+				byLabel[w.label] = w.fn.node
+			}
+			f.node.Ctx.StateOf = func(label string) (functions.Function, bool) {
+				w := byLabel[label]
+				if w == nil || w.Function == nil {
+					return nil, false
+				}
+				return w.Function, true
+			}
 		}
 		if err := rt.place(f); err != nil {
 			return nil, &lang.Error{Pos: n.pos, Msg: err.Error(), Src: expr}
@@ -673,7 +693,11 @@ func (rt *Runtime) AttachSink(expr string) (*Request, error) {
 	var ends []*lnode
 	for _, f := range rt.funcs {
 		if !fed[f.node] {
-			ends = append(ends, &lnode{class: f.node.Class, fn: f, lt: f.node.Ctx.LinkType, caps: f.node.Ctx.Captures, key: f.key})
+			lt := f.node.Ctx.LinkType
+			if f.node.Producer() {
+				lt = f.node.Ctx.Output
+			}
+			ends = append(ends, &lnode{class: f.node.Class, fn: f, lt: lt, caps: f.node.Ctx.Captures, key: f.key})
 		}
 	}
 	rt.mu.Unlock()

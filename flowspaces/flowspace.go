@@ -110,10 +110,13 @@ const (
 
 // Node is one function placed in a flowspace.
 type Node struct {
-	ID       string
-	Class    *functions.Class
-	Ctx      functions.Context // parameters, link type, snap length
-	Inputs   []*Node           // the nodes that feed it (none for a source)
+	ID     string
+	Class  *functions.Class
+	Ctx    functions.Context // parameters, link type, snap length
+	Inputs []*Node           // the nodes that feed it (none for a source)
+	// Reads are the functions whose state it reads by their labels
+	// (named state): they run before it, in its flowspace (rule 4).
+	Reads    []*Node
 	Counters functions.Counters
 
 	// Set by placement.
@@ -124,6 +127,10 @@ type Node struct {
 	Function functions.Function
 	Source   functions.Source
 }
+
+// Producer reports whether the node outputs records it writes rather than
+// the packets it receives: its dependents are reached by its own stream.
+func (n *Node) Producer() bool { return n.Class.IsProducer(n.Ctx.Params) }
 
 // State returns the node's persistent state decoded from its MBuf, or nil
 // when the function keeps none.

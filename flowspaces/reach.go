@@ -2,8 +2,10 @@ package flowspaces
 
 import "slices"
 
-// Reach answers which sources' packets reach a node: a source reaches
-// itself and every node it feeds, directly or through others. Placement,
+// Reach answers which streams reach a node: a source reaches itself and
+// every node it feeds, directly or through others, and so does a producer
+// (its records are a stream of their own), while the streams that reach a
+// producer end there. Placement,
 // routes, bridges and the plan all ask this; Reach memoises the answers
 // for one set of nodes, so build a new one when the flowgraph changes.
 // Its zero value is ready to use.
@@ -11,7 +13,7 @@ type Reach struct {
 	sources map[*Node][]*Node
 }
 
-// Sources returns the sources whose packets reach n, each once, in the
+// Sources returns the streams (sources and producers) that reach n, each once, in the
 // order of n's inputs (depth first). The slice is shared: do not modify it.
 func (r *Reach) Sources(n *Node) []*Node {
 	if s, ok := r.sources[n]; ok {
@@ -25,6 +27,12 @@ func (r *Reach) Sources(n *Node) []*Node {
 		s = append(s, n)
 	}
 	for _, in := range n.Inputs {
+		if in.Producer() {
+			if !slices.Contains(s, in) {
+				s = append(s, in)
+			}
+			continue
+		}
 		for _, x := range r.Sources(in) {
 			if !slices.Contains(s, x) {
 				s = append(s, x)

@@ -51,6 +51,9 @@ type SourceInfo struct {
 	LinkType  LinkType // link-layer header type of every packet
 	MaxCapLen int      // the longest capture it can deliver (sizes PBuf slots)
 	Size      int64    // input size in bytes when known (files), for progress; 0 otherwise
+	// Live is set for a capture from an interface: while nothing arrives,
+	// its packet clock follows wall time (a file's stands still).
+	Live bool
 }
 
 // PBufOwner is a source whose packets already sit in memory it owns (a

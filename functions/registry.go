@@ -54,6 +54,23 @@ type Class struct {
 	// has no code for it.
 	Code func(t Target, ctx *Context) (any, error)
 
+	// Produces, when set, says whether a function with these parameters
+	// is a producer: its output is records it writes (link type
+	// LinkRecord, or the one its Validate sets), not the packets it
+	// receives (see Producer).
+	Produces func(p Params) bool
+	// TakesRecords says the class accepts ffpf records as input (export,
+	// match, Trumpet, DTA); a class that reads packet headers does not,
+	// and feeding it a producer's records fails at populate.
+	TakesRecords bool
+
+	// Reads, when set, names the labels of the functions whose state a
+	// function with these parameters reads (named state: "nbytes.min" in
+	// a predicate reads the function labelled nbytes). The flowgraph
+	// resolves them in the request, orders the writers first and places
+	// the reader where the state is (placement rule 4).
+	Reads func(p Params) ([]string, error)
+
 	// Interface, set for a source that captures from a network interface,
 	// names that interface: the source is placed where the interface's
 	// packets enter the flowspace hierarchy. Other sources read in
@@ -145,6 +162,13 @@ type Context struct {
 	LinkType  LinkType // link type of the packets that reach the function
 	Snaplen   int      // most bytes a PBuf slot holds
 	Flowspace string   // where it runs
+	// StateOf returns, from instantiation on, the function labelled label
+	// whose state this one reads (see Class.Reads), already instantiated.
+	StateOf func(label string) (Function, bool)
+	// Output is the link type of a producer's records: the flowgraph
+	// presets LinkRecord, and a producer of other frames (DTA's Ethernet
+	// reports) sets its own in Validate.
+	Output LinkType
 	// Captures are the distinct captures whose packets reach the function
 	// (a source's Validate sets its own; the flowgraph gives a function the
 	// union of its inputs'). Empty when checking without a source.

@@ -244,3 +244,18 @@ func describe(f buffers.Field) string {
 	}
 	return fmt.Sprintf("%s at byte %d", s, f.Offset)
 }
+
+// Readable is a function whose state others read by its label (named
+// state, DESIGN.md §11): Read returns how to get the value named name, for
+// a packet (a sketch's estimate for the packet's key) or for none (a
+// total). A reader calls it at instantiation and the Reader per packet,
+// under the reader's lock, not the writer's: a Reader reads the writer's
+// state atomically. Values are float64, exact for integers below 2^53.
+type Readable interface {
+	Read(name string) (Reader, error)
+	// ReadNames lists the names Read knows, for messages and docs.
+	ReadNames() []string
+}
+
+// Reader gives a value of a function's state for one packet.
+type Reader func(pkt []byte, m *buffers.Meta) float64

@@ -252,6 +252,7 @@ func (b *Bridge) CopyUp(ctx context.Context, m *Message, pool *Pool) error {
 				done[k] = true
 				md := src.PBuf.Meta(e.Slot)
 				r.PBuf.Store(r.Base+k, src.PBuf.Data(e.Slot), md.WireLen, md.Timestamp, md.Source)
+				*r.PBuf.Ann(r.Base + k) = *src.PBuf.Ann(e.Slot)
 			}
 			o.E[j].Slot = r.Base + k
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/ffpf-go/ffpf/bridges/inproc"
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/functions"
 )
 
 // route is the way one stream (the packets of one source) takes through
@@ -27,6 +28,12 @@ type route struct {
 	exports []export
 	vals    []*buffers.Batch
 	blank   []buffers.Batch // stand-ins for inputs a message lacks
+
+	// clocked are the steps whose functions have periodic work (see
+	// carry); orig and head are carry's views of the inputs' batches.
+	clocked []int
+	orig    []*buffers.Batch
+	head    []buffers.Batch
 
 	stored       bool // the stream's packets are stored in a PBuf here (§6.2)
 	up           *inproc.Bridge
@@ -176,9 +183,14 @@ func (fs *Flowspace) Connect() error {
 			}
 			st := step{node: n, mu: fs.locks[n], out: new(buffers.Batch)}
 			for _, in := range n.Inputs {
-				if reach.Reaches(stream, in) {
+				// A producer's output is its own stream: the packets of
+				// the streams that reach it end there.
+				if in == stream || reach.Reaches(stream, in) && !in.Producer() {
 					st.in = append(st.in, idx[in])
 				}
+			}
+			if _, ok := n.Function.(functions.Clocked); ok {
+				r.clocked = append(r.clocked, len(r.steps))
 			}
 			st.ins = make([]*buffers.Batch, len(st.in))
 			idx[n] = len(inputs) + len(r.steps)
@@ -193,6 +205,10 @@ func (fs *Flowspace) Connect() error {
 		}
 		r.vals = make([]*buffers.Batch, len(inputs)+len(r.steps))
 		r.blank = make([]buffers.Batch, len(inputs))
+		if len(r.clocked) > 0 {
+			r.orig = make([]*buffers.Batch, len(inputs))
+			r.head = make([]buffers.Batch, len(inputs))
+		}
 		for j := range r.steps {
 			r.vals[len(inputs)+j] = r.steps[j].out
 		}
@@ -207,6 +223,26 @@ func (fs *Flowspace) Connect() error {
 		}
 		return r
 	}
+	// The streams of records of the producers here.
+	for _, n := range order {
+		if !n.Producer() {
+			continue
+		}
+		r := newRoute(n, []*flowspaces.Node{n})
+		if len(r.exports) > 0 {
+			return fmt.Errorf("the records of %s cannot leave %s yet: place what reads them in %s", n.ID, fs.Name(), fs.Name())
+		}
+		p := fs.prods[n]
+		if p == nil {
+			p = &producer{}
+			fs.prods[n] = p
+			if pr, ok := n.Function.(functions.Producer); ok {
+				pr.SetEmit(p.emit)
+			}
+		}
+		p.route.Store(r)
+	}
+	fs.ending.set(&reach, order, fs.locks)
 	var started []*worker
 	for _, n := range order {
 		if n.Source == nil {
@@ -286,6 +322,7 @@ func (fs *Flowspace) Connect() error {
 	err = release(fs.removed)
 	for _, n := range fs.removed {
 		delete(fs.locks, n)
+		delete(fs.prods, n)
 	}
 	fs.nodes, fs.removed = keep, nil
 	return err

@@ -86,6 +86,9 @@ type Flowspace struct {
 	pools   map[*flowspaces.Node]*inproc.Pool // per stream, for copies up
 	gen     uint64
 
+	prods  map[*flowspaces.Node]*producer // the producers here, by node
+	ending ending
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -103,7 +106,8 @@ func New(opts Options) *Flowspace {
 	}
 	return &Flowspace{opts: opts, locks: map[*flowspaces.Node]*sync.Mutex{},
 		downs: map[*flowspaces.Stub]*inproc.Bridge{}, srcs: map[*flowspaces.Node]*worker{},
-		readers: map[*inproc.Bridge]*worker{}, pools: map[*flowspaces.Node]*inproc.Pool{}}
+		readers: map[*inproc.Bridge]*worker{}, pools: map[*flowspaces.Node]*inproc.Pool{},
+		prods: map[*flowspaces.Node]*producer{}}
 }
 
 // Name implements flowspaces.Flowspace.

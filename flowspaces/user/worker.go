@@ -31,6 +31,8 @@ type worker struct {
 	window  int // most packets per batch: MaxBatch, or fewer in a tiny PBuf
 	route   atomic.Pointer[route]
 	drops   uint64 // the source's drop count already accounted
+	clock   int64  // the stream's packet clock
+	live    bool   // a live source: its clock follows wall time while idle
 
 	// A bridge reader.
 	bridge *inproc.Bridge
@@ -80,7 +82,7 @@ func regionsFor(fs *Flowspace, slot int) int {
 }
 
 func newSourceWorker(fs *Flowspace, n *flowspaces.Node) *worker {
-	w := &worker{fs: fs, node: n, src: n.Source}
+	w := &worker{fs: fs, node: n, src: n.Source, live: n.Source.Info().Live}
 	var pbuf *buffers.PBuf
 	if o, ok := n.Source.(functions.PBufOwner); ok {
 		pbuf = o.PBuf() // zero-copy: the packets are already in memory
@@ -146,6 +148,11 @@ func (w *worker) fill(ctx context.Context) {
 	budget.Join()
 	defer budget.Leave()
 	defer w.accountDrops()
+	defer func() {
+		if !w.quit.Load() { // a request removed ends nothing of the others'
+			w.fs.endStreams(w.clock, w.node)
+		}
+	}()
 	dropper, _ := w.src.(functions.Dropper)
 	for i := 0; ctx.Err() == nil && !w.quit.Load(); i++ {
 		k := w.next
@@ -161,14 +168,17 @@ func (w *worker) fill(ctx context.Context) {
 		}
 		err := w.src.Fill(b)
 		budget.Settle(b.Cap, b.N)
-		if b.N > 0 {
+		w.clock = clockOf(b, w.clock, w.live && err == nil, wallClock)
+		b.Now = w.clock
+		if r := w.route.Load(); b.N > 0 || len(r.clocked) > 0 && w.live {
 			w.busy.Store(true)
-			r := w.route.Load()
 			w.seen.Store(r.gen)
 			w.node.Counters.Add(b.N, b.N, 0)
 			r.vals[0] = b
-			r.process(w)
-			w.export(ctx, r, reg, r.stored)
+			r.carry(w)
+			if b.N > 0 {
+				w.export(ctx, r, reg, r.stored)
+			}
 			w.busy.Store(false)
 		}
 		if err != nil {
@@ -193,6 +203,11 @@ func (w *worker) read(ctx context.Context) {
 				// bridge; what it sends meanwhile is dropped, and counted.
 				w.bridge.DrainUntilClosed()
 			}
+			var streams []*flowspaces.Node
+			for s := range w.routes.Load().stream {
+				streams = append(streams, s)
+			}
+			w.fs.endStreams(w.clock, streams...)
 			return
 		}
 		w.cur = m
@@ -213,8 +228,11 @@ func (w *worker) read(ctx context.Context) {
 					bl.PBuf, bl.Base, bl.N = m.Region.PBuf, m.Region.Base, 0
 					r.vals[i] = bl
 				}
+				for _, e := range r.vals[i].E[:r.vals[i].N] {
+					w.clock = max(w.clock, r.vals[i].PBuf.Meta(e.Slot).Timestamp)
+				}
 			}
-			r.process(w)
+			r.carry(w)
 			w.export(ctx, r, m.Region, m.Stored)
 		}
 		w.bridge.Done(m)
@@ -296,6 +314,8 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 	}
 	r.up.Send(ctx, m)
 }
+
+func wallClock() int64 { return time.Now().UnixNano() }
 
 // accountDrops adds the packets the source lost before it read them: they
 // count as arrived (in) and dropped, so in = out + dropped holds for it.

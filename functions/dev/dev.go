@@ -306,7 +306,7 @@ func linkType(dlt int) functions.LinkType {
 // Info describes the capture: the interface, its link type and the snap
 // length.
 func (s *Source) Info() functions.SourceInfo {
-	return functions.SourceInfo{Name: s.iface, LinkType: s.link, MaxCapLen: s.snaplen}
+	return functions.SourceInfo{Name: s.iface, LinkType: s.link, MaxCapLen: s.snaplen, Live: true}
 }
 
 // Fill reads packets until the batch is full or no packet has arrived for

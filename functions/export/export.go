@@ -14,14 +14,33 @@ import (
 func init() {
 	functions.Register(&functions.Class{
 		Name:      "export",
-		Summary:   "write every packet that reaches it to a pcap file and pass it on",
+		Summary:   "write every packet or record that reaches it to a file (pcap, pcapng, JSON lines) and pass it on",
 		MinInputs: 1, MaxInputs: -1,
 		Params: []functions.Param{
 			{Name: "file", Type: functions.String, Required: true, File: functions.FileWrite,
-				Summary: "the pcap file to write (created or truncated)"},
+				Summary: "the file to write (created or truncated)"},
+			{Name: "format", Type: functions.String, Enum: []string{"pcap", "pcapng", "jsonl"},
+				Summary: "pcap, pcapng (the default for a name ending in .pcapng), or jsonl: records as JSON lines"},
 		},
-		Targets: []functions.Target{functions.TargetUser},
+		TakesRecords: true,
+		Targets:      []functions.Target{functions.TargetUser},
+		Validate: func(ctx *functions.Context) error {
+			if ctx.Params.Str("format") == "jsonl" && ctx.LinkType != functions.LinkRecord {
+				return fmt.Errorf("format=jsonl writes records, but export receives packets (%v): write them as pcap, or feed it a producer's records", ctx.LinkType)
+			}
+			return nil
+		},
 		New: func(ctx *functions.Context) (functions.Function, error) {
+			switch ctx.Params.Str("format") {
+			case "jsonl":
+				return CreateJSONL(ctx.Params.Str("file"))
+			case "pcapng":
+				field, snaplen := HeaderFor(ctx)
+				return CreateNg(ctx.Params.Str("file"), functions.LinkType(field&0xffff), snaplen)
+			case "pcap":
+				field, snaplen := HeaderFor(ctx)
+				return CreateField(ctx.Params.Str("file"), field, snaplen)
+			}
 			field, snaplen := HeaderFor(ctx)
 			if IsPcapng(ctx.Params.Str("file")) {
 				// pcapng keeps the FCS length in an option we do not write:

@@ -1,0 +1,120 @@
+package user
+
+import (
+	"math"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+)
+
+// The packet clock (DESIGN.md §11): a clocked function's periodic work
+// happens at the first packet of its stream whose time reaches the
+// function's deadline, whatever the batch that packet arrives in. So carry
+// cuts a batch there, processes the head, ticks the functions that are due
+// and goes on with the rest: the result does not depend on batch size,
+// goroutines or GOMAXPROCS.
+
+const noCut = math.MaxUint32
+
+// carry processes the stream's batch in r.vals[:len(r.inputs)], cut at
+// the deadlines of the clocked functions it reaches.
+func (r *route) carry(w *worker) {
+	if len(r.clocked) == 0 {
+		r.process(w)
+		return
+	}
+	n := len(r.inputs)
+	copy(r.orig, r.vals[:n])
+	now := int64(math.MinInt64)
+	for _, b := range r.orig {
+		now = max(now, b.Now)
+	}
+	lo := uint32(0)
+	cutDone := false
+	for {
+		d := r.deadline()
+		if d == functions.NoDeadline {
+			break
+		}
+		cut, at := uint32(noCut), int64(0)
+		for _, b := range r.orig {
+			for _, e := range b.E[:b.N] {
+				if e.Slot < lo || e.Slot >= cut {
+					continue
+				}
+				if ts := b.PBuf.Meta(e.Slot).Timestamp; ts >= d {
+					cut, at = e.Slot, ts
+					break
+				}
+			}
+		}
+		if cut == noCut {
+			break
+		}
+		for i, b := range r.orig {
+			r.head[i].CopyRange(b, lo, cut)
+			r.vals[i] = &r.head[i]
+		}
+		r.process(w)
+		r.tick(at)
+		lo, cutDone = cut, true
+	}
+	for i, b := range r.orig {
+		if cutDone {
+			r.head[i].CopyRange(b, lo, noCut)
+			r.vals[i] = &r.head[i]
+		} else {
+			r.vals[i] = b
+		}
+		for _, e := range b.E[:b.N] {
+			now = max(now, b.PBuf.Meta(e.Slot).Timestamp)
+		}
+	}
+	r.process(w)
+	// Time moved although no packet reached the deadline (a live source
+	// that is idle): the due work happens now.
+	if now >= r.deadline() {
+		r.tick(now)
+	}
+	copy(r.vals[:n], r.orig)
+}
+
+// deadline is the earliest deadline of the clocked functions on the route.
+func (r *route) deadline() int64 {
+	d := functions.NoDeadline
+	for _, i := range r.clocked {
+		st := &r.steps[i]
+		st.mu.Lock()
+		d = min(d, st.node.Function.(functions.Clocked).Deadline())
+		st.mu.Unlock()
+	}
+	return d
+}
+
+// tick runs the periodic work of the route's functions that is due at now,
+// in topological order, each under its lock.
+func (r *route) tick(now int64) {
+	for _, i := range r.clocked {
+		st := &r.steps[i]
+		c := st.node.Function.(functions.Clocked)
+		st.mu.Lock()
+		if c.Deadline() <= now {
+			c.Tick(now)
+		}
+		st.mu.Unlock()
+	}
+}
+
+// clockOf is the packet clock of a batch a source filled: the latest time
+// of its packets, never going back; a live source that delivered nothing
+// moves it to wall time.
+func clockOf(b *buffers.Batch, prev int64, live bool, wall func() int64) int64 {
+	now := prev
+	for _, e := range b.E[:b.N] {
+		now = max(now, b.PBuf.Meta(e.Slot).Timestamp)
+	}
+	if b.N == 0 && live {
+		now = max(now, wall())
+	}
+	return now
+}

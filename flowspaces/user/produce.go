@@ -1,0 +1,108 @@
+package user
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/functions"
+)
+
+// producer carries the records of a producer here to its dependents: a
+// stream of its own, whose route Connect keeps current.
+type producer struct {
+	route atomic.Pointer[route]
+	w     worker // stands in for the worker that runs the producer, whose lock it holds
+}
+
+// emit is the producer's functions.Producer emit: it runs in the goroutine
+// that called the producer (under the producer's lock, so one at a time).
+func (p *producer) emit(b *buffers.Batch) {
+	r := p.route.Load()
+	if r == nil || b.N == 0 {
+		return
+	}
+	r.vals[0] = b
+	r.carry(&p.w)
+	r.vals[0] = nil
+}
+
+// ending is what endStreams needs of the flowspace, kept apart from fs.mu:
+// a bridge reader that ends may not wait for fs.mu, which Connect holds
+// while it waits for such a reader to see its bridge closed.
+type ending struct {
+	mu      sync.Mutex
+	reach   *flowspaces.Reach  // of the last Connect
+	nodes   []*flowspaces.Node // the functions here, in topological order
+	locks   []*sync.Mutex
+	ended   map[*flowspaces.Node]int64 // streams that ended, and when
+	flushed map[*flowspaces.Node]bool  // functions flushed at their streams' end
+}
+
+// setNodes is Connect's: the functions that now run here.
+func (e *ending) set(reach *flowspaces.Reach, nodes []*flowspaces.Node, locks map[*flowspaces.Node]*sync.Mutex) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reach, e.nodes, e.locks = reach, nodes, make([]*sync.Mutex, len(nodes))
+	for i, n := range nodes {
+		e.locks[i] = locks[n]
+	}
+	if e.ended == nil {
+		e.ended, e.flushed = map[*flowspaces.Node]int64{}, map[*flowspaces.Node]bool{}
+	}
+}
+
+// endStreams records that streams ended at time now, and flushes, in
+// topological order, the functions here that no running stream reaches
+// any more: the last window's report, the report of a whole run. A
+// producer that has flushed ends its own stream in turn.
+func (fs *Flowspace) endStreams(now int64, streams ...*flowspaces.Node) {
+	e := &fs.ending
+	e.mu.Lock()
+	if e.ended == nil {
+		e.mu.Unlock()
+		return
+	}
+	for _, s := range streams {
+		e.ended[s] = max(e.ended[s], now)
+	}
+	type job struct {
+		n  *flowspaces.Node
+		mu *sync.Mutex
+		at int64
+	}
+	var due []job
+	for i, n := range e.nodes {
+		if n.Source != nil || e.flushed[n] {
+			continue
+		}
+		if _, fl := n.Function.(functions.Flusher); !fl && !n.Producer() {
+			continue
+		}
+		at, all := int64(0), true
+		for _, s := range e.reach.Sources(n) {
+			t, ok := e.ended[s]
+			if !ok {
+				all = false
+				break
+			}
+			at = max(at, t)
+		}
+		if all {
+			e.flushed[n] = true
+			due = append(due, job{n, e.locks[i], at})
+		}
+	}
+	e.mu.Unlock()
+	for _, j := range due {
+		if f, ok := j.n.Function.(functions.Flusher); ok {
+			j.mu.Lock()
+			f.Flush(j.at)
+			j.mu.Unlock()
+		}
+		if j.n.Producer() {
+			fs.endStreams(j.at, j.n)
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package functions
+
+import "math"
+
+// NoDeadline is the deadline of a clocked function with nothing due.
+const NoDeadline int64 = math.MaxInt64
+
+// Clocked is a function with periodic work on the packet clock (an epoch,
+// a window, a sweep). Time is the stream's packet clock, in nanoseconds
+// since the Unix epoch: the capture time of the packets for a file, so that
+// a file gives the same result on every run whatever the batch size.
+//
+// Where a stream enters a flowspace, the flowspace splits a batch at the
+// first packet whose time reaches the earliest deadline on its route,
+// processes the packets before it, ticks the functions that are due (under
+// the lock Process runs under), and goes on with the rest.
+type Clocked interface {
+	// Deadline is the time of the function's next periodic work, or
+	// NoDeadline. It is called under the function's lock.
+	Deadline() int64
+	// Tick does the work due at now ≥ Deadline(): a window that ends at
+	// or before now closes (and reports), and the next deadline follows.
+	Tick(now int64)
+}
+
+// Flusher is a function with work at the end of its input (the report of
+// the last window, or of the whole run): the flowspace calls Flush once
+// every stream that reaches the function has ended, with the time the
+// streams ended at, before anything is torn down.
+type Flusher interface {
+	Flush(now int64)
+}
+
+// AlignUp returns the first multiple of interval after t: intervals are
+// aligned to multiples of themselves on the packet clock, so that windows
+// of 1 s start on whole seconds whatever the first packet's time.
+func AlignUp(t, interval int64) int64 {
+	if interval <= 0 {
+		return NoDeadline
+	}
+	return (t/interval + 1) * interval
+}
