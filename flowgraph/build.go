@@ -20,9 +20,9 @@ type lnode struct {
 	pos    lang.Pos
 	argPos lang.Pos // of the first argument's value: what a class's Validate usually blames
 	inputs []*lnode
-	reads  []*lnode // the functions whose state it reads, by label
-	lt     functions.LinkType // of its output
-	inLT   functions.LinkType // of its input (a producer's differ)
+	reads  []*lnode            // the functions whose state it reads, by label
+	lt     functions.LinkType  // of its output
+	inLT   functions.LinkType  // of its input (a producer's differ)
 	caps   []functions.Capture // the captures whose packets reach it
 	key    string              // identity, computed by overlay
 	fn     *Function           // its function in the flowgraph, after overlay
