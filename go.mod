@@ -18,6 +18,12 @@ require (
 )
 
 require (
+	github.com/axiomhq/hyperloglog v0.3.0 // indirect
+	github.com/bits-and-blooms/bitset v1.24.2 // indirect
+	github.com/bits-and-blooms/bloom/v3 v3.7.1 // indirect
+	github.com/dgryski/go-metro v0.0.0-20250106013310-edb8663e5e33 // indirect
+	github.com/kamstrup/intmap v0.5.2 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	github.com/tylertreat/BoomFilters v0.0.0-20251001182300-5b3723cc64ae // indirect
 	github.com/vishvananda/netns v0.0.0-20191106174202-0a2b9b5464df // indirect
 )

@@ -123,7 +123,6 @@ func expected(sp *Spec, data []byte) (m map[string]any, none, ok bool) {
 	return m, false, true
 }
 
-
 // TestDifferentialGopacket compares keys of generated traffic (VLAN and
 // QinQ tags, IPv6, adversarial frames) with gopacket's decoding.
 func TestDifferentialGopacket(t *testing.T) {
