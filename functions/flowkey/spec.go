@@ -242,6 +242,11 @@ func (sp *Spec) layout() {
 // Words returns how many words of a Key the spec uses (1 to MaxWords).
 func (sp *Spec) Words() int { return sp.words }
 
+// HeaderMask returns the bits of word 0 the spec keeps (the fields it
+// names, their present bits, the family when it names an address); Extract
+// clears the others.
+func (sp *Spec) HeaderMask() uint64 { return sp.header }
+
 // Has reports whether the spec names field f.
 func (sp *Spec) Has(f Field) bool { return f >= SrcIP && f <= DstMAC && sp.has[f] }
 

@@ -85,6 +85,12 @@ func TestParseErrors(t *testing.T) {
 
 func TestWordLayout(t *testing.T) {
 	sp, _ := Parse("dstmac,dstip,proto,srcip,srcmac")
+	if sp.HeaderMask() != 0xffff {
+		t.Errorf("header mask %#x", sp.HeaderMask())
+	}
+	if m := mustParse(t, "dstport,vlan").HeaderMask(); m != 0xffff<<DstPortShift|PortsPresent|0xfff<<VLANShift|VLANPresent {
+		t.Errorf("header mask %#x", m)
+	}
 	for f, w := range map[Field]int{SrcIP: 1, DstIP: 3, SrcMAC: 5, DstMAC: 6, Proto: 0, SrcPort: -1, VLAN: -1} {
 		if got := sp.Word(f); got != w {
 			t.Errorf("Word(%s) = %d, want %d", f, got, w)
