@@ -156,3 +156,18 @@ func genFrames(n int, v6 float64) [][]byte {
 		out = append(out, append([]byte(nil), buf[:l]...))
 	}
 }
+
+func TestExtractHashNoAllocs(t *testing.T) {
+	sp := mustParse(t, "5tuple,vlan,srcmac,dstmac")
+	frames := genFrames(64, 0.5)
+	var k Key
+	i := 0
+	if a := testing.AllocsPerRun(1000, func() {
+		if sp.Extract(functions.LinkEthernet, frames[i&63], &k) {
+			sp.Hash(&k, 1)
+		}
+		i++
+	}); a != 0 {
+		t.Errorf("%v allocations per packet", a)
+	}
+}

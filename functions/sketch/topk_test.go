@@ -96,16 +96,26 @@ func TestTopKWithCountMin(t *testing.T) {
 	}
 }
 
-func TestTopKNoAllocs(t *testing.T) {
+// TestNoAllocs: no update allocates.
+func TestNoAllocs(t *testing.T) {
 	top := NewTopK[flowkey.Key](16)
+	d, w := CountMinDims(0.01, 0.01)
+	cms := newCMS(t, d, w, Shared)
+	hll, pcsa, bl := newHLL(t, 12), newPCSA(t, 128), newBloom(t, 1<<12, 3)
+	cb, _ := NewCountingBloom(make([]uint64, 1024), 3, Exclusive)
 	var k flowkey.Key
 	n := uint64(0)
 	if a := testing.AllocsPerRun(1000, func() {
 		n++
 		k[0] = n % 100
-		top.Offer(&k, flowkey.Fmix64(k[0]), n)
+		h := flowkey.Fmix64(k[0])
+		top.Offer(&k, h, cms.Add(h, n))
+		hll.Add(h)
+		pcsa.Add(h)
+		bl.Add(h)
+		cb.Add(h, 1)
 	}); a != 0 {
-		t.Errorf("%v allocations per Offer", a)
+		t.Errorf("%v allocations per update", a)
 	}
 }
 
