@@ -41,6 +41,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzRun -fuzztime 60s ./functions/bpf/
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 60s ./functions/pcap/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./flowspaces/hierarchy/
+	$(GO) test -run '^$$' -fuzz FuzzExtract -fuzztime 60s ./functions/flowkey/
 
 clean:
 	rm -rf bin $(OUT)

@@ -173,3 +173,42 @@ func TestMBufRejectsBadLayout(t *testing.T) {
 	}()
 	NewMBuf(8, Native, Field{Name: "x", Type: U64, Offset: 8})
 }
+
+func TestMBufSliceViews(t *testing.T) {
+	rows := Field{Name: "rows", Type: U64, Offset: 8, Count: 4}
+	bits := Field{Name: "bits", Type: U32, Offset: 40, Count: 3}
+	regs := Field{Name: "regs", Type: U8, Offset: 52, Count: 16}
+	m := NewMBuf(68, Native, Field{Name: "total", Type: U64}, rows, bits, regs)
+	u := m.Uint64s(rows)
+	u[3] = 7
+	if len(u) != 4 || m.Uint64(8+24) != 7 {
+		t.Fatalf("U64 view: len %d, value %d", len(u), m.Uint64(32))
+	}
+	w := m.Uint32s(bits)
+	w[2] = 9
+	if len(w) != 3 || m.Uint32(48) != 9 {
+		t.Fatal("U32 view")
+	}
+	r := m.Uint8s(regs)
+	r[15] = 5
+	if len(r) != 16 || m.Uint8(67) != 5 {
+		t.Fatal("U8 view")
+	}
+	if len(m.Uint64s(Field{Name: "total", Type: U64})) != 1 {
+		t.Fatal("scalar view")
+	}
+	for name, f := range map[string]func(){
+		"type":  func() { m.Uint32s(rows) },
+		"order": func() { NewMBuf(8, binary.BigEndian, Field{Name: "x", Type: U64}).Uint64s(Field{Name: "x", Type: U64}) },
+		"range": func() { m.Uint8s(Field{Name: "y", Type: U8, Offset: 60, Count: 13}) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}

@@ -138,6 +138,42 @@ func (m *MBuf) Uint8(off int) uint8 {
 	return w[off&3]
 }
 
+// Uint64s returns field f (type U64, I64 or F64) as a slice of the MBuf's
+// own memory, Count values long (1 for a scalar), for structures that
+// update their state in place (a sketch's counters). Only a native-order
+// MBuf has such a view; it panics otherwise. Concurrent readers see the
+// values only if the writer updates them atomically (sync/atomic), as the
+// sketches of functions/sketch do.
+func (m *MBuf) Uint64s(f Field) []uint64 {
+	return unsafe.Slice((*uint64)(m.view(f, 8)), max(f.Count, 1))
+}
+
+// Uint32s returns a U32 field as a []uint32 view, as Uint64s does.
+func (m *MBuf) Uint32s(f Field) []uint32 {
+	return unsafe.Slice((*uint32)(m.view(f, 4)), max(f.Count, 1))
+}
+
+// Uint8s returns a U8 field as a []uint8 view, as Uint64s does. A byte
+// cannot be updated atomically on its own: writers update it as part of its
+// aligned 32-bit word (see Uint8).
+func (m *MBuf) Uint8s(f Field) []uint8 {
+	return unsafe.Slice((*uint8)(m.view(f, 1)), max(f.Count, 1))
+}
+
+func (m *MBuf) view(f Field, size int) unsafe.Pointer {
+	if m.order != Native {
+		panic("buffers: a slice view of an MBuf needs native byte order")
+	}
+	if f.Type.Size() != size {
+		panic(fmt.Sprintf("buffers: MBuf field %q is %s, not a %d-byte type", f.Name, f.Type, size))
+	}
+	n := max(f.Count, 1)
+	if f.Offset < 0 || f.Offset%size != 0 || f.Offset+n*size > len(m.words)*8 {
+		panic(fmt.Sprintf("buffers: MBuf field %q out of bounds or unaligned", f.Name))
+	}
+	return unsafe.Pointer(&m.Bytes()[f.Offset])
+}
+
 // Snapshot decodes every field into a map: a scalar field becomes a number,
 // an array a slice. It is control-plane code and allocates.
 func (m *MBuf) Snapshot() map[string]any {

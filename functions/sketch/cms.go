@@ -1,0 +1,127 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+)
+
+// CountMin is a count-min sketch (Cormode and Muthukrishnan 2005): depth
+// rows of width 64-bit counters; a key adds its value to one counter per
+// row (row i at flowkey.Index(h, i, width)) and its estimate is the least
+// of them. With width = ⌈e/ε⌉ and depth = ⌈ln 1/δ⌉ an estimate is never
+// below the true sum and exceeds it by more than εN (N the sum of all
+// values) with probability at most δ.
+//
+// Counters are 64-bit: a byte count passes 2^32 within a second at 40 Gb/s,
+// and a 32-bit counter that wraps would break the never-below guarantee.
+// Row r occupies counters [r·width, (r+1)·width) of the memory.
+type CountMin struct {
+	c     []uint64
+	depth uint32
+	width uint32
+	w     Writes
+}
+
+// Writes says who may update a structure of counters, which decides how
+// it adds.
+type Writes uint8
+
+const (
+	// Shared: any goroutines update and read at once; adds are atomic
+	// (sync/atomic), so a reader (an MBuf snapshot) may run any time.
+	Shared Writes = iota
+	// Exclusive: one goroutine updates; readers synchronise with it (the
+	// function's lock, or after it stopped). Adds are plain, several
+	// times cheaper than atomic ones.
+	Exclusive
+)
+
+// CountMinDims returns the depth and width that give error εN with
+// probability 1−δ: ⌈ln 1/δ⌉ and ⌈e/ε⌉.
+func CountMinDims(eps, delta float64) (depth, width int) {
+	return int(math.Ceil(math.Log(1 / delta))), int(math.Ceil(math.E / eps))
+}
+
+// NewCountMin returns a count-min sketch on mem, which must hold exactly
+// depth·width counters (depth 1..64, width 1..2^31).
+func NewCountMin(mem []uint64, depth, width int, w Writes) (*CountMin, error) {
+	if depth < 1 || depth > 64 || width < 1 || width > 1<<31 {
+		return nil, fmt.Errorf("count-min: depth %d (1..64) or width %d (1..2^31) out of range", depth, width)
+	}
+	if len(mem) != depth*width {
+		return nil, fmt.Errorf("count-min: %d counters given for %d×%d", len(mem), depth, width)
+	}
+	return &CountMin{c: mem, depth: uint32(depth), width: uint32(width), w: w}, nil
+}
+
+// Depth returns the number of rows.
+func (s *CountMin) Depth() int { return int(s.depth) }
+
+// Width returns the counters per row.
+func (s *CountMin) Width() int { return int(s.width) }
+
+// Add adds v to the counters of the key hashed to h and returns the key's
+// new estimate.
+func (s *CountMin) Add(h, v uint64) uint64 {
+	est := uint64(math.MaxUint64)
+	base := uint32(0)
+	if s.w == Exclusive {
+		for i := uint32(0); i < s.depth; i++ {
+			p := &s.c[base+flowkey.Index(h, i, s.width)]
+			*p += v
+			est = min(est, *p)
+			base += s.width
+		}
+		return est
+	}
+	for i := uint32(0); i < s.depth; i++ {
+		n := atomic.AddUint64(&s.c[base+flowkey.Index(h, i, s.width)], v)
+		est = min(est, n)
+		base += s.width
+	}
+	return est
+}
+
+// Estimate returns the estimate of the key hashed to h: the least of its
+// counters.
+func (s *CountMin) Estimate(h uint64) uint64 {
+	est := uint64(math.MaxUint64)
+	base := uint32(0)
+	for i := uint32(0); i < s.depth; i++ {
+		est = min(est, atomic.LoadUint64(&s.c[base+flowkey.Index(h, i, s.width)]))
+		base += s.width
+	}
+	return est
+}
+
+// Reset zeroes counters [from, to) of the memory: all of them at once, or a
+// part per packet in an incremental reset.
+func (s *CountMin) Reset(from, to int) { zero64(s.c[from:to]) }
+
+// Len returns the number of counters, depth·width.
+func (s *CountMin) Len() int { return len(s.c) }
+
+// Merge adds the counters of other, a sketch of the same dimensions and
+// seed (another CPU's copy), into s.
+func (s *CountMin) Merge(other []uint64) {
+	for i := range s.c[:len(other)] {
+		atomic.AddUint64(&s.c[i], atomic.LoadUint64(&other[i]))
+	}
+}
+
+func zero64(c []uint64) {
+	for i := range c {
+		atomic.StoreUint64(&c[i], 0)
+	}
+}
+
+// String returns "shared" or "exclusive".
+func (w Writes) String() string {
+	if w == Exclusive {
+		return "exclusive"
+	}
+	return "shared"
+}

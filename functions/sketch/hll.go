@@ -1,0 +1,162 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+)
+
+// HLL is a HyperLogLog cardinality estimator (Flajolet, Fusy, Gandouet and
+// Meunier 2007) over m = 2^p one-byte registers, p in 4..18. A hash h
+// selects register j = h >> (64−p) and offers it ρ, the position of the
+// first 1 bit in the remaining 64−p bits (1 + their leading zeros, at most
+// 65−p); a register keeps the largest ρ offered. The estimate is Ertl's
+// improved estimator (see HLLEstimate), which equals linear counting
+// m·ln(m/V) while many of the registers are 0 and needs no switch to the
+// harmonic mean αm·m²/Σ2^−M[j]; with 64-bit hashes no large-range
+// correction is needed. Standard error 1.04/√m.
+//
+// A register is updated by compare-and-swap on its aligned 32-bit word, so
+// the memory must be 4-byte aligned (an MBuf view is).
+type HLL struct {
+	r []uint8
+	p uint8
+}
+
+// NewHLL returns a HyperLogLog on mem, which must hold exactly 2^p registers.
+func NewHLL(mem []uint8, p int) (*HLL, error) {
+	if p < 4 || p > 18 {
+		return nil, fmt.Errorf("hyperloglog: precision %d out of range 4..18", p)
+	}
+	if len(mem) != 1<<p {
+		return nil, fmt.Errorf("hyperloglog: %d registers given for precision %d (%d)", len(mem), p, 1<<p)
+	}
+	if uintptr(unsafe.Pointer(&mem[0]))%4 != 0 {
+		return nil, fmt.Errorf("hyperloglog: registers not 4-byte aligned")
+	}
+	return &HLL{r: mem, p: uint8(p)}, nil
+}
+
+// Precision returns p.
+func (s *HLL) Precision() int { return int(s.p) }
+
+// Registers returns the registers (the memory given to NewHLL).
+func (s *HLL) Registers() []uint8 { return s.r }
+
+// HLLPosition returns the register and ρ a hash offers at precision p.
+func HLLPosition(h uint64, p uint8) (j uint32, rho uint8) {
+	j = uint32(h >> (64 - p))
+	w := h<<p | 1<<(p-1) // the guard bit caps ρ at 65−p
+	return j, uint8(flowkey.LeadingZeros(w) + 1)
+}
+
+// Add offers a key's hash; it reports whether a register grew.
+func (s *HLL) Add(h uint64) bool {
+	j, rho := HLLPosition(h, s.p)
+	return maxByte(s.r, j, rho)
+}
+
+// maxByte raises byte j of r to v, atomically through its 32-bit word.
+func maxByte(r []uint8, j uint32, v uint8) bool {
+	word := (*uint32)(unsafe.Pointer(&r[j&^3]))
+	shift := (j & 3) * 8
+	if isBigEndian {
+		shift = 24 - shift
+	}
+	for {
+		old := atomic.LoadUint32(word)
+		if uint8(old>>shift) >= v {
+			return false
+		}
+		if atomic.CompareAndSwapUint32(word, old, old&^(0xff<<shift)|uint32(v)<<shift) {
+			return true
+		}
+	}
+}
+
+var isBigEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 0 }()
+
+// Estimate returns the cardinality estimate.
+func (s *HLL) Estimate() float64 { return HLLEstimate(s.r) }
+
+// HLLEstimate estimates the cardinality from registers (len a power of two
+// ≥ 16, 4-byte aligned), e.g. a merged copy read from an eBPF map.
+func HLLEstimate(r []uint8) float64 {
+	var c [66]int // registers by value: 0 .. q+1 = 65−p
+	for i := 0; i < len(r); i += 4 {
+		w := atomic.LoadUint32((*uint32)(unsafe.Pointer(&r[i])))
+		for b := 0; b < 4; b++ {
+			c[min(uint8(w>>(8*b)), 65)]++
+		}
+	}
+	return hllErtl(c[:], len(r))
+}
+
+// hllErtl is Ertl's improved estimator ("New cardinality estimation
+// algorithms for HyperLogLog sketches", 2017, algorithm 6) from the
+// histogram c of m registers: it needs neither the empirical bias tables of
+// HyperLogLog++ nor a switch between estimators, and it is as accurate as
+// linear counting for small cardinalities. The original estimate
+// (αm·m²/Σ2^−M, linear counting below 5m/2) over-estimates near the switch
+// by about 2.5% at p = 14, beyond the 3·1.04/√m this package promises.
+func hllErtl(c []int, m int) float64 {
+	p := bits.TrailingZeros(uint(m))
+	q := 64 - p
+	fm := float64(m)
+	z := fm * hllTau(1-float64(c[q+1])/fm)
+	for k := q; k >= 1; k-- {
+		z = 0.5 * (z + float64(c[k]))
+	}
+	z += fm * hllSigma(float64(c[0])/fm)
+	return fm * fm / (2 * math.Ln2 * z)
+}
+
+func hllSigma(x float64) float64 {
+	if x == 1 {
+		return math.Inf(1)
+	}
+	y, z := 1.0, x
+	for {
+		x *= x
+		prev := z
+		z += x * y
+		y += y
+		if z == prev {
+			return z
+		}
+	}
+}
+
+func hllTau(x float64) float64 {
+	if x == 0 || x == 1 {
+		return 0
+	}
+	y, z := 1.0, 1-x
+	for {
+		x = math.Sqrt(x)
+		prev := z
+		y *= 0.5
+		z -= (1 - x) * (1 - x) * y
+		if z == prev {
+			return z / 3
+		}
+	}
+}
+
+// Merge raises each register to other's (another CPU's copy, same p).
+func (s *HLL) Merge(other []uint8) {
+	for j := range min(len(other), len(s.r)) {
+		maxByte(s.r, uint32(j), other[j])
+	}
+}
+
+// Reset zeroes registers [from, to), which must be multiples of 4.
+func (s *HLL) Reset(from, to int) {
+	for i := from &^ 3; i < to; i += 4 {
+		atomic.StoreUint32((*uint32)(unsafe.Pointer(&s.r[i])), 0)
+	}
+}

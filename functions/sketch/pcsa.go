@@ -1,0 +1,107 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+)
+
+// PCSA is probabilistic counting with stochastic averaging (Flajolet and
+// Martin 1985) over m 32-bit bitmaps. A hash h selects bitmap
+// j = (uint32(h>>32)·m) >> 32 and sets bit ρ = the trailing zeros of
+// uint32(h) (31 when those 32 bits are 0). With R_j the lowest bit still
+// clear in bitmap j and Z = ΣR_j / m, the estimate is
+//
+//	(m/φ)·(2^Z − 2^(−κ·Z)),  φ = 0.77351, κ = 1.75
+//
+// Flajolet and Martin's m/φ·2^Z with the correction term of Scheuermann
+// and Mauve ("Near-optimal compression of probabilistic counting sketches
+// for networking applications", DIALM-POMC 2007), which removes most of the
+// estimator's bias at small cardinalities (without it an empty sketch
+// estimates m/φ). Below 3m keys, where even that estimate strays by more
+// than 3·0.78/√m, the estimate is linear counting (Whang, Vander-Zanden and
+// Taylor 1990) per bit position: every key sets exactly one bit, at
+// position r in a bitmap chosen uniformly, so with V_r of the m bitmaps
+// having bit r clear, the keys at position r number about
+// ln(V_r/m) / ln(1 − 1/m), and n is their sum over r; at 3m its standard
+// error is about 0.52/√m. Standard error 0.78/√m.
+type PCSA struct {
+	b []uint32
+	m uint32
+}
+
+// Constants of PCSA's estimate.
+const (
+	PCSAPhi   = 0.77351
+	PCSAKappa = 1.75
+)
+
+// NewPCSA returns a PCSA sketch on mem, which holds its m bitmaps
+// (m = len(mem), 1..2^31).
+func NewPCSA(mem []uint32) (*PCSA, error) {
+	if len(mem) < 1 || len(mem) > 1<<31 {
+		return nil, fmt.Errorf("pcsa: %d bitmaps, want 1..2^31", len(mem))
+	}
+	return &PCSA{b: mem, m: uint32(len(mem))}, nil
+}
+
+// PCSAPosition returns the bitmap and bit a hash sets among m bitmaps.
+func PCSAPosition(h uint64, m uint32) (j uint32, bit uint8) {
+	j = uint32(uint64(uint32(h>>32)) * uint64(m) >> 32)
+	return j, uint8(min(flowkey.TrailingZeros(uint32(h)), 31))
+}
+
+// Add offers a key's hash; it reports whether a bit was set.
+func (s *PCSA) Add(h uint64) bool {
+	j, bit := PCSAPosition(h, s.m)
+	mask := uint32(1) << bit
+	if atomic.LoadUint32(&s.b[j])&mask != 0 {
+		return false
+	}
+	return atomic.OrUint32(&s.b[j], mask)&mask == 0
+}
+
+// Estimate returns the cardinality estimate.
+func (s *PCSA) Estimate() float64 { return PCSAEstimate(s.b) }
+
+// PCSAEstimate estimates the cardinality from bitmaps, e.g. a merged copy.
+func PCSAEstimate(b []uint32) float64 {
+	var sum int
+	var clear [32]int // bitmaps with bit r clear
+	for i := range b {
+		w := atomic.LoadUint32(&b[i])
+		sum += bits.TrailingZeros32(^w)
+		for r := range clear {
+			clear[r] += int(^w >> r & 1)
+		}
+	}
+	m := float64(len(b))
+	if clear[0] > 0 {
+		lc := 0.0
+		for _, v := range clear {
+			lc += math.Log(float64(v)/m) / math.Log1p(-1/m)
+		}
+		if lc < 3*m {
+			return lc
+		}
+	}
+	z := float64(sum) / m
+	return m / PCSAPhi * (math.Exp2(z) - math.Exp2(-PCSAKappa*z))
+}
+
+// Merge ors other's bitmaps (another CPU's copy) into s.
+func (s *PCSA) Merge(other []uint32) {
+	for i := range s.b[:len(other)] {
+		atomic.OrUint32(&s.b[i], atomic.LoadUint32(&other[i]))
+	}
+}
+
+// Reset zeroes bitmaps [from, to).
+func (s *PCSA) Reset(from, to int) {
+	for i := from; i < to; i++ {
+		atomic.StoreUint32(&s.b[i], 0)
+	}
+}
