@@ -599,7 +599,10 @@ type FunctionState struct {
 	Out       uint64         `json:"out"`
 	Filtered  uint64         `json:"filtered"`
 	Dropped   uint64         `json:"dropped"`
-	State     map[string]any `json:"state"`
+	// Records is how many records a producer emitted (its output is
+	// records, not the packets it received: those are all filtered).
+	Records uint64         `json:"records,omitempty"`
+	State   map[string]any `json:"state"`
 }
 
 // State reads the function's counters and state.
@@ -612,6 +615,9 @@ func (f *Function) State() FunctionState {
 	}
 	n.Ctx.Params.Each(func(name string, v functions.Value) { s.Params[name] = v.JSON() })
 	s.In, s.Out, s.Filtered, s.Dropped = n.Counters.Snapshot()
+	if p, ok := n.Function.(functions.Producer); ok && f.ready.Load() {
+		s.Records = p.Records()
+	}
 	if f.ready.Load() && (n.Function != nil || n.Source != nil) {
 		if st := n.State(); st != nil {
 			s.State = st

@@ -135,6 +135,9 @@ func (n *Node) Producer() bool { return n.Class.IsProducer(n.Ctx.Params) }
 // State returns the node's persistent state decoded from its MBuf, or nil
 // when the function keeps none.
 func (n *Node) State() map[string]any {
+	if s, ok := n.Function.(functions.Summarizer); ok {
+		return s.Summary()
+	}
 	if s, ok := n.Function.(functions.Stateful); ok {
 		return s.MBuf().Snapshot()
 	}

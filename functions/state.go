@@ -258,4 +258,33 @@ type Readable interface {
 }
 
 // Reader gives a value of a function's state for one packet.
-type Reader func(pkt []byte, m *buffers.Meta) float64
+type Reader func(p *buffers.PBuf, slot uint32) float64
+
+// Summarizer is a function whose state, as 'ffpf run --json' shows it, is
+// computed from its MBuf rather than its fields one by one (a
+// HyperLogLog's estimate from its registers; a sketch's arrays are left
+// out). Summary reads the MBuf atomically: it runs while the datapath does.
+type Summarizer interface {
+	Summary() map[string]any
+}
+
+// NewMBuf allocates the MBuf of a function with parameters p that runs in
+// a flowspace of target t, laid out as the declaration says.
+func (s *State) NewMBuf(t Target, p Params) (*buffers.MBuf, error) {
+	fields, size, err := s.Layout(t, p)
+	if err != nil {
+		return nil, err
+	}
+	return buffers.NewMBuf(size, s.order(), fields...), nil
+}
+
+// FieldOf returns the field of m named name; it panics if there is none,
+// which is a class whose code does not follow its declaration.
+func FieldOf(m *buffers.MBuf, name string) buffers.Field {
+	for _, f := range m.Fields() {
+		if f.Name == name {
+			return f
+		}
+	}
+	panic("functions: MBuf has no field " + name)
+}

@@ -1,6 +1,10 @@
 package record
 
-import "github.com/ffpf-go/ffpf/buffers"
+import (
+	"sync/atomic"
+
+	"github.com/ffpf-go/ffpf/buffers"
+)
 
 // Out is a producer's output: a PBuf of one batch of record slots, and the
 // batch it hands to its dependents when full or when the producer flushes.
@@ -12,8 +16,8 @@ type Out struct {
 	emit    func(*buffers.Batch)
 	ts      int64
 	open    bool
-	records uint64
-	lost    uint64
+	records atomic.Uint64
+	lost    atomic.Uint64
 }
 
 // NewOut returns an output of records of at most slotSize bytes.
@@ -26,10 +30,10 @@ func NewOut(slotSize int) *Out {
 func (o *Out) SetEmit(emit func(*buffers.Batch)) { o.emit = emit }
 
 // Records implements functions.Producer: records emitted so far.
-func (o *Out) Records() uint64 { return o.records }
+func (o *Out) Records() uint64 { return o.records.Load() }
 
 // Lost is how many records did not fit a slot (counted, never cut).
-func (o *Out) Lost() uint64 { return o.lost }
+func (o *Out) Lost() uint64 { return o.lost.Load() }
 
 // Start begins a record in the next slot; the Builder's methods add its
 // fields and Commit ends it.
@@ -45,7 +49,7 @@ func (o *Out) Commit() bool {
 	o.open = false
 	n, ok := o.Finish()
 	if !ok {
-		o.lost++
+		o.lost.Add(1)
 		return false
 	}
 	o.b.Commit(uint32(n), uint32(n), o.ts)
@@ -61,7 +65,7 @@ func (o *Out) Flush() {
 	if o.b.N == 0 {
 		return
 	}
-	o.records += uint64(o.b.N)
+	o.records.Add(uint64(o.b.N))
 	if o.emit != nil {
 		o.emit(o.b)
 	}
