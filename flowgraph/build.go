@@ -209,12 +209,26 @@ func (b *builder) resolveReads() error {
 			case w.class.State == nil:
 				return b.errorf(n.argPos, "%s reads the state of %s, which keeps none", n.name(), w.name())
 			}
+			if w.class.Annotates > 0 && !feeds(w, n) {
+				return b.errorf(n.argPos, "%s reads the annotation %s writes on each packet, so it must come after %s on the packets' way (%s > ... > %s)",
+					n.name(), w.name(), w.name(), w.name(), n.name())
+			}
 			if !slices.Contains(n.reads, w) {
 				n.reads = append(n.reads, w)
 			}
 		}
 	}
 	return nil
+}
+
+// feeds reports whether a's output reaches b through inputs.
+func feeds(a, b *lnode) bool {
+	for _, in := range b.inputs {
+		if in == a || feeds(a, in) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkGraph validates arity and acyclicity and returns the nodes in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ffpf-go/ffpf/buffers"
 	"maps"
 	"slices"
 	"strings"
@@ -65,6 +66,7 @@ type Runtime struct {
 	byKey    map[string]*Function
 	perClass map[string]int
 	reqs     []*Request
+	annUsed  [buffers.AnnWords]bool // annotation words given to functions
 
 	start, end time.Time
 }
@@ -176,6 +178,7 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 	// A dry run first: what would be added, does it clash with the graph,
 	// and where would it run?
 	perClass := maps.Clone(rt.perClass)
+	annUsed := rt.annUsed
 	var added []*Function
 	fresh := map[string]*Function{}
 	for _, n := range order {
@@ -202,6 +205,15 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 		}
 		for _, in := range n.inputs {
 			f.node.Inputs = append(f.node.Inputs, in.fn.node)
+		}
+		if k := n.class.Annotates; k > 0 {
+			at := freeWords(&annUsed, k)
+			if at < 0 {
+				return nil, &lang.Error{Pos: n.pos, Src: expr, Msg: fmt.Sprintf(
+					"%s writes %d annotation word(s), but the %d words of a packet's annotation area are taken by other functions",
+					n.name(), k, buffers.AnnWords)}
+			}
+			f.node.Ctx.Ann = at
 		}
 		if len(n.reads) > 0 {
 			byLabel := map[string]*flowspaces.Node{}
@@ -236,6 +248,7 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 	}
 
 	rt.perClass = perClass
+	rt.annUsed = annUsed
 	for _, f := range added {
 		rt.byKey[f.key] = f
 		rt.funcs = append(rt.funcs, f)
@@ -396,6 +409,9 @@ func (rt *Runtime) Remove(req *Request) error {
 		}
 	}
 	for _, f := range gone {
+		for i := range f.node.Class.Annotates {
+			rt.annUsed[f.node.Ctx.Ann+i] = false
+		}
 		delete(rt.byKey, f.key)
 		rt.funcs = slices.DeleteFunc(rt.funcs, func(g *Function) bool { return g == f })
 		if f.live {
@@ -722,4 +738,22 @@ func (rt *Runtime) AttachSink(expr string) (*Request, error) {
 		return nil, err
 	}
 	return rt.overlay(expr, nil, b.bound, []*lnode{sink}, ends[0].fn.group)
+}
+
+// freeWords takes k consecutive free annotation words and returns the
+// first, or -1.
+func freeWords(used *[buffers.AnnWords]bool, k int) int {
+	for at := 0; at+k <= len(used); at++ {
+		ok := true
+		for i := at; i < at+k; i++ {
+			ok = ok && !used[i]
+		}
+		if ok {
+			for i := at; i < at+k; i++ {
+				used[i] = true
+			}
+			return at
+		}
+	}
+	return -1
 }

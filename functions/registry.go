@@ -64,6 +64,12 @@ type Class struct {
 	// and feeding it a producer's records fails at populate.
 	TakesRecords bool
 
+	// Annotates is how many words of each packet's annotation area
+	// (buffers.AnnWords) a function of the class writes: the flowgraph
+	// gives each such function its own (Context.Ann), so that forked
+	// branches never overwrite each other's.
+	Annotates int
+
 	// Reads, when set, names the labels of the functions whose state a
 	// function with these parameters reads (named state: "nbytes.min" in
 	// a predicate reads the function labelled nbytes). The flowgraph
@@ -162,6 +168,9 @@ type Context struct {
 	LinkType  LinkType // link type of the packets that reach the function
 	Snaplen   int      // most bytes a PBuf slot holds
 	Flowspace string   // where it runs
+	// Ann is the first of the annotation words the function writes (see
+	// Class.Annotates).
+	Ann int
 	// StateOf returns, from instantiation on, the function labelled label
 	// whose state this one reads (see Class.Reads), already instantiated.
 	StateOf func(label string) (Function, bool)
