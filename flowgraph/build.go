@@ -206,7 +206,7 @@ func (b *builder) resolveReads() error {
 				return b.errorf(n.argPos, "%s reads the state of %q, but no function of this request is labelled %q", n.name(), l, l)
 			case w == n:
 				return b.errorf(n.argPos, "%s reads its own state: a function reads the state of another", n.name())
-			case w.class.State == nil:
+			case w.class.State == nil && w.class.Annotates == 0:
 				return b.errorf(n.argPos, "%s reads the state of %s, which keeps none", n.name(), w.name())
 			}
 			if w.class.Annotates > 0 && !feeds(w, n) {
