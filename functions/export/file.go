@@ -37,7 +37,15 @@ const stdoutName = "standard output"
 // standard output. It returns the name messages use.
 func open(path string, o Options) (*os.File, string, error) {
 	if path != "-" {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if st, err := os.Stat(path); err == nil && st.Mode()&os.ModeNamedPipe != 0 {
+			// A pipe with a reader opens at once; one without waits for
+			// a reader, as in tcpdump.
+			if f, err := os.OpenFile(path, flags|syscall.O_NONBLOCK, 0); err == nil {
+				return f, path, nil
+			}
+		}
+		f, err := os.OpenFile(path, flags, 0o666)
 		if err != nil {
 			return nil, path, fmt.Errorf("cannot create %s: %w", path, functions.PathReason(err))
 		}
@@ -55,7 +63,9 @@ func open(path string, o Options) (*os.File, string, error) {
 		// A pipe opened anew has a file description of its own, which Go
 		// polls: a blocked write can be interrupted (Options.Context),
 		// and standard output's own description stays as it was.
-		if f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", out.Fd()), os.O_WRONLY, 0); err == nil {
+		// (Without blocking: a pipe whose reader has gone is ENXIO, and
+		// the duplicate below then meets EPIPE.)
+		if f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", out.Fd()), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 			return f, stdoutName, nil
 		}
 	}
@@ -132,6 +142,10 @@ func (e *file) header(h []byte) error {
 		return nil
 	}
 	e.stopped = true
+	if errors.Is(err, syscall.EPIPE) && e.onClosed != nil {
+		e.onClosed(e.name) // gone before the first packet
+		return nil
+	}
 	e.err = e.cutBack(e.wrap(err), k, 0)
 	return e.err
 }

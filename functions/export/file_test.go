@@ -280,6 +280,29 @@ func TestClosedReader(t *testing.T) {
 	}
 }
 
+// A pipe whose reader has gone before the header is written: the same.
+func TestClosedBeforeHeader(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	pr.Close()
+	calls := 0
+	e, err := CreateFieldWith("-", 1, 300, Options{Stdout: pw, Closed: func(string) { calls++ }})
+	if err != nil || calls != 1 {
+		t.Fatalf("Create: %v, %d calls", err, calls)
+	}
+	b := batchOf(3, 100)
+	e.Process(b)
+	if b.N != 0 || b.Dropped != 3 || e.Close() != nil || calls != 1 {
+		t.Errorf("%d passed, %d dropped, %d calls", b.N, b.Dropped, calls)
+	}
+	if _, err := CreateFieldWith("-", 1, 300, Options{Stdout: pw}); err == nil || err.Error() != "cannot write standard output: broken pipe" {
+		t.Errorf("without Closed: %v", err)
+	}
+}
+
 // A write blocked on a pipe that nobody empties returns once the context
 // is done (^C): the packets not written are dropped, and that is no error.
 func TestInterruptBlockedWrite(t *testing.T) {
