@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -189,8 +188,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	// a pipe nobody empties: see export.Options.
 	runCtx, endRun := context.WithCancel(ctx)
 	defer endRun()
-	var readerGone atomic.Bool
-	exp := export.Options{Context: ctx, Closed: func(string) { readerGone.Store(true); endRun() }}
+	exp := export.Options{Context: ctx, Closed: func(string) { endRun() }}
 	if f, ok := stdout.(*os.File); ok {
 		exp.Stdout = f
 	}
