@@ -17,14 +17,16 @@ import (
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/dev"
+	"github.com/ffpf-go/ffpf/functions/export"
 	"github.com/ffpf-go/ffpf/lang"
 )
 
 const runSynopsis = `[-r FILE | -i IFACE] [-c N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN] [--print]
          [--hierarchy FILE.yaml] [--flowgroup POLICY] [--json] [-e EXPR]... [EXPR]...
 
-Runs the flowgraph until the sources end, -c packets have been read, or
-SIGINT; then prints every function's counters and state. Several
+Runs the flowgraph until the sources end, -c packets have been read, the
+reader of -w's pipe goes away, or SIGINT; then prints every function's
+counters and state (on stderr when --print or -w - has stdout). Several
 expressions (-e, or several arguments) are several requests, overlaid:
 identical functions are shared. A chain that starts with a function that is
 not a source is fed by -r FILE or -i IFACE.`
@@ -147,7 +149,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	var o runOptions
 	o.register(fs)
 	count := fs.Int64("c", 0, "stop after `N` packets in total (0: no limit)")
-	out := fs.String("w", "", "write the packets that reach the end of the flowgraph to `OUT.pcap` (a name ending in .pcapng: pcapng, with nanosecond timestamps)")
+	out := fs.String("w", "", "write the packets that reach the end of the flowgraph to `OUT.pcap` (a name ending in .pcapng: pcapng, with nanosecond timestamps; - is standard output, and the counters then go to stderr; a pipe whose reader goes away ends the run, exit 0)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	snaplen := fs.Int("s", flowgraph.DefaultSnaplen, "keep at most `SNAPLEN` bytes of each packet (0: the default, as in tcpdump)")
 	printLines := fs.Bool("print", false, printHelp)
@@ -172,11 +174,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *printLines && *asJSON {
 		return usageErrorf("--print and --json exclude each other")
 	}
-	results := stdout
-	if *printLines {
-		results = stderr // the packets' lines have standard output
-	}
-
 	// ^C from here on stops the run cleanly (a graph with many eBPF
 	// functions takes a moment to set up).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -186,10 +183,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A pipe whose reader has gone (ffpf run -w - | head) ends the run
+	// as the end of the input would, and ^C interrupts a write blocked on
+	// a pipe nobody empties: see export.Options.
+	runCtx, endRun := context.WithCancel(ctx)
+	defer endRun()
+	exp := export.Options{Context: ctx, Closed: func(string) { endRun() }}
+	if f, ok := stdout.(*os.File); ok {
+		exp.Stdout = f
+	}
+	var printTo io.Writer
 	if *printLines {
-		if cfg.Registry, err = withPrint(stdout); err != nil {
-			return err
-		}
+		printTo = stdout
+	}
+	if cfg.Registry, err = cliRegistry(printTo, exp); err != nil {
+		return err
 	}
 	rt := flowgraph.New(cfg)
 	for _, e := range exprs {
@@ -207,10 +215,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	// The counters go to standard output, unless packets do: --print's
+	// lines, or a capture file written there (-w -, -w /dev/stdout).
+	results := stdout
+	if toStdout := exportsToStdout(rt, stdout); toStdout != "" {
+		if *printLines {
+			return usageErrorf("--print and %s both write to standard output", toStdout)
+		}
+		results = stderr
+	} else if *printLines {
+		results = stderr
+	}
 	if err := rt.Instantiate(); err != nil {
 		return err
 	}
-	if err := rt.Activate(ctx); err != nil {
+	if err := rt.Activate(runCtx); err != nil {
 		rt.Close()
 		return err
 	}
@@ -226,6 +245,47 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return errors.Join(runErr, closeErr)
+}
+
+// cliRegistry is the default registry with the classes bound to the
+// command's streams: export writing as exp says and, if printTo is set,
+// print writing its lines there.
+func cliRegistry(printTo io.Writer, exp export.Options) (*functions.Registry, error) {
+	reg := functions.NewRegistry()
+	for _, c := range functions.Default.All() {
+		if c.Name == "export" {
+			c = export.NewClass(exp)
+		}
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	if printTo == nil {
+		return reg, nil
+	}
+	return reg, reg.Register(printClass(printTo))
+}
+
+// exportsToStdout returns how the first export function of rt that
+// writes to standard output names it ("-w -", "-w /dev/stdout"), or "".
+func exportsToStdout(rt *flowgraph.Runtime, stdout io.Writer) string {
+	var out os.FileInfo
+	if f, ok := stdout.(*os.File); ok {
+		out, _ = f.Stat()
+	}
+	for _, f := range rt.Functions() {
+		path, _ := f.Params["file"].(string)
+		if f.Class != "export" || path == "" {
+			continue
+		}
+		if path == "-" {
+			return "-w -"
+		}
+		if st, err := os.Stat(path); err == nil && out != nil && os.SameFile(st, out) {
+			return "-w " + path
+		}
+	}
+	return ""
 }
 
 // result is the --json document (DESIGN.md §7).

@@ -48,7 +48,11 @@ type worker struct {
 	started          bool
 	cancel           context.CancelFunc
 	held             *sync.Mutex // the function lock held during Process, if any
-	err              error
+	// in is the route being processed, at its step at with atN packets:
+	// where a fault leaves a batch half carried.
+	in      *route
+	at, atN int
+	err     error
 }
 
 // stop ends a source that quit was set on: it finishes the batch at hand;
@@ -122,11 +126,19 @@ func (w *worker) run(ctx context.Context) {
 		if w.held != nil {
 			w.held.Unlock()
 		}
+		if w.in != nil {
+			w.in.dropFrom(w.at, w.atN) // so that in = out + filtered + dropped still holds
+		}
 		if w.node != nil {
-			w.err = fmt.Errorf("%s: packet memory became unreadable (%v): was the input changed while being read?", w.node.ID, r)
+			// The source names what vanished (a mapped file cut short).
+			if f, ok := w.src.(interface{ FaultError() error }); ok {
+				w.err = fmt.Errorf("%s: %w", w.node.ID, f.FaultError())
+			} else {
+				w.err = fmt.Errorf("%s: the memory of %s became unreadable while its packets were processed: was it changed while being read?", w.node.ID, w.src.Info().Name)
+			}
 			return
 		}
-		w.err = fmt.Errorf("bridge %s: packet memory became unreadable (%v): was the input changed while being read?", w.bridge.Name, r)
+		w.err = fmt.Errorf("bridge %s: packet memory became unreadable: was the input changed while being read?", w.bridge.Name)
 		// What comes up from now on is dropped (and counted), so that the
 		// flowspace beneath is not left blocked.
 		if w.cur != nil {
@@ -255,12 +267,47 @@ func (r *route) process(w *worker) {
 			continue
 		}
 		st.mu.Lock()
-		w.held = st.mu
+		w.held, w.in, w.at, w.atN = st.mu, r, i, n
 		st.node.Function.Process(out)
-		w.held = nil
+		w.held, w.in = nil, nil
 		st.mu.Unlock()
 		st.node.Counters.Add(n, out.N, out.Dropped)
 	}
+}
+
+// dropFrom accounts for a batch that step i, holding n packets, could not
+// finish (their memory vanished): step i and every later step the batch
+// reaches count what they held as dropped, and what would have gone up
+// is lost on the bridge.
+func (r *route) dropFrom(i, n int) {
+	r.steps[i].node.Counters.Add(n, 0, n)
+	r.steps[i].out.N = 0
+	for j := i + 1; j < len(r.steps); j++ {
+		st := &r.steps[j]
+		for k, v := range st.in {
+			st.ins[k] = r.vals[v]
+		}
+		st.out.Union(st.ins)
+		if m := st.out.N; m > 0 {
+			st.node.Counters.Add(m, 0, m)
+			st.out.N = 0
+		}
+	}
+	if len(r.exports) == 0 || r.up == nil {
+		return
+	}
+	var seen [buffers.MaxBatch]bool
+	lost := 0
+	for _, e := range r.exports {
+		b := r.vals[e.val]
+		for _, x := range b.E[:b.N] {
+			if k := x.Slot - b.Base; !seen[k] {
+				seen[k] = true
+				lost++
+			}
+		}
+	}
+	r.up.Lose(lost)
 }
 
 // export sends the outputs the parent asked for up the bridge. stored says
