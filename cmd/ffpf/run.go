@@ -21,7 +21,7 @@ import (
 	"github.com/ffpf-go/ffpf/lang"
 )
 
-const runSynopsis = `[-r FILE | -i IFACE] [-c N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN] [--print]
+const runSynopsis = `[-r FILE | -i IFACE [-Q in|out|inout]] [-c N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN] [--print]
          [--hierarchy FILE.yaml] [--flowgroup POLICY] [--json] [-e EXPR]... [EXPR]...
 
 Runs the flowgraph until the sources end, -c packets have been read, the
@@ -29,11 +29,20 @@ reader of -w's pipe goes away, or SIGINT; then prints every function's
 counters and state (on stderr when --print or -w - has stdout). Several
 expressions (-e, or several arguments) are several requests, overlaid:
 identical functions are shared. A chain that starts with a function that is
-not a source is fed by -r FILE or -i IFACE.`
+not a source is fed by -r FILE or -i IFACE.
+
+A live capture sees the packets the interface receives and those it sends
+(-Q chooses), at the lowest hook that has room: XDP for received packets
+and tc egress for sent ones, or tc (TCX) for both when another program
+holds the XDP hook (another ffpf run, or any other tool: XDP takes one
+program per interface, tc several), or libpcap in userspace. Several runs
+may capture on one interface at once; the end of the output says where
+each capture was attached.`
 
 // runOptions are the flags shared by run, check and place.
 type runOptions struct {
 	file, iface string
+	direction   string
 	exprs       multiFlag
 	hierarchy   string
 	flowgroup   string
@@ -42,6 +51,9 @@ type runOptions struct {
 func (o *runOptions) register(fs *flagSet) {
 	fs.StringVar(&o.file, "r", "", "read packets from `FILE` (pcap or pcapng; - is standard input) for chains without a source")
 	fs.StringVar(&o.iface, "i", "", "capture on `IFACE` for chains without a source")
+	dir := "with -i, capture the packets of `DIRECTION`: in (received), out (sent) or inout (both: the default, as tcpdump)"
+	fs.StringVar(&o.direction, "Q", "", dir)
+	fs.StringVar(&o.direction, "direction", "", dir+" (as -Q)")
 	fs.Var(&o.exprs, "e", "an expression `EXPR` (repeatable: each is one request)")
 	fs.StringVar(&o.hierarchy, "hierarchy", "", "place functions in the flowspace hierarchy described in `FILE.yaml` (default: the one found on this machine; see 'ffpf hierarchy')")
 	fs.StringVar(&o.flowgroup, "flowgroup", flowgraph.GroupUID, "share functions and packet buffers with requests of the same `POLICY`: uid, gid, pid or all")
@@ -133,13 +145,24 @@ func (o *runOptions) requests(pos []string) ([]string, string, error) {
 	if len(exprs) == 0 {
 		return nil, "", usageErrorf("no expression given")
 	}
+	switch o.direction {
+	case "", "in", "out", "inout":
+	default:
+		return nil, "", usageErrorf("-Q: direction %q is not in, out or inout", o.direction)
+	}
 	switch {
 	case o.file != "" && o.iface != "":
 		return nil, "", usageErrorf("-r and -i exclude each other")
 	case o.file != "":
 		return exprs, "(pcap,file=" + strconv.Quote(o.file) + ")", nil
 	case o.iface != "":
-		return exprs, "(dev,expr=" + strconv.Quote(o.iface) + ")", nil
+		src := "(dev,expr=" + strconv.Quote(o.iface)
+		if o.direction != "" {
+			src += ",direction=" + o.direction
+		}
+		return exprs, src + ")", nil
+	case o.direction != "":
+		return nil, "", usageErrorf("-Q (--direction) is the direction of the capture on -i IFACE")
 	}
 	return exprs, "", nil
 }

@@ -66,10 +66,11 @@ type Flowspace struct {
 	want     []*flowspaces.Node
 	up       *inproc.Bridge
 	sending  *inproc.Bridge         // up, while this flowspace sends through it
-	attached map[string]*attachment // by interface
-	modes    map[string]string      // how each interface was attached, kept after detach
+	attached map[string]*attachment // by hook (hookKey)
+	modes    map[string]string      // how each hook was attached, kept after detach
 	xsk      *afxdp.Set             // AF_XDP sockets, once a capture steals (XDP)
 	sockets  string                 // the AF_XDP sockets last used, for Attachments
+	taken    string                 // why a capture did not come here (hookFree), for Attachments
 	progName string                 // tests name their programs apart from a run's
 	verified map[string]error       // Host's verifier checks, by class and parameters
 	offered  []*flowspaces.Node     // nodes Host accepted, until the next Connect
@@ -174,6 +175,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		}
 		// The Go function gives the state's layout (its MBuf); it never
 		// sees a packet.
+		n.Ctx.Target = fs.target
 		gofn, err := n.Class.New(&n.Ctx)
 		if err != nil {
 			return err
@@ -255,17 +257,10 @@ func (fs *Flowspace) Connect() error {
 		}
 	}
 	for port, iface := range ifaces(keep) {
-		spec, err := fs.spec(keep, iface, port)
-		if err != nil {
+		if err := fs.load(keep, iface, port, progs); err != nil {
 			release()
 			return err
 		}
-		p, err := spec.load(fs.Name())
-		if err != nil {
-			release()
-			return err
-		}
-		progs[iface] = p
 	}
 	if fs.active {
 		if err := fs.openXSK(keep); err != nil {

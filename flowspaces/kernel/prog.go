@@ -43,6 +43,8 @@ type progNode struct {
 	node   *flowspaces.Node
 	fn     ebpfgen.Function // nil for a source
 	iface  string           // a source's interface
+	in     bool             // a source captures received packets
+	out    bool             // a source captures sent packets
 	inputs []int            // indices of its inputs among the program's nodes
 	slot   int              // first counter slot: in, out, then state
 }
@@ -51,6 +53,7 @@ type progNode struct {
 type progSpec struct {
 	kind     flowspaces.Kind
 	iface    string // the interface the program is attached to
+	egress   bool   // it runs at tc egress, on the packets iface sends (else at ingress: XDP or tc)
 	port     int    // its number among the flowspace's interfaces
 	nodes    []progNode
 	exports  []int // node indices whose outputs go up, bit i = exports[i]
@@ -139,7 +142,7 @@ func (p *progSpec) build() (asm.Instructions, error) {
 	for i, n := range p.nodes {
 		next := fmt.Sprintf("n%d_next", i)
 		if n.fn == nil {
-			if n.iface != p.iface {
+			if n.iface != p.iface || (p.egress && !n.out) || (!p.egress && !n.in) {
 				in = append(in, asm.StoreImm(asm.RFP, flag(i), 0, asm.Word))
 				continue
 			}
@@ -157,7 +160,7 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		in = append(in, asm.StoreImm(asm.RFP, flag(i), 0, asm.Word), asm.JEq.Imm(asm.R1, 0, next))
 		in = append(in, add(n.slot, asm.R1)...) // in += 1 (r1 is 1: flags are 0 or 1)
 		state := p.addState(fmt.Sprintf("n%d_state", i))
-		e := &ebpfgen.Emitter{Prefix: fmt.Sprintf("n%d", i), Pass: pass, Drop: drop,
+		e := &ebpfgen.Emitter{Prefix: fmt.Sprintf("n%d", i), Pass: pass, Drop: drop, Outgoing: p.egress,
 			StackOffset: -int(flag(len(p.nodes) - 1)), // the flags end here
 			AddState:    func(k int, r asm.Register) asm.Instructions { return state(n.slot+2+k, r) }}
 		if err := n.fn.Emit(e); err != nil {
@@ -406,14 +409,22 @@ func ifaces(nodes []*node) []string {
 	return out
 }
 
-// spec describes the program for iface.
-func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, error) {
-	p := &progSpec{kind: fs.opts.Kind, iface: iface, port: port, counters: fs.counters, ring: fs.ring,
+// spec describes the program for iface: at its ingress hook (XDP, or tc
+// in the kernel flowspace), or with egress at its tc egress hook, where
+// an XDP flowspace too sees the packets the interface sends.
+func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*progSpec, error) {
+	p := &progSpec{kind: fs.opts.Kind, iface: iface, egress: egress, port: port, counters: fs.counters, ring: fs.ring,
 		snap: ringbuf.Snap, progName: fs.progName}
+	if egress {
+		p.kind = flowspaces.KindKernel
+	}
 	idx := map[*flowspaces.Node]int{}
 	for i, k := range nodes {
 		idx[k.Node] = i
 		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot}
+		if k.iface != "" {
+			pn.in, pn.out = directions(k.Node)
+		}
 		for _, in := range k.Inputs {
 			j, ok := idx[in]
 			if !ok {
@@ -434,10 +445,11 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, err
 	if len(p.exports) > 64 {
 		return nil, fmt.Errorf("%s: more than 64 functions send packets up", fs.Name())
 	}
-	if steals(nodes) && fs.opts.Kind == flowspaces.KindXDP {
+	if steals(nodes) && p.kind == flowspaces.KindXDP {
 		p.xsk = fs.xsks
 	}
 	p.verdicts(nodes)
+	p.drop = p.drop && !egress // drop=true keeps received packets from the stack, never sent ones
 	return p, nil
 }
 

@@ -47,6 +47,9 @@ type Emitter struct {
 	// AddState returns code that adds register r to the function's state
 	// slot i (it may clobber R0 to R5, r included).
 	AddState func(i int, r asm.Register) asm.Instructions
+	// Outgoing is set in a program at an egress hook: its packets are
+	// sent ones (libpcap's outbound), where others' are received.
+	Outgoing bool
 
 	Insns asm.Instructions
 }
