@@ -256,6 +256,14 @@ func (fs *Flowspace) Connect() error {
 		w.route.Store(newRoute(n, []*flowspaces.Node{n}))
 		started = append(started, w)
 	}
+	// Capture files that meet are read in time order by one worker.
+	if fs.Parent() == nil {
+		for _, grp := range groupFiles(started, order, &reach) {
+			g := newMerger(fs, grp)
+			fs.mergers = append(fs.mergers, g)
+			started = append(started, g)
+		}
+	}
 	// Streams from beneath, grouped by the bridge they arrive through.
 	streams := map[*flowspaces.Node][]*flowspaces.Node{}
 	var streamOrder []*flowspaces.Node

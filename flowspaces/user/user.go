@@ -86,8 +86,9 @@ type Flowspace struct {
 	pools   map[*flowspaces.Node]*inproc.Pool // per stream, for copies up
 	gen     uint64
 
-	prods  map[*flowspaces.Node]*producer // the producers here, by node
-	ending ending
+	prods   map[*flowspaces.Node]*producer // the producers here, by node
+	mergers []*worker                      // each reads capture files that meet, in time order
+	ending  ending
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -252,6 +253,9 @@ func (fs *Flowspace) Activate(ctx context.Context) error {
 	}
 	fs.ctx, fs.cancel = context.WithCancel(ctx)
 	for _, w := range fs.srcs {
+		fs.start(w)
+	}
+	for _, w := range fs.mergers {
 		fs.start(w)
 	}
 	for _, w := range fs.readers {

@@ -34,6 +34,11 @@ type worker struct {
 	clock   int64  // the stream's packet clock
 	live    bool   // a live source: its clock follows wall time while idle
 
+	// A merge of capture files (see merge.go): members is set on the
+	// worker that reads them, group on each of them.
+	members []*worker
+	group   *worker
+
 	// A bridge reader.
 	bridge *inproc.Bridge
 	routes atomic.Pointer[routeSet]
@@ -149,6 +154,10 @@ func (w *worker) run(ctx context.Context) {
 	}()
 	if w.bridge != nil {
 		w.read(ctx)
+		return
+	}
+	if w.members != nil {
+		w.merge(ctx)
 		return
 	}
 	w.fill(ctx)
