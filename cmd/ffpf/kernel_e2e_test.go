@@ -525,6 +525,9 @@ func TestStealThroughAFXDP(t *testing.T) {
 		if (strategy == "copy-once" && copied != want) || (strategy == "zero-copy" && copied != 0) {
 			t.Errorf("%s: %d of %d packets copied", strategy, copied, want)
 		}
+		if used := xd.Bridges[0].(map[string]any)["strategy"]; used != strategy {
+			t.Errorf("%s: the bridge says it was %v", strategy, used)
+		}
 		waitPrograms(t, 0)
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/ffpf-go/ffpf/bridges/afxdp"
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
 	"github.com/ffpf-go/ffpf/functions"
@@ -26,7 +28,15 @@ const runSynopsis = `[-r FILE | -i IFACE [-Q in|out|inout]] [-c N] [-w OUT.pcap 
 
 Runs the flowgraph until the sources end, -c packets have been read, the
 reader of -w's pipe goes away, or SIGINT; then prints every function's
-counters and state (on stderr when --print or -w - has stdout). Several
+counters and state (on stderr when --print or -w - has stdout). -c counts the
+packets the sources capture (the first line of the result), in every
+flowspace: an XDP or tc hook counts exactly N and lets later packets on
+uncounted. Unlike tcpdump's, whose filter is part of its capture, a bpf
+function is part of the graph: its OUT says how many of the N it kept.
+Each packet keeps what the snap length allows, in every placement, except
+with (dev,IFACE,steal=true): an AF_XDP frame holds at most 1792 bytes, and
+a longer packet goes on to the kernel stack, counted as the bridge's
+dropped (the run says so when it starts). Several
 expressions (-e, or several arguments) are several requests, overlaid:
 identical functions are shared. A chain that starts with a function that is
 not a source is fed by -r FILE or -i IFACE.
@@ -171,7 +181,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", runSynopsis, stderr)
 	var o runOptions
 	o.register(fs)
-	count := fs.Int64("c", 0, "stop after `N` packets in total (0: no limit)")
+	count := fs.Int64("c", 0, "stop after the sources captured `N` packets in all, exactly, in every flowspace (0: no limit)")
 	out := fs.String("w", "", "write the packets that reach the end of the flowgraph to `OUT.pcap` (a name ending in .pcapng: pcapng, with nanosecond timestamps; - is standard output, and the counters then go to stderr; a pipe whose reader goes away ends the run, exit 0)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	snaplen := fs.Int("s", flowgraph.DefaultSnaplen, "keep at most `SNAPLEN` bytes of each packet (0: the default, as in tcpdump)")
@@ -252,6 +262,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := rt.Instantiate(); err != nil {
 		return err
 	}
+	noteLimits(rt, stderr)
 	if err := rt.Activate(runCtx); err != nil {
 		rt.Close()
 		return err
@@ -309,6 +320,17 @@ func exportsToStdout(rt *flowgraph.Runtime, stdout io.Writer) string {
 		}
 	}
 	return ""
+}
+
+// noteLimits says, before the run starts, where a placement keeps less of
+// a packet than the snap length allows.
+func noteLimits(rt *flowgraph.Runtime, w io.Writer) {
+	for _, f := range rt.Functions() {
+		if f.Class == "dev" && f.Params["steal"] == true && strings.HasPrefix(f.Flowspace, "xdp:") {
+			fmt.Fprintf(w, "ffpf: %s: steal=true: packets longer than %d bytes do not fit an AF_XDP frame; they go on to the kernel stack and count as the bridge's dropped\n",
+				f.ID, afxdp.MaxFrame)
+		}
+	}
 }
 
 // result is the --json document (DESIGN.md §7).

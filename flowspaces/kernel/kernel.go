@@ -36,7 +36,6 @@ import (
 
 	"github.com/ffpf-go/ffpf/bridges/afxdp"
 	"github.com/ffpf-go/ffpf/bridges/inproc"
-	"github.com/ffpf-go/ffpf/bridges/ringbuf"
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
@@ -79,6 +78,10 @@ type Flowspace struct {
 	reader   reader                 // of the ring buffer or the AF_XDP sockets
 	active   bool
 	stopSync chan struct{}
+	budget   *flowspaces.Budget // the run's packet limit (-c), nil for none
+	budgetM  *ebpf.Map          // where the programs take packets from it
+	ifindex  map[string]int     // the attached interfaces' indexes, to tell one deleted (gone.go)
+	err      error              // why the capture ended by itself (an interface disappeared)
 	synced   sync.WaitGroup
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -166,7 +169,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		k.mbuf = buffers.NewMBuf(16, buffers.Native,
 			buffers.Field{Name: "stolen", Type: buffers.U64, Offset: 0},
 			buffers.Field{Name: "discarded", Type: buffers.U64, Offset: 8})
-		n.Source = hookSource{fs.Name(), k.iface, k.mbuf}
+		n.Source = hookSource{fs.Name(), k.iface, k.mbuf, captureSnap(n)}
 		k.need = 2 + hookStateSlots
 	} else {
 		fn, err := n.Class.EBPF(fs.target, &n.Ctx)
@@ -330,7 +333,9 @@ func (fs *Flowspace) Wait() error {
 		return nil
 	}
 	<-ctx.Done()
-	return nil
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.err
 }
 
 // Stop implements flowspaces.Flowspace: it detaches the programs (so that
@@ -412,6 +417,7 @@ func (fs *Flowspace) Close() error {
 type hookSource struct {
 	fs, iface string
 	mbuf      *buffers.MBuf
+	snap      int // what it keeps of a packet (captureSnap)
 }
 
 // hookStateSlots are a hook's counter slots beyond in and out: packets of
@@ -429,7 +435,7 @@ const (
 func (h hookSource) MBuf() *buffers.MBuf { return h.mbuf }
 
 func (h hookSource) Info() functions.SourceInfo {
-	return functions.SourceInfo{Name: h.iface + " (" + h.fs + ")", LinkType: functions.LinkEthernet, MaxCapLen: ringbuf.Snap}
+	return functions.SourceInfo{Name: h.iface + " (" + h.fs + ")", LinkType: functions.LinkEthernet, MaxCapLen: h.snap}
 }
 func (h hookSource) Fill(*buffers.Batch) error { return errors.New("an eBPF hook is not read") }
 func (h hookSource) Close() error              { return nil }

@@ -61,6 +61,7 @@ type progSpec struct {
 	counters *ebpf.Map
 	ring     *ebpf.Map // nil without exports
 	xsk      *ebpf.Map // set when exported packets leave through AF_XDP (XDP only)
+	budget   *ebpf.Map // the run's packet limit (-c), when it has one
 	progName string    // the kernel's name for the program: "ffpf" when empty
 
 	hooks []hookSlots // the sources on iface: their state counts verdicts and losses
@@ -106,6 +107,9 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		return nil, fmt.Errorf("more than %d functions in one eBPF program", maxNodes)
 	}
 	in := asm.Instructions{asm.Mov.Reg(ebpfgen.Ctx, asm.R1)}
+	if p.budget != nil {
+		in = append(in, p.take("unbudgeted")...)
+	}
 	if p.kind == flowspaces.KindXDP {
 		in = append(in,
 			asm.LoadMem(ebpfgen.PacketStart, ebpfgen.Ctx, 0, asm.Word), // xdp_md.data
@@ -193,7 +197,16 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		)
 	}
 	verdict[0] = verdict[0].WithSymbol("verdict")
-	return append(in, verdict...), nil
+	in = append(in, verdict...)
+	if p.budget != nil {
+		// Over the limit: the packet goes on as if nothing were attached.
+		code := int32(xdpPass)
+		if p.kind != flowspaces.KindXDP {
+			code = -1 // TCX_NEXT
+		}
+		in = append(in, asm.Mov.Imm(asm.R0, code).WithSymbol("unbudgeted"), asm.Return())
+	}
+	return in, nil
 }
 
 // Verdicts (XDP's; tc's drop is TC_ACT_SHOT, also 2).
@@ -280,8 +293,10 @@ func (p *progSpec) export() asm.Instructions {
 }
 
 // recordTiers are the smaller record sizes (bytes of packet) the ring
-// buffer is asked for; the largest is the snap length.
-var recordTiers = []int{128, 512}
+// buffer is asked for; the largest is the snap length. A packet takes the
+// smallest that holds it: at most four times its size, or a 4 KB record
+// for a full 1,514-byte frame.
+var recordTiers = []int{128, 512, 1536, 4096, 16384, 65536}
 
 // record copies up to size bytes of the packet into a ring buffer record
 // of that size and submits it, then goes to the verdict.
@@ -330,10 +345,17 @@ func (p *progSpec) record(k, size int) asm.Instructions {
 
 // redirect sends the packet up through the AF_XDP socket of its receive
 // queue, with the export mask in front of it (XDP metadata); without a
-// socket on that queue it goes on to the stack.
+// socket on that queue, or when it is longer than a socket's frame
+// (afxdp.MaxFrame: then it counts as lost on the way up), it goes on to
+// the stack.
 func (p *progSpec) redirect() asm.Instructions {
-	in := asm.Instructions{
-		asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
+	// A frame longer than a socket's frame cannot go up: it stays in the
+	// kernel, lost to the bridge.
+	in := asm.Instructions{asm.JLE.Imm(ebpfgen.WireLen, afxdp.MaxFrame, "fits")}
+	in = append(in, p.perHook("toolong", slotLost)...)
+	in = append(in, asm.Ja.Label(p.keepLabel()))
+	in = append(in,
+		asm.Mov.Reg(asm.R1, ebpfgen.Ctx).WithSymbol("fits"),
 		asm.Mov.Imm(asm.R2, -afxdp.MetaLen),
 		asm.FnXdpAdjustMeta.Call(),
 		asm.JNE.Imm(asm.R0, 0, "verdict"),
@@ -349,7 +371,7 @@ func (p *progSpec) redirect() asm.Instructions {
 		asm.Mov.Imm(asm.R3, xdpPass),                   // when no socket is bound to the queue
 		asm.FnRedirectMap.Call(),
 		asm.JNE.Imm(asm.R0, xdpRedirect, p.keepLabel()),
-	}
+	)
 	in = append(in, p.perHook("stolen", slotStolen)...)
 	return append(in, asm.Mov.Imm(asm.R0, xdpRedirect), asm.Return())
 }
@@ -397,6 +419,19 @@ func (p *progSpec) load(name string) (*ebpf.Program, error) {
 	return prog, nil
 }
 
+// captureSnap is the most bytes of a packet capture n keeps: its snap
+// length, bounded by the run's (-s) and by what the ring buffer carries.
+func captureSnap(n *flowspaces.Node) int {
+	snap := ringbuf.Snap
+	if sl := int(n.Ctx.Params.Int("snaplen")); sl > 0 {
+		snap = min(snap, sl)
+	}
+	if n.Ctx.Snaplen > 0 {
+		snap = min(snap, n.Ctx.Snaplen)
+	}
+	return snap
+}
+
 // ifaces returns the interfaces the sources here capture, sorted.
 func ifaces(nodes []*node) []string {
 	var out []string
@@ -414,11 +449,12 @@ func ifaces(nodes []*node) []string {
 // an XDP flowspace too sees the packets the interface sends.
 func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*progSpec, error) {
 	p := &progSpec{kind: fs.opts.Kind, iface: iface, egress: egress, port: port, counters: fs.counters, ring: fs.ring,
-		snap: ringbuf.Snap, progName: fs.progName}
+		progName: fs.progName, budget: fs.budgetM}
 	if egress {
 		p.kind = flowspaces.KindKernel
 	}
 	idx := map[*flowspaces.Node]int{}
+	snap := 0 // the longest snap length of the captures on iface
 	for i, k := range nodes {
 		idx[k.Node] = i
 		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot}
@@ -432,8 +468,8 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*
 			}
 			pn.inputs = append(pn.inputs, j)
 		}
-		if k.iface != "" && k.Ctx.Params.Int("snaplen") > 0 {
-			p.snap = min(p.snap, int(k.Ctx.Params.Int("snaplen")))
+		if k.iface == iface {
+			snap = max(snap, captureSnap(k.Node))
 		}
 		p.nodes = append(p.nodes, pn)
 	}
@@ -442,6 +478,7 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*
 			p.exports = append(p.exports, i)
 		}
 	}
+	p.snap = max(snap, 1)
 	if len(p.exports) > 64 {
 		return nil, fmt.Errorf("%s: more than 64 functions send packets up", fs.Name())
 	}

@@ -213,9 +213,10 @@ func (fs *Flowspace) Connect() error {
 			r.vals[len(inputs)+j] = r.steps[j].out
 		}
 		r.stored = fs.Stores() && len(r.steps) > 0
-		if len(r.exports) > 0 && r.parentStores {
+		if len(r.exports) > 0 && (r.parentStores || !r.zeroCopy) {
 			// Copies of this stream go into a PBuf of the parent's, sized
-			// for its packets.
+			// for its packets (or of the bridge's, for a parent that keeps
+			// none: a copy-once barrier copies all the same).
 			if fs.pools[stream] == nil {
 				fs.pools[stream] = inproc.NewPool(stream.Ctx.Snaplen)
 			}

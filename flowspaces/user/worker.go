@@ -322,8 +322,10 @@ func (r *route) dropFrom(i, n int) {
 // export sends the outputs the parent asked for up the bridge. stored says
 // whether the packets are in a PBuf the parent may refer to. Across a
 // zero-copy barrier the parent refers to such packets in place; otherwise a
-// parent that keeps PBufs gets a copy in its own (one per stream), and one
-// that processes in place gets them handed up as they are, not stored.
+// parent that keeps PBufs gets a copy in its own (one per stream); one
+// that processes in place gets a copy across a copy-once barrier (in the
+// bridge's memory, not stored), and across a zero-copy one the packets as
+// they are, not stored.
 func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, stored bool) {
 	if len(r.exports) == 0 {
 		return
@@ -358,12 +360,14 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 	case stored && r.zeroCopy:
 		reg.Hold()
 		m.Stored = true
-	case r.parentStores:
+	case r.parentStores || !r.zeroCopy:
 		if r.up.CopyUp(ctx, m, r.pool) != nil {
 			r.up.Recycle(m)
 			r.up.Lose(n)
 			return
 		}
+		// A parent that keeps no PBuf works on the copy where it is.
+		m.Stored = r.parentStores
 	default:
 		reg.Hold()
 		m.Stored = false

@@ -32,7 +32,7 @@ func init() {
 			{Name: "buffer", Type: functions.Size, Default: "8MB", Unit: "bytes",
 				Summary: "kernel capture buffer: packets arriving while it is full are dropped", Check: bufRange},
 			{Name: "steal", Type: functions.Bool, Default: "false",
-				Summary: "in XDP: the packets a userspace function needs go up through an AF_XDP socket and leave the kernel stack (default: a copy goes up through a ring buffer and the packet goes on)"},
+				Summary: "in XDP: the packets a userspace function needs go up through an AF_XDP socket and leave the kernel stack (default: a copy goes up through a ring buffer and the packet goes on); packets longer than 1792 bytes do not fit a socket's frame: they go on to the stack, counted as the bridge's dropped"},
 			{Name: "drop", Type: functions.Bool, Default: "false",
 				Summary: "in XDP or tc: the incoming packets the graph filters out are dropped at the hook instead of going on to the kernel stack"},
 			{Name: "direction", Type: functions.String, Check: directionName,
