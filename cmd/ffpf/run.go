@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -24,7 +20,10 @@ const runSynopsis = `[-r FILE | -i IFACE] [-c N] [-w OUT.pcap | -w OUT.pcapng] [
          [--hierarchy FILE.yaml] [--flowgroup POLICY] [--json] [-e EXPR]... [EXPR]...
 
 Runs the flowgraph until the sources end, -c packets have been read, or
-SIGINT; then prints every function's counters and state. Several
+SIGINT (SIGTERM); then prints every function's counters and state. A
+signal during set-up (compiling filters, opening a FIFO without a writer,
+loading programs) ends ffpf at once as killed by it, leaving nothing
+behind. Several
 expressions (-e, or several arguments) are several requests, overlaid:
 identical functions are shared. A chain that starts with a function that is
 not a source is fed by -r FILE or -i IFACE.`
@@ -177,11 +176,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		results = stderr // the packets' lines have standard output
 	}
 
-	// ^C from here on stops the run cleanly (a graph with many eBPF
-	// functions takes a moment to set up).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	context.AfterFunc(ctx, stop) // the first ^C stops the run; a second one kills ffpf
+	// ^C or SIGTERM from here on ends set-up at once, or stops the run
+	// (see interrupts).
+	intr := catchInterrupts()
+	defer intr.stop()
 	cfg, group, err := o.configFor(flowgraph.Config{Limit: *count, Snaplen: *snaplen}, exprs, src)
 	if err != nil {
 		return err
@@ -210,7 +208,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := rt.Instantiate(); err != nil {
 		return err
 	}
-	if err := rt.Activate(ctx); err != nil {
+	intr.started()
+	if err := rt.Activate(intr.ctx); err != nil {
 		rt.Close()
 		return err
 	}

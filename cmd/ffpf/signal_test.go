@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests interrupt set-up, which the process cannot always notice
+// (open(2) of a FIFO without a writer, libpcap compiling in cgo): a signal
+// then ends ffpf as killed by it, as tcpdump is, and promptly.
+
+// startRun starts ffpf with args; it is killed when the test ends.
+func startRun(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(ffpfBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, &out, &errb
+}
+
+// killedBy waits for cmd to end after sig (a minute at most, however
+// loaded the machine: set-up left alone takes far longer, or forever) and
+// checks that it ended as killed by sig.
+func killedBy(t *testing.T, cmd *exec.Cmd, sig syscall.Signal, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%v after %v: exit %v, want killed by the signal\nstdout: %s\nstderr: %s", cmd.Args[1:3], sig, err, stdout, stderr)
+		}
+		ws := ee.Sys().(syscall.WaitStatus)
+		if !ws.Signaled() || ws.Signal() != sig {
+			t.Fatalf("%v after %v: %v, want killed by the signal\nstdout: %s\nstderr: %s", cmd.Args[1:3], sig, ee, stdout, stderr)
+		}
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("%v still runs a minute after %v", cmd.Args[1:3], sig)
+	}
+	if stdout.Len() > 0 || strings.Contains(stderr.String(), "goroutine ") {
+		t.Errorf("an interrupted set-up printed\nstdout: %s\nstderr: %s", stdout, stderr)
+	}
+}
+
+// inOpenOfFIFO reports whether a thread of process pid waits in open(2)
+// for a FIFO's writer.
+func inOpenOfFIFO(pid int) bool {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, task := range tasks {
+		if w, _ := os.ReadFile(task + "/wchan"); string(w) == "wait_for_partner" {
+			return true
+		}
+		// Where wchan is hidden: the thread is in openat (amd64's 257).
+		if s, _ := os.ReadFile(task + "/syscall"); runtime.GOARCH == "amd64" && strings.HasPrefix(string(s), "257 ") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSignalWhileOpeningFIFO: a FIFO without a writer blocks open(2) for
+// ever; SIGTERM (timeout's) or ^C must end ffpf nonetheless, the first
+// time.
+func TestSignalWhileOpeningFIFO(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			fifo := filepath.Join(t.TempDir(), "fifo")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd, out, errb := startRun(t, "run", "-r", fifo, "(pktcount)")
+			waitProc(t, cmd, "ffpf waits in open(2) of the FIFO", inOpenOfFIFO)
+			cmd.Process.Signal(sig)
+			killedBy(t, cmd, sig, out, errb)
+		})
+	}
+}
+
+// TestSIGINTWhileCompiling: libpcap takes minutes to compile a filter of
+// 2,000 "or port N" terms, in a cgo call that cannot be interrupted; ^C
+// during it must end ffpf at once.
+func TestSIGINTWhileCompiling(t *testing.T) {
+	a, _ := traces(t)
+	var f strings.Builder
+	f.WriteString("port 1")
+	for i := 2; i <= 2000; i++ {
+		fmt.Fprintf(&f, " or port %d", i)
+	}
+	cmd, out, errb := startRun(t, "run", "-r", a, fmt.Sprintf("(bpf,%q) > (pktcount)", f.String()))
+	// One second of CPU: far more than ffpf takes to start, far less than
+	// libpcap takes to compile the filter.
+	waitProc(t, cmd, "ffpf has compiled for 1 s of CPU", func(pid int) bool {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return err == nil && cpuTicks(st) >= 100
+	})
+	cmd.Process.Signal(os.Interrupt)
+	killedBy(t, cmd, syscall.SIGINT, out, errb)
+}
