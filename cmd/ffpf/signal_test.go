@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/ffpf-go/ffpf/internal/netnstest"
 )
 
 // These tests interrupt set-up, which the process cannot always notice
@@ -115,4 +120,106 @@ func TestSIGINTWhileCompiling(t *testing.T) {
 	})
 	cmd.Process.Signal(os.Interrupt)
 	killedBy(t, cmd, syscall.SIGINT, out, errb)
+}
+
+// TestSIGINTAtAnyPointOfALiveRun sends ^C to `ffpf run -i` on a veth
+// that traffic floods, at many points of its set-up (probing, placing,
+// loading, attaching XDP, opening the ring buffer's reader) and of its run.
+// Each time ffpf must end promptly: killed by the signal during set-up,
+// with exit 0 and its final state once running; and the interface must be
+// left with no program, link or clsact qdisc.
+func TestSIGINTAtAnyPointOfALiveRun(t *testing.T) {
+	nsA, nsB, ifA, ifB := netnsPair(t)
+	// Children get SIGINT's default even where this test was started with
+	// it ignored (as a background job of a script is): a handler, unlike
+	// SIG_IGN, does not survive exec.
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, os.Interrupt)
+	defer signal.Stop(sigc)
+
+	// A flood (XDP transmission, millions of frames a second; GRO on the
+	// receiving veth lets them in while no program is attached), so that
+	// the ring buffer has filled the bridge's messages within a moment of
+	// the program's attachment.
+	enableGRO(t, nsB, ifB)
+	gen := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--tx", "xdp", "--packets", "1000000000000")
+	if err := gen.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		gen.Process.Kill()
+		gen.Wait()
+	})
+	out := filepath.Join(t.TempDir(), "o.pcap")
+	settingUp, running := 0, 0
+	for i := range 32 {
+		cmd := exec.Command("ip", "netns", "exec", nsB, ffpfBin, "run", "-i", ifB, "-w", out, `(bpf,"tcp or udp")`)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// From the start to a while into the run, 15 ms apart; the last
+		// points once the program is attached.
+		if i < 28 {
+			time.Sleep(time.Duration(i) * 15 * time.Millisecond)
+		} else {
+			waitPrograms(t, 1)
+			time.Sleep(time.Duration(i-28) * 50 * time.Millisecond)
+		}
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(time.Minute):
+			cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, for the message
+			<-done
+			t.Fatalf("point %d: ffpf still runs a minute after SIGINT:\n%s", i, stderr.String())
+		}
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			running++
+			if !strings.Contains(stdout.String(), "packets in") {
+				t.Errorf("point %d: exit 0 without the final state:\n%s\n%s", i, stdout.String(), stderr.String())
+			}
+		case errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGINT:
+			settingUp++
+		default:
+			t.Fatalf("point %d: %v after SIGINT, want killed by it (set-up) or exit 0 (run):\n%s\n%s", i, err, stdout.String(), stderr.String())
+		}
+		waitPrograms(t, 0)
+		if q := clsactQdiscs(t); q != 0 {
+			t.Fatalf("point %d: %d clsact qdiscs left on %s", i, q, ifB)
+		}
+	}
+	t.Logf("%d runs interrupted during set-up, %d while running", settingUp, running)
+	if running == 0 {
+		t.Error("no run was interrupted while running")
+	}
+}
+
+// clsactQdiscs counts the clsact qdiscs on the test's interface.
+func clsactQdiscs(t *testing.T) int {
+	t.Helper()
+	ns, ifname := testIface(t)
+	n := 0
+	netnstest.In(t, ns, func() {
+		l, err := netlink.LinkByName(ifname)
+		if err != nil {
+			t.Fatalf("%s in %s: %v", ifname, ns, err)
+		}
+		qs, err := netlink.QdiscList(l)
+		if err != nil {
+			t.Fatalf("qdiscs of %s: %v", ifname, err)
+		}
+		for _, q := range qs {
+			if q.Type() == "clsact" {
+				n++
+			}
+		}
+	})
+	return n
 }
