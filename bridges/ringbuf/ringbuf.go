@@ -97,7 +97,11 @@ func Start(ring *ebpf.Map, ports [][]*inproc.Stream) (*Reader, error) {
 	return r, nil
 }
 
-// Stop sends up what the ring buffer holds, then stops reading.
+// Stop sends up what the ring buffer holds, then stops reading. It waits
+// for the flowspace above to take those messages, so that flowspace must
+// read its bridge until it is closed, even when the run was cancelled
+// before it started: flowgraph.Runtime.Activate makes sure it does, by
+// cancelling the run only once every flowspace is active.
 func (r *Reader) Stop() {
 	r.rd.Flush()
 	r.wg.Wait()

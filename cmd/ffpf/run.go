@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -27,8 +25,11 @@ const runSynopsis = `[-r FILE | -i IFACE [-Q in|out|inout]] [-c N] [-w OUT.pcap 
          [--hierarchy FILE.yaml] [--flowgroup POLICY] [--json] [-e EXPR]... [EXPR]...
 
 Runs the flowgraph until the sources end, -c packets have been read, the
-reader of -w's pipe goes away, or SIGINT; then prints every function's
-counters and state (on stderr when --print or -w - has stdout). -c counts the
+reader of -w's pipe goes away, or SIGINT (SIGTERM); then prints every
+function's counters and state (on stderr when --print or -w - has stdout).
+A signal during set-up (compiling filters, opening a FIFO without a writer,
+loading programs) ends ffpf at once as killed by it, leaving nothing
+behind. -c counts the
 packets the sources capture (the first line of the result), in every
 flowspace: an XDP or tc hook counts exactly N and lets later packets on
 uncounted. Unlike tcpdump's, whose filter is part of its capture, a bpf
@@ -207,11 +208,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *printLines && *asJSON {
 		return usageErrorf("--print and --json exclude each other")
 	}
-	// ^C from here on stops the run cleanly (a graph with many eBPF
-	// functions takes a moment to set up).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	context.AfterFunc(ctx, stop) // the first ^C stops the run; a second one kills ffpf
+	// ^C or SIGTERM from here on ends set-up at once, or stops the run
+	// (see interrupts).
+	intr := catchInterrupts()
+	defer intr.stop()
+	ctx := intr.ctx
 	cfg, group, err := o.configFor(flowgraph.Config{Limit: *count, Snaplen: *snaplen}, exprs, src)
 	if err != nil {
 		return err
@@ -263,6 +264,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	noteLimits(rt, stderr)
+	intr.started()
 	if err := rt.Activate(runCtx); err != nil {
 		rt.Close()
 		return err
