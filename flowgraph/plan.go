@@ -109,7 +109,11 @@ type planner struct {
 func (pl *planner) loc(s *flowspaces.Node, fs flowspaces.Flowspace) string {
 	if fs == s.Flowspace {
 		if fs.Stores() && pl.usedIn(s, fs) {
-			return pl.pbuf("pbuf:"+s.ID+"@"+fs.Name(), fs, "packets of "+s.ID)
+			what := "packets of "
+			if s.Producer() {
+				what = "records of "
+			}
+			return pl.pbuf("pbuf:"+s.ID+"@"+fs.Name(), fs, what+s.ID)
 		}
 		return InPlace
 	}
