@@ -9,5 +9,6 @@ import (
 	_ "github.com/ffpf-go/ffpf/functions/dev"      // dev: live interface
 	_ "github.com/ffpf-go/ffpf/functions/export"   // export: write pcap
 	_ "github.com/ffpf-go/ffpf/functions/gen"      // gen: synthetic traffic
+	_ "github.com/ffpf-go/ffpf/functions/match"    // match: predicates over fields, annotations, named state
 	_ "github.com/ffpf-go/ffpf/functions/pcap"     // pcap: capture files
 )
