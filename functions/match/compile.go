@@ -42,6 +42,22 @@ func (v val) asFloat() floatFn {
 	}
 }
 
+// asInt gives a number as an integer: a float (named state) is one when
+// it is whole, and missing otherwise.
+func (v val) asInt() val {
+	if v.k == kInt {
+		return v
+	}
+	f := v.f
+	return val{k: kInt, i: func(e *env) (int64, bool) {
+		x, ok := f(e)
+		if !ok || x != math.Trunc(x) || math.Abs(x) >= 1<<63 {
+			return 0, false
+		}
+		return int64(x), true
+	}}
+}
+
 // stateFn resolves LABEL.NAME to a closure: an intFn or a floatFn.
 type stateFn func(label, name string) (any, error)
 
@@ -155,9 +171,12 @@ func arith(n *node, l, r val) (val, error) {
 		return val{}, errAt(n.pos, "%s applies to numbers, not %s", n.op, kindName[min(l.k, r.k)])
 	}
 	if n.op == "%" || n.op == "&" {
-		if l.k != kInt || r.k != kInt {
-			return val{}, errAt(n.pos, "%s applies to whole numbers", n.op)
+		for _, k := range n.kids {
+			if k.op == "num" && !k.isInt {
+				return val{}, errAt(n.pos, "%s applies to whole numbers, not %v", n.op, k.f)
+			}
 		}
+		l, r = l.asInt(), r.asInt()
 	}
 	if l.k == kInt && r.k == kInt && n.op != "/" {
 		a, b := l.i, r.i
