@@ -128,6 +128,8 @@ func TestFrames(t *testing.T) {
 		{tcp4, "vlan.id == 0 or vlan", false},
 		{tcp4, "ipv4.src in 10.0.0.0/8 && ipv4.src in 10.1.2.3/32 && !(ipv4.src in 11.0.0.0/8) && ipv4.src in 0.0.0.0/0", true},
 		{tcp4, "tcp.dport * 2 == 160 and tcp.dport / 3 > 26.6 and tcp.dport % 7 == 3 and -tcp.dport == 0 - 80", true},
+		{tcp4, "80 == tcp.dport and 81 > tcp.dport and 80 >= tcp.dport and 79 < tcp.dport and 80 <= tcp.dport and 1 != tcp.dport", true},
+		{tcp4, "10.1.2.3 == ipv4.src and ipv4.dst != 10.1.2.3 and ipv4.src < 10.1.2.4", true},
 		{tcp4, "tcp.dport % 0 == 0 or not tcp.dport % 0 == 0 and tcp.dport / 0 > 1K", true},
 		{qinq, "vlan and vlan.id == 100 and eth.type == 0x88a8 and udp.sport == 53 and udp.len == 18 and ipv4", true},
 		{extChain, "ipv6.nh == 0 and ip.proto == 6 and tcp.dport == 443 and ipv6.hlim == 9", true},
