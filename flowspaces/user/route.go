@@ -32,8 +32,14 @@ type route struct {
 	// clocked are the steps whose functions have periodic work (see
 	// carry); orig and head are carry's views of the inputs' batches.
 	clocked []int
-	orig    []*buffers.Batch
-	head    []buffers.Batch
+	// serial is set when a function on the route reads the state of
+	// another before it on the route (named state): the packets are
+	// carried one at a time, so that the reader sees the state as the
+	// writer left it after this packet, as MAFIA's per-packet pipeline
+	// does, whatever the batch size.
+	serial bool
+	orig   []*buffers.Batch
+	head   []buffers.Batch
 
 	stored       bool // the stream's packets are stored in a PBuf here (§6.2)
 	up           *inproc.Bridge
@@ -192,6 +198,11 @@ func (fs *Flowspace) Connect() error {
 			if _, ok := n.Function.(functions.Clocked); ok {
 				r.clocked = append(r.clocked, len(r.steps))
 			}
+			for _, x := range n.Reads {
+				if _, ok := idx[x]; ok && x != stream {
+					r.serial = true
+				}
+			}
 			st.ins = make([]*buffers.Batch, len(st.in))
 			idx[n] = len(inputs) + len(r.steps)
 			r.steps = append(r.steps, st)
@@ -205,7 +216,7 @@ func (fs *Flowspace) Connect() error {
 		}
 		r.vals = make([]*buffers.Batch, len(inputs)+len(r.steps))
 		r.blank = make([]buffers.Batch, len(inputs))
-		if len(r.clocked) > 0 {
+		if len(r.clocked) > 0 || r.serial {
 			r.orig = make([]*buffers.Batch, len(inputs))
 			r.head = make([]buffers.Batch, len(inputs))
 		}
