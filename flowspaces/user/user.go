@@ -386,3 +386,15 @@ func release(nodes []*flowspaces.Node) error {
 	}
 	return first
 }
+
+// Lock implements flowspaces.Locker.
+func (fs *Flowspace) Lock(n *flowspaces.Node) func() {
+	fs.mu.Lock()
+	mu := fs.locks[n]
+	fs.mu.Unlock()
+	if mu == nil {
+		return func() {}
+	}
+	mu.Lock()
+	return mu.Unlock
+}
