@@ -312,6 +312,21 @@ func TestBloomPassNew(t *testing.T) {
 	if got := states[1].State["inserted"]; got != float64(len(first)) {
 		t.Errorf("inserted %v, want %d", got, len(first))
 	}
+	// With window=, the first packet of each key in each window.
+	lines, _ = run(t, testRegistry(t, nil, 0, nil), fmt.Sprintf(
+		`(pcap,file=%q) > (bloom,key=5tuple,bits=4M,window=20ms) > (counter,key=5tuple,window=20ms,report=65536) > (export,format=jsonl,file=OUT)`, path))
+	ex := exactCounts(t, pkts, "5tuple", win, false)
+	_, got := byWindow(t, parse(t, lines))
+	for ws, keys := range ex {
+		if len(got[ws]) != len(keys) {
+			t.Errorf("window %d: %d keys passed, %d distinct", ws, len(got[ws]), len(keys))
+		}
+		for _, r := range got[ws] {
+			if *r.Value != 1 || keys[string(r.Key)] == 0 {
+				t.Errorf("window %d: key %s passed %d times (in the window: %d packets)", ws, r.Key, *r.Value, keys[string(r.Key)])
+			}
+		}
+	}
 }
 
 // frame is a minimal Ethernet/IPv4/UDP frame from src.
