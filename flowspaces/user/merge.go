@@ -10,17 +10,21 @@ import (
 	"github.com/ffpf-go/ffpf/bridges/inproc"
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/functions"
 )
 
-// Capture files that meet in a function are read as mergecap reads them:
-// in the order of their packets' times, by one goroutine, so that a join
+// Capture files that meet in a function whose result depends on the order
+// of its packets (an export, a window, a producer, a reader of state) are
+// read as mergecap reads them: in the order of their packets' times, by
+// one goroutine, so that a join
 // of two files sees its packets in time order and a clocked function
 // closes its windows at the same packets on every run. Each file keeps its
 // own batches, route and accounting; the merge cuts their batches into the
 // runs that precede the other files' next packets.
 
 // groupFiles returns the sets of file sources among ws (not yet started,
-// in the root flowspace) that reach a common function, in ws's order.
+// in the root flowspace) that reach a common function whose result depends
+// on the order of its packets, in ws's order.
 func groupFiles(ws []*worker, nodes []*flowspaces.Node, reach *flowspaces.Reach) [][]*worker {
 	var files []*worker
 	for _, w := range ws {
@@ -43,6 +47,9 @@ func groupFiles(ws []*worker, nodes []*flowspaces.Node, reach *flowspaces.Reach)
 		return i
 	}
 	for _, n := range nodes {
+		if !ordered(n) {
+			continue
+		}
 		first := -1
 		for i, w := range files {
 			if reach.Reaches(w.node, n) {
@@ -70,6 +77,21 @@ func groupFiles(ws []*worker, nodes []*flowspaces.Node, reach *flowspaces.Reach)
 		}
 	}
 	return out
+}
+
+// ordered reports whether what n does depends on the order its packets
+// arrive in: it keeps time (windows), emits records, reads another's state,
+// or writes its packets out (an export). A join that reaches only counters
+// and filters needs no merge, and its files are read in parallel.
+func ordered(n *flowspaces.Node) bool {
+	if n.Source != nil {
+		return false
+	}
+	switch n.Function.(type) {
+	case functions.Clocked, functions.Producer, functions.Closer:
+		return true
+	}
+	return len(n.Reads) > 0
 }
 
 // newMerger returns the worker that reads the files of a group in time
