@@ -87,11 +87,12 @@ type Flowspace struct {
 type node struct {
 	*flowspaces.Node
 	fn    ebpfgen.Function
-	iface string        // a source's interface
-	slot  int           // its first counter slot
-	need  int           // how many slots it has
-	mbuf  *buffers.MBuf // its state, summed from the counter map
-	lost  uint64        // a source's: ring buffer overflows already counted
+	iface string               // a source's interface
+	slot  int                  // its first counter slot
+	need  int                  // how many slots it has
+	mbuf  *buffers.MBuf        // its state, summed from the counter map
+	maps  map[string]*stateMap // its state maps (statemap.go)
+	lost  uint64               // a source's: ring buffer overflows already counted
 }
 
 // New returns an eBPF flowspace.
@@ -185,9 +186,16 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 			n.Function = stateOnly{k.mbuf}
 		}
 		k.need = 2 + fn.StateSlots()
+		if _, ok := fn.(ebpfgen.Mapped); ok && k.mbuf != nil {
+			if k.maps, err = newStateMaps(n.Class, k.mbuf.Fields(), fn); err != nil {
+				n.Source, n.Function = nil, nil
+				return fmt.Errorf("%s: %v", n.ID, err)
+			}
+		}
 	}
 	slot, err := fs.allocSlots(k.need)
 	if err != nil {
+		closeMaps(k.maps)
 		n.Source, n.Function = nil, nil
 		return fmt.Errorf("%s: %s", n.ID, err)
 	}
@@ -284,6 +292,7 @@ func (fs *Flowspace) Connect() error {
 	for _, k := range fs.nodes {
 		if slices.Contains(fs.removed, k.Node) {
 			fs.free = append(fs.free, slotRange{k.slot, k.need})
+			closeMaps(k.maps)
 		}
 	}
 	fs.nodes, fs.removed, fs.offered = keep, nil, nil
@@ -393,6 +402,10 @@ func (fs *Flowspace) Close() error {
 	fs.attached = nil
 	if fs.up != nil {
 		fs.up = nil
+	}
+	for _, k := range fs.nodes {
+		closeMaps(k.maps)
+		k.maps = nil
 	}
 	if fs.ring != nil {
 		fs.ring.Close()
