@@ -5,9 +5,10 @@ package builtin
 
 import (
 	_ "github.com/ffpf-go/ffpf/functions/bpf"      // bpf: pcap-filter expressions
-	_ "github.com/ffpf-go/ffpf/functions/counters" // pktcount, bytecount
+	_ "github.com/ffpf-go/ffpf/functions/counters" // pktcount, bytecount, counter
 	_ "github.com/ffpf-go/ffpf/functions/dev"      // dev: live interface
-	_ "github.com/ffpf-go/ffpf/functions/export"   // export: write pcap
+	_ "github.com/ffpf-go/ffpf/functions/export"   // export: write pcap, pcapng, JSON lines
 	_ "github.com/ffpf-go/ffpf/functions/gen"      // gen: synthetic traffic
 	_ "github.com/ffpf-go/ffpf/functions/pcap"     // pcap: capture files
+	_ "github.com/ffpf-go/ffpf/functions/sketch"   // cms, hll, pcsa, bloom
 )

@@ -1,0 +1,152 @@
+package sketch
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/measure"
+	"github.com/ffpf-go/ffpf/functions/record"
+)
+
+// The classes: cms, hll, pcsa and bloom. Each extracts a packet's key
+// (flowkey), hashes it once and updates its structure in its MBuf; with
+// window= it closes a window on the packet clock (reporting it, with
+// report=) and starts the next empty.
+
+func init() {
+	functions.Register(cmsClass)
+	functions.Register(hllClass)
+	functions.Register(pcsaClass)
+	functions.Register(bloomClass)
+}
+
+// seed is the hash seed of every structure: one, so that two functions
+// keyed alike agree, and the eBPF side uses the same.
+const seed = 0
+
+func intRange(name string, lo, hi int64) func(functions.Value) error {
+	return func(v functions.Value) error {
+		if v.Int < lo || v.Int > hi {
+			return fmt.Errorf("%s is %d to %d", name, lo, hi)
+		}
+		return nil
+	}
+}
+
+var nokeyField = functions.StateField{Name: "nokey", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
+	Summary: "packets without the layers the key needs (not counted in the structure)"}
+
+// keyed is what the classes share: the key, the window and the report.
+type keyed struct {
+	m      *buffers.MBuf
+	sp     *flowkey.Spec
+	lt     functions.LinkType
+	window measure.Window
+	out    measure.Out
+	report int
+	nokey  int // offset
+	key    flowkey.Key
+}
+
+func newKeyed(ctx *functions.Context, st *functions.State) (keyed, error) {
+	m, err := st.NewMBuf(functions.TargetUser, ctx.Params)
+	if err != nil {
+		return keyed{}, err
+	}
+	k := keyed{m: m, sp: measure.Spec(ctx.Params), lt: ctx.LinkType, window: measure.NewWindow(ctx.Params),
+		report: int(ctx.Params.Int("report")), nokey: functions.FieldOf(m, "nokey").Offset}
+	if measure.Reports(ctx.Params) {
+		k.out = measure.NewOut(ctx)
+	}
+	return k, nil
+}
+
+// hash extracts the packet's key and hashes it; ok is false (and the
+// packet counted in nokey) when the packet lacks the key's layers.
+func (k *keyed) hash(p *buffers.PBuf, slot uint32) (uint64, bool) {
+	if !k.sp.Extract(k.lt, p.Data(slot), &k.key) {
+		k.m.Add64(k.nokey, 1)
+		return 0, false
+	}
+	return k.sp.Hash(&k.key, seed), true
+}
+
+// MBuf implements functions.Stateful.
+func (k *keyed) MBuf() *buffers.MBuf { return k.m }
+
+// Deadline implements functions.Clocked.
+func (k *keyed) Deadline() int64 { return k.window.Deadline() }
+
+// SetEmit implements functions.Producer.
+func (k *keyed) SetEmit(f func(*buffers.Batch)) {
+	if k.out.Out != nil {
+		k.out.SetEmit(f)
+	}
+}
+
+// Records implements functions.Producer.
+func (k *keyed) Records() uint64 {
+	if k.out.Out == nil {
+		return 0
+	}
+	return k.out.Records()
+}
+
+// pass ends Process: a producer passes no packet (its output is reports).
+func (k *keyed) pass(b *buffers.Batch) {
+	if k.out.Out != nil {
+		b.N = 0
+	}
+}
+
+// tick closes the window due at now: report(start) then reset.
+func (k *keyed) tick(now int64, report func(int64), reset func()) {
+	if start, closed := k.window.Advance(now); closed {
+		if k.out.Out != nil {
+			report(start)
+		}
+		reset()
+		k.m.Store64(k.nokey, 0)
+	}
+}
+
+// flush reports the last window at the end of the input.
+func (k *keyed) flush(report func(int64)) {
+	if k.out.Out != nil && k.window.Started() {
+		report(k.window.Start)
+	}
+}
+
+// summary reports one number, a cardinality estimate, per window.
+func (k *keyed) summary(start int64, est float64) {
+	k.out.Start(record.Report, start, k.out.ID)
+	k.out.F64("estimate", est)
+	k.out.Commit()
+	k.out.Flush()
+}
+
+// cachedEstimate keeps an estimator's last value, recomputed only after
+// the structure changed: an estimate scans every register, too much per
+// packet for a reader.
+type cachedEstimate struct {
+	dirty atomic.Bool
+	bits  atomic.Uint64
+}
+
+func (c *cachedEstimate) get(f func() float64) float64 {
+	if c.dirty.Swap(false) {
+		c.bits.Store(math.Float64bits(f()))
+	}
+	return math.Float64frombits(c.bits.Load())
+}
+
+var errUnknownRead = errors.New("no such value")
+
+func readErr(class, name string, names []string) error {
+	return fmt.Errorf("%s has no %q to read (it has %v): %w", class, name, names, errUnknownRead)
+}

@@ -1,0 +1,178 @@
+package sketch
+
+import (
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/measure"
+	"github.com/ffpf-go/ffpf/functions/record"
+)
+
+func counting(p functions.Params) bool { return p.Bool("counting") }
+
+var bloomState = &functions.State{Fields: []functions.StateField{
+	{Name: "inserted", Type: buffers.U64, Merge: functions.MergeSum, Summary: "keys inserted that were not in the set (membership), or packets counted (counting)"},
+	nokeyField,
+	{Name: "bits", Type: buffers.U64, Merge: functions.MergeOr, LenDoc: "⌈bits/64⌉, or bits counters (counting)",
+		LenOf: func(p functions.Params) int {
+			if counting(p) {
+				return int(p.Int("bits"))
+			}
+			return BloomWords(int(p.Int("bits")))
+		},
+		Summary: "the filter: bit b is bit b%64 of word b/64; counting: one u64 counter per position"},
+}}
+
+var bloomClass = &functions.Class{
+	Name:      "bloom",
+	Summary:   "Bloom filter of the packets' keys (membership: pass the first packet of each key, or all, or the known; counting: values per key)",
+	MinInputs: 1, MaxInputs: -1,
+	Params: []functions.Param{
+		measure.KeyParam("5tuple"),
+		{Name: "bits", Type: functions.Int, Default: "64K", Summary: "m: bits of the filter (counters, when counting)",
+			Check: intRange("bits", 1, 1<<32-1)},
+		{Name: "hashes", Type: functions.Int, Default: "4", Summary: "k: positions per key", Check: intRange("hashes", 1, 32)},
+		{Name: "pass", Type: functions.String, Default: "new", Enum: []string{"new", "all", "member"},
+			Summary: "new: the packets whose key was not yet in the set (one alarm per key, MAFIA's insert); member: those whose key was; all: every packet"},
+		{Name: "counting", Type: functions.Bool, Summary: "a counting Bloom filter: add value= per packet; reads min, max, sum, avg"},
+		measure.ValueParam,
+		measure.WindowParam,
+		measure.ReportParam("emit a record per window (and at the end) with the keys inserted; any K ≥ 1"),
+	},
+	State:    bloomState,
+	Targets:  []functions.Target{functions.TargetUser},
+	Produces: measure.Reports,
+	Validate: measure.CheckLinkType,
+	New:      func(ctx *functions.Context) (functions.Function, error) { return NewBloomFunc(ctx) },
+}
+
+// BloomFunc is the bloom class: a membership filter that inserts each
+// packet's key, or a counting one that adds value= to it.
+type BloomFunc struct {
+	keyed
+	b        *Bloom
+	cb       *CountingBloom
+	mem      []uint64
+	inserted int // offset
+	pass     string
+	bytes    bool
+}
+
+// NewBloomFunc instantiates a bloom function.
+func NewBloomFunc(ctx *functions.Context) (*BloomFunc, error) {
+	k, err := newKeyed(ctx, bloomState)
+	if err != nil {
+		return nil, err
+	}
+	f := &BloomFunc{keyed: k, mem: k.m.Uint64s(functions.FieldOf(k.m, "bits")),
+		inserted: functions.FieldOf(k.m, "inserted").Offset, pass: ctx.Params.Str("pass"), bytes: measure.Bytes(ctx.Params)}
+	hashes := int(ctx.Params.Int("hashes"))
+	if counting(ctx.Params) {
+		f.cb, err = NewCountingBloom(f.mem, hashes, Shared)
+	} else {
+		f.b, err = NewBloom(f.mem, int(ctx.Params.Int("bits")), hashes)
+	}
+	return f, err
+}
+
+// Process inserts (or counts) each packet's key and keeps the packets
+// pass= asks for; a packet without a key passes only with pass=all.
+func (f *BloomFunc) Process(b *buffers.Batch) {
+	p := b.PBuf
+	n := 0
+	var ins uint64
+	for _, e := range b.E[:b.N] {
+		h, ok := f.hash(p, e.Slot)
+		present := false
+		if ok {
+			if f.cb != nil {
+				present = f.cb.Min(h) > 0
+				f.cb.Add(h, measure.ValueOf(p.Meta(e.Slot), f.bytes))
+				ins++
+			} else if present = f.b.Add(h); !present {
+				ins++
+			}
+		}
+		keep := f.pass == "all" || ok && (f.pass == "new") != present
+		if keep {
+			b.E[n] = e
+			n++
+		}
+	}
+	f.m.Add64(f.inserted, ins)
+	b.N = n
+	f.keyed.pass(b)
+}
+
+// Tick implements functions.Clocked.
+func (f *BloomFunc) Tick(now int64) { f.tick(now, f.emit, f.reset) }
+
+// Flush implements functions.Flusher.
+func (f *BloomFunc) Flush(int64) { f.flush(f.emit) }
+
+func (f *BloomFunc) emit(start int64) {
+	f.out.Start(record.Report, start, f.out.ID)
+	f.out.U64("inserted", f.m.Load64(f.inserted))
+	f.out.Commit()
+	f.out.Flush()
+}
+
+func (f *BloomFunc) reset() {
+	zero64(f.mem)
+	f.m.Store64(f.inserted, 0)
+}
+
+// Summary implements functions.Summarizer.
+func (f *BloomFunc) Summary() map[string]any {
+	return map[string]any{"inserted": f.m.Load64(f.inserted), "nokey": f.m.Load64(f.nokey)}
+}
+
+// ReadNames implements functions.Readable.
+func (f *BloomFunc) ReadNames() []string {
+	if f.cb != nil {
+		return []string{"min", "max", "sum", "avg", "inserted"}
+	}
+	return []string{"member", "inserted"}
+}
+
+// Read implements functions.Readable: member (1 when the packet's key is
+// in the set), inserted; a counting filter's aggregate reads over the
+// key's counters: min, max, sum, avg.
+func (f *BloomFunc) Read(name string) (functions.Reader, error) {
+	if name == "inserted" {
+		return func(*buffers.PBuf, uint32) float64 { return float64(f.m.Load64(f.inserted)) }, nil
+	}
+	var agg func(h uint64) float64
+	switch {
+	case name == "member" && f.b != nil:
+		agg = func(h uint64) float64 {
+			if f.b.Test(h) {
+				return 1
+			}
+			return 0
+		}
+	case name == "min" && f.cb != nil:
+		agg = func(h uint64) float64 { return float64(f.cb.Min(h)) }
+	case name == "max" && f.cb != nil:
+		agg = func(h uint64) float64 { return float64(f.cb.Max(h)) }
+	case name == "sum" && f.cb != nil:
+		agg = func(h uint64) float64 { return float64(f.cb.Sum(h)) }
+	case name == "avg" && f.cb != nil:
+		agg = func(h uint64) float64 { return float64(f.cb.Avg(h)) }
+	default:
+		return nil, readErr("bloom", name, f.ReadNames())
+	}
+	var k flowkey.Key
+	return func(p *buffers.PBuf, slot uint32) float64 {
+		if !f.sp.Extract(f.lt, p.Data(slot), &k) {
+			return 0
+		}
+		return agg(f.sp.Hash(&k, seed))
+	}, nil
+}
+
+var (
+	_ functions.Clocked    = (*BloomFunc)(nil)
+	_ functions.Summarizer = (*BloomFunc)(nil)
+	_ functions.Readable   = (*BloomFunc)(nil)
+)

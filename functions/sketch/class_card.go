@@ -1,0 +1,204 @@
+package sketch
+
+import (
+	"math"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/measure"
+)
+
+// The cardinality estimators: hll and pcsa count the distinct keys of the
+// window.
+
+var hllState = &functions.State{Fields: []functions.StateField{
+	nokeyField,
+	{Name: "registers", Type: buffers.U8, Merge: functions.MergeMax, LenDoc: "2^precision",
+		LenOf:   func(p functions.Params) int { return 1 << p.Int("precision") },
+		Summary: "register j: the largest rank of the hashes that chose it"},
+}}
+
+var hllClass = &functions.Class{
+	Name:      "hll",
+	Summary:   "HyperLogLog: the number of distinct keys, per window (state: estimate)",
+	MinInputs: 1, MaxInputs: -1,
+	Params: []functions.Param{
+		measure.KeyParam("5tuple"),
+		{Name: "precision", Type: functions.Int, Default: "14", Summary: "p: m = 2^p registers, standard error 1.04/√m (14: 0.81%)",
+			Check: intRange("precision", 4, 18)},
+		measure.WindowParam,
+		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
+	},
+	State:    hllState,
+	Targets:  []functions.Target{functions.TargetUser},
+	Produces: measure.Reports,
+	Validate: measure.CheckLinkType,
+	New:      func(ctx *functions.Context) (functions.Function, error) { return NewHLLFunc(ctx) },
+}
+
+// HLLFunc is the hll class.
+type HLLFunc struct {
+	keyed
+	s   *HLL
+	est cachedEstimate
+}
+
+// NewHLLFunc instantiates an hll function.
+func NewHLLFunc(ctx *functions.Context) (*HLLFunc, error) {
+	k, err := newKeyed(ctx, hllState)
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewHLL(k.m.Uint8s(functions.FieldOf(k.m, "registers")), int(ctx.Params.Int("precision")))
+	if err != nil {
+		return nil, err
+	}
+	return &HLLFunc{keyed: k, s: s}, nil
+}
+
+// Process offers each packet's key.
+func (f *HLLFunc) Process(b *buffers.Batch) {
+	changed := false
+	for _, e := range b.E[:b.N] {
+		if h, ok := f.hash(b.PBuf, e.Slot); ok && f.s.Add(h) {
+			changed = true
+		}
+	}
+	if changed {
+		f.est.dirty.Store(true)
+	}
+	f.pass(b)
+}
+
+// Tick implements functions.Clocked.
+func (f *HLLFunc) Tick(now int64) { f.tick(now, f.emit, f.reset) }
+
+// Flush implements functions.Flusher.
+func (f *HLLFunc) Flush(int64) { f.flush(f.emit) }
+
+func (f *HLLFunc) emit(start int64) { f.summary(start, f.s.Estimate()) }
+
+func (f *HLLFunc) reset() {
+	f.s.Reset(0, len(f.s.Registers()))
+	f.est.dirty.Store(true)
+}
+
+func (f *HLLFunc) estimate() float64 { return f.est.get(f.s.Estimate) }
+
+// Summary implements functions.Summarizer.
+func (f *HLLFunc) Summary() map[string]any {
+	m := 1 << f.s.Precision()
+	return map[string]any{"estimate": math.Round(f.estimate()), "nokey": f.m.Load64(f.nokey),
+		"registers": m, "stderr": 1.04 / math.Sqrt(float64(m))}
+}
+
+// ReadNames implements functions.Readable.
+func (f *HLLFunc) ReadNames() []string { return []string{"estimate"} }
+
+// Read implements functions.Readable.
+func (f *HLLFunc) Read(name string) (functions.Reader, error) {
+	if name == "estimate" {
+		return func(*buffers.PBuf, uint32) float64 { return f.estimate() }, nil
+	}
+	return nil, readErr("hll", name, f.ReadNames())
+}
+
+var pcsaState = &functions.State{Fields: []functions.StateField{
+	nokeyField,
+	{Name: "bitmaps", Type: buffers.U32, Merge: functions.MergeOr, LenDoc: "bitmaps",
+		LenOf:   func(p functions.Params) int { return int(p.Int("bitmaps")) },
+		Summary: "bitmap j: bit r set when a hash that chose it had r trailing zeros"},
+}}
+
+var pcsaClass = &functions.Class{
+	Name:      "pcsa",
+	Summary:   "PCSA (probabilistic counting with stochastic averaging): the number of distinct keys, per window (state: estimate)",
+	MinInputs: 1, MaxInputs: -1,
+	Params: []functions.Param{
+		measure.KeyParam("5tuple"),
+		{Name: "bitmaps", Type: functions.Int, Default: "256", Summary: "m: 32-bit bitmaps, standard error 0.78/√m (256: 4.9%)",
+			Check: intRange("bitmaps", 1, 1<<20)},
+		measure.WindowParam,
+		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
+	},
+	State:    pcsaState,
+	Targets:  []functions.Target{functions.TargetUser},
+	Produces: measure.Reports,
+	Validate: measure.CheckLinkType,
+	New:      func(ctx *functions.Context) (functions.Function, error) { return NewPCSAFunc(ctx) },
+}
+
+// PCSAFunc is the pcsa class.
+type PCSAFunc struct {
+	keyed
+	s   *PCSA
+	mem []uint32
+	est cachedEstimate
+}
+
+// NewPCSAFunc instantiates a pcsa function.
+func NewPCSAFunc(ctx *functions.Context) (*PCSAFunc, error) {
+	k, err := newKeyed(ctx, pcsaState)
+	if err != nil {
+		return nil, err
+	}
+	mem := k.m.Uint32s(functions.FieldOf(k.m, "bitmaps"))
+	s, err := NewPCSA(mem)
+	if err != nil {
+		return nil, err
+	}
+	return &PCSAFunc{keyed: k, s: s, mem: mem}, nil
+}
+
+// Process offers each packet's key.
+func (f *PCSAFunc) Process(b *buffers.Batch) {
+	changed := false
+	for _, e := range b.E[:b.N] {
+		if h, ok := f.hash(b.PBuf, e.Slot); ok && f.s.Add(h) {
+			changed = true
+		}
+	}
+	if changed {
+		f.est.dirty.Store(true)
+	}
+	f.pass(b)
+}
+
+// Tick implements functions.Clocked.
+func (f *PCSAFunc) Tick(now int64) { f.tick(now, f.emit, f.reset) }
+
+// Flush implements functions.Flusher.
+func (f *PCSAFunc) Flush(int64) { f.flush(f.emit) }
+
+func (f *PCSAFunc) emit(start int64) { f.summary(start, f.s.Estimate()) }
+
+func (f *PCSAFunc) reset() {
+	f.s.Reset(0, len(f.mem))
+	f.est.dirty.Store(true)
+}
+
+func (f *PCSAFunc) estimate() float64 { return f.est.get(f.s.Estimate) }
+
+// Summary implements functions.Summarizer.
+func (f *PCSAFunc) Summary() map[string]any {
+	return map[string]any{"estimate": math.Round(f.estimate()), "nokey": f.m.Load64(f.nokey),
+		"bitmaps": len(f.mem), "stderr": 0.78 / math.Sqrt(float64(len(f.mem)))}
+}
+
+// ReadNames implements functions.Readable.
+func (f *PCSAFunc) ReadNames() []string { return []string{"estimate"} }
+
+// Read implements functions.Readable.
+func (f *PCSAFunc) Read(name string) (functions.Reader, error) {
+	if name == "estimate" {
+		return func(*buffers.PBuf, uint32) float64 { return f.estimate() }, nil
+	}
+	return nil, readErr("pcsa", name, f.ReadNames())
+}
+
+var (
+	_ functions.Clocked    = (*HLLFunc)(nil)
+	_ functions.Summarizer = (*PCSAFunc)(nil)
+	_ functions.Readable   = (*PCSAFunc)(nil)
+	_ functions.Producer   = (*HLLFunc)(nil)
+)

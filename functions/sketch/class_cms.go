@@ -1,0 +1,159 @@
+package sketch
+
+import (
+	"math"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/measure"
+	"github.com/ffpf-go/ffpf/functions/record"
+)
+
+func cmsDims(p functions.Params) (depth, width int) {
+	return int(p.Int("depth")), int(p.Int("width"))
+}
+
+var cmsState = &functions.State{Fields: []functions.StateField{
+	{Name: "total", Type: buffers.U64, Merge: functions.MergeSum, Summary: "N: the sum of the values added in the window (packets or bytes)"},
+	nokeyField,
+	{Name: "counters", Type: buffers.U64, Merge: functions.MergeSum, LenDoc: "depth×width",
+		LenOf:   func(p functions.Params) int { d, w := cmsDims(p); return d * w },
+		Summary: "the sketch: row r's counters at [r·width, (r+1)·width)"},
+}}
+
+var cmsClass = &functions.Class{
+	Name:      "cms",
+	Summary:   "count-min sketch of packets or bytes per key, per window, with reports of the heaviest keys",
+	MinInputs: 1, MaxInputs: -1,
+	Params: []functions.Param{
+		measure.KeyParam("5tuple"),
+		measure.ValueParam,
+		{Name: "width", Type: functions.Int, Default: "2719", Summary: "counters per row: ε = e/width (2719: ε ≈ 0.001)",
+			Check: intRange("width", 1, 1<<24)},
+		{Name: "depth", Type: functions.Int, Default: "5", Summary: "rows: δ = e^-depth (5: δ ≈ 0.0067)",
+			Check: intRange("depth", 1, 16)},
+		measure.WindowParam,
+		measure.ReportParam("emit a record per key for the K keys with the largest estimates, per window (and at the end)"),
+	},
+	State:    cmsState,
+	Targets:  []functions.Target{functions.TargetUser},
+	Produces: measure.Reports,
+	Validate: measure.CheckLinkType,
+	New:      func(ctx *functions.Context) (functions.Function, error) { return NewCMS(ctx) },
+}
+
+// CMS is the cms class: a count-min sketch over the packets' keys. With
+// report=K it tracks the K keys with the largest estimates as they are
+// updated (a key's estimate only grows within a window), and reports them
+// at the window's end.
+type CMS struct {
+	keyed
+	s       *CountMin
+	bytes   bool
+	total   int // offset
+	top     *TopK[flowkey.Key]
+	entries []Entry[flowkey.Key]
+}
+
+// NewCMS instantiates a cms function.
+func NewCMS(ctx *functions.Context) (*CMS, error) {
+	k, err := newKeyed(ctx, cmsState)
+	if err != nil {
+		return nil, err
+	}
+	d, w := cmsDims(ctx.Params)
+	s, err := NewCountMin(k.m.Uint64s(functions.FieldOf(k.m, "counters")), d, w, Shared)
+	if err != nil {
+		return nil, err
+	}
+	c := &CMS{keyed: k, s: s, bytes: measure.Bytes(ctx.Params), total: functions.FieldOf(k.m, "total").Offset}
+	if k.report > 0 {
+		c.top = NewTopK[flowkey.Key](k.report)
+		c.entries = make([]Entry[flowkey.Key], 0, k.report)
+	}
+	return c, nil
+}
+
+// Process adds each packet's value to its key.
+func (c *CMS) Process(b *buffers.Batch) {
+	p := b.PBuf
+	var sum uint64
+	for _, e := range b.E[:b.N] {
+		h, ok := c.hash(p, e.Slot)
+		if !ok {
+			continue
+		}
+		v := measure.ValueOf(p.Meta(e.Slot), c.bytes)
+		sum += v
+		est := c.s.Add(h, v)
+		if c.top != nil {
+			c.top.Offer(&c.key, h, est)
+		}
+	}
+	c.m.Add64(c.total, sum)
+	c.pass(b)
+}
+
+// Tick implements functions.Clocked.
+func (c *CMS) Tick(now int64) { c.tick(now, c.emit, c.reset) }
+
+// Flush implements functions.Flusher.
+func (c *CMS) Flush(int64) { c.flush(c.emit) }
+
+func (c *CMS) reset() {
+	c.s.Reset(0, c.s.Len())
+	c.m.Store64(c.total, 0)
+	if c.top != nil {
+		c.top.Reset()
+	}
+}
+
+func (c *CMS) emit(start int64) {
+	c.entries = c.top.Append(c.entries[:0])
+	for i := range c.entries {
+		e := &c.entries[i]
+		c.out.Start(record.Report, start, c.out.ID)
+		c.out.Key(c.sp, &e.Key)
+		c.out.U64("estimate", e.Estimate)
+		c.out.U64("rank", uint64(i+1))
+		c.out.Commit()
+	}
+	c.out.Flush()
+}
+
+// Summary implements functions.Summarizer.
+func (c *CMS) Summary() map[string]any {
+	return map[string]any{"total": c.m.Load64(c.total), "nokey": c.m.Load64(c.nokey),
+		"depth": c.s.Depth(), "width": c.s.Width(), "epsilon": math.E / float64(c.s.Width()),
+		"delta": math.Exp(-float64(c.s.Depth()))}
+}
+
+// ReadNames implements functions.Readable.
+func (c *CMS) ReadNames() []string { return []string{"min", "total"} }
+
+// Read implements functions.Readable: min, the estimate for the packet's
+// key (0 for a packet without one); total, N.
+func (c *CMS) Read(name string) (functions.Reader, error) {
+	switch name {
+	case "min":
+		var k flowkey.Key
+		return func(p *buffers.PBuf, slot uint32) float64 {
+			if !c.sp.Extract(c.lt, p.Data(slot), &k) {
+				return 0
+			}
+			return float64(c.s.Estimate(c.sp.Hash(&k, seed)))
+		}, nil
+	case "total":
+		return func(*buffers.PBuf, uint32) float64 { return float64(c.m.Load64(c.total)) }, nil
+	}
+	return nil, readErr("cms", name, c.ReadNames())
+}
+
+var (
+	_ functions.Clocked    = (*CMS)(nil)
+	_ functions.Flusher    = (*CMS)(nil)
+	_ functions.Producer   = (*CMS)(nil)
+	_ functions.Readable   = (*CMS)(nil)
+	_ functions.Summarizer = (*CMS)(nil)
+)
