@@ -184,6 +184,9 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		if st, ok := gofn.(functions.Stateful); ok {
 			k.mbuf = st.MBuf()
 			n.Function = stateOnly{k.mbuf}
+			if sum, ok := gofn.(functions.Summarizer); ok {
+				n.Function = summarized{stateOnly{k.mbuf}, sum}
+			}
 		}
 		k.need = 2 + fn.StateSlots()
 		if _, ok := fn.(ebpfgen.Mapped); ok && k.mbuf != nil {
@@ -458,6 +461,16 @@ type stateOnly struct{ m *buffers.MBuf }
 
 func (s stateOnly) Process(*buffers.Batch) {}
 func (s stateOnly) MBuf() *buffers.MBuf    { return s.m }
+
+// summarized is a stateOnly whose class computes the state users see from
+// its MBuf (an estimate from registers): the Go function, which never sees
+// a packet, computes it from the state the flowspace syncs.
+type summarized struct {
+	stateOnly
+	sum functions.Summarizer
+}
+
+func (s summarized) Summary() map[string]any { return s.sum.Summary() }
 
 // noState stands for a function without state that runs in eBPF.
 type noState struct{}

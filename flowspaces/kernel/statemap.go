@@ -44,7 +44,8 @@ func newStateMaps(c *functions.Class, fields []buffers.Field, fn ebpfgen.Functio
 		closeMaps(maps)
 		return nil, err
 	}
-	for _, name := range mf.MapFields() {
+	for _, mfield := range mf.MapFields() {
+		name := mfield.Name
 		at := -1
 		for i, f := range fields {
 			if f.Name == name {
@@ -77,7 +78,7 @@ func newStateMaps(c *functions.Class, fields []buffers.Field, fn ebpfgen.Functio
 			return fail(fmt.Errorf("its state field %s has %d values, more than the %d an eBPF map of ffpf holds", name, n, maxMapValues))
 		}
 		typ, per := ebpf.PerCPUArray, ebpf.MustPossibleCPU()
-		if merge == functions.MergeShared {
+		if merge == functions.MergeShared || mfield.Shared {
 			typ, per = ebpf.Array, 1
 		}
 		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: typ, KeySize: 4, ValueSize: 8, MaxEntries: uint32(n)})

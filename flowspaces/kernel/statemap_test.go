@@ -29,8 +29,10 @@ func needRoot(t *testing.T) {
 // (or) and last = L (shared), beside a counter slot n += 1.
 type mapTest struct{}
 
-func (mapTest) StateSlots() int     { return 1 }
-func (mapTest) MapFields() []string { return []string{"hist", "reg", "bits", "last"} }
+func (mapTest) StateSlots() int { return 1 }
+func (mapTest) MapFields() []ebpfgen.MapField {
+	return []ebpfgen.MapField{{Name: "hist"}, {Name: "reg"}, {Name: "bits"}, {Name: "last"}}
+}
 
 func (mapTest) Emit(e *ebpfgen.Emitter) error {
 	l := e.Label
@@ -172,4 +174,4 @@ func TestStateMapsRefused(t *testing.T) {
 
 type slotAndMap struct{ mapTest }
 
-func (slotAndMap) MapFields() []string { return []string{"n"} }
+func (slotAndMap) MapFields() []ebpfgen.MapField { return []ebpfgen.MapField{{Name: "n"}} }

@@ -43,12 +43,20 @@ type Function interface {
 // Mapped is a Function that keeps state fields in maps of its own.
 type Mapped interface {
 	Function
-	// MapFields names the fields of the function's MBuf each kept in an
+	// MapFields are the fields of the function's MBuf each kept in an
 	// array map of its own, with one u64 element per value of the field
-	// (a u8 or u32 field holds its values widened). The map is per-CPU
-	// unless the class declares the field's merge shared; the slots'
-	// fields come first, so a map field is none of them.
-	MapFields() []string
+	// (a u8 or u32 field holds its values widened). The slots' fields
+	// come first, so a map field is none of them.
+	MapFields() []MapField
+}
+
+// MapField is a field of a function's MBuf kept in a map. The map is
+// per-CPU unless the class declares the field's merge shared or Shared is
+// set: a structure the code itself tests (a Bloom filter that passes the
+// packets of new keys) must see every CPU's updates, made atomically.
+type MapField struct {
+	Name   string
+	Shared bool
 }
 
 // Emitter is what a function's code is generated into.
