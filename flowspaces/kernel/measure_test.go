@@ -13,6 +13,7 @@ import (
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/gen"
+	_ "github.com/ffpf-go/ffpf/functions/counters"
 	_ "github.com/ffpf-go/ffpf/functions/sketch"
 )
 
@@ -154,13 +155,19 @@ func runEBPF(t *testing.T, c *functions.Class, ctx *functions.Context, frames []
 	return mbuf, passed
 }
 
-// TestMeasurementsEqualGo: on the same frames, the eBPF code of cms, hll
-// and bloom (BPF_PROG_TEST_RUN) leaves byte for byte the state the Go
+// TestMeasurementsEqualGo: on the same frames, the eBPF code of counter
+// (a total, and a table of keys: full ones too), cms, hll and bloom (BPF_PROG_TEST_RUN) leaves byte for byte the state the Go
 // function keeps, and passes the same packets.
 func TestMeasurementsEqualGo(t *testing.T) {
 	needRoot(t)
 	frames := measureFrames(20000)
 	for _, tc := range []struct{ class, args string }{
+		{"counter", ""},
+		{"counter", "value=bytes"},
+		{"counter", "key=5tuple"},
+		{"counter", "key=srcip/24,vlan value=bytes size=5000"},
+		{"counter", "key=5tuple,srcmac,dstmac size=100"},
+		{"counter", "key=dstport size=1"},
 		{"cms", ""},
 		{"cms", "key=srcip/24 value=bytes width=1000 depth=4"},
 		{"cms", "key=5tuple,vlan depth=1 width=7"},
