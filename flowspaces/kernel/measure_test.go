@@ -12,8 +12,8 @@ import (
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
-	"github.com/ffpf-go/ffpf/functions/gen"
 	_ "github.com/ffpf-go/ffpf/functions/counters"
+	"github.com/ffpf-go/ffpf/functions/gen"
 	_ "github.com/ffpf-go/ffpf/functions/sketch"
 )
 
