@@ -149,7 +149,14 @@ func (c *ebpfKeyed) Emit(e *ebpfgen.Emitter) error {
 			asm.Add.Imm(asm.R1, 1),
 			asm.JNE.Imm(asm.R1, int32(c.size), wrap),
 			asm.Mov.Imm(asm.R1, 0),
-			asm.StoreMem(asm.RFP, slot, asm.R1, asm.DWord).WithSymbol(wrap),
+			// The verifier forgets the slot (r1 ^= x twice, x unknown), so
+			// that the wrapped and the unwrapped path are one state.
+			asm.Mov.Reg(asm.R4, ebpfgen.PacketEnd).WithSymbol(wrap),
+			asm.Sub.Reg(asm.R4, ebpfgen.PacketStart),
+			asm.And.Imm(asm.R4, 1<<24-1),
+			asm.Xor.Reg(asm.R1, asm.R4),
+			asm.Xor.Reg(asm.R1, asm.R4),
+			asm.StoreMem(asm.RFP, slot, asm.R1, asm.DWord),
 		)
 	}
 	e.Insns = append(e.Insns, asm.Ja.Label(dropped))

@@ -22,8 +22,10 @@ import (
 // first, then its scratch.
 const EBPFStack = 8 * (MaxWords + 10)
 
-// maxOff bounds an offset into the packet, for the verifier.
-const maxOff = 0xffff
+// maxOff bounds an offset into the packet, for the verifier: the
+// furthest a key's field can be is the ports after 4 tags, 40 bytes of
+// IPv6 and 8 extension headers of at most 2048 bytes, about 16.5 KB.
+const maxOff = 0x7fff
 
 // keyGen generates the key code of one spec.
 type keyGen struct {
@@ -142,7 +144,14 @@ func (sp *Spec) EmitEBPF(e *ebpfgen.Emitter, lt functions.LinkType, base int16, 
 	g.add(asm.LoadImm(asm.R2, int64(sp.header), asm.DWord).WithSymbol(done))
 	g.add(asm.And.Reg(asm.R1, asm.R2), asm.StoreMem(asm.RFP, g.w(0), asm.R1, asm.DWord))
 	// Every path to done holds the header word in R1: the IP paths load it
-	// before they jump there.
+	// before they jump there. The scratch is cleared, so that the paths
+	// through the headers (each with its own offsets, which the verifier
+	// tracks) end in one state, and the code after the key is verified
+	// once rather than once per path.
+	g.add(asm.Mov.Imm(asm.R0, 0))
+	for v := vLen; v <= vPorts; v++ {
+		g.st(v, asm.R0)
+	}
 	return nil
 }
 
@@ -189,7 +198,24 @@ func (g *keyGen) vlans(linkOnly string) {
 		}
 		g.load(asm.R3, asm.RFP, off+2, asm.Half)
 	}
-	g.add(asm.Mov.Imm(asm.R0, 0).WithSymbol(l3))
+	g.add(asm.LoadMem(asm.R1, asm.RFP, g.v(vL3), asm.DWord).WithSymbol(l3))
+	g.blur(asm.R1, 0x3f)
+	g.st(vL3, asm.R1)
+}
+
+// blur keeps the value of r (below mask+1) but makes the verifier forget
+// it (r ^= x; r ^= x, x unknown): the paths that reach this point with
+// different offsets (after 0 to 4 tags, after each IPv6 extension header)
+// become one state, and what follows is verified once rather than once
+// per path. It clobbers R4.
+func (g *keyGen) blur(r asm.Register, mask int32) {
+	g.add(
+		asm.Mov.Reg(asm.R4, ebpfgen.PacketEnd),
+		asm.Sub.Reg(asm.R4, ebpfgen.PacketStart),
+		asm.And.Imm(asm.R4, mask),
+		asm.Xor.Reg(r, asm.R4),
+		asm.Xor.Reg(r, asm.R4),
+	)
 }
 
 // addr stores the address in R0 (and R1, IPv6's second word) masked as
@@ -330,6 +356,7 @@ func (g *keyGen) ipv6(ports string) {
 		g.e.Insns[len(g.e.Insns)-1] = g.e.Insns[len(g.e.Insns)-1].WithSymbol(nonFirst)
 		g.add(asm.Ja.Label(ports)) // vPorts is -1
 		g.add(asm.Mov.Imm(asm.R0, 0).WithSymbol(next))
+		g.blur(asm.R2, 0x7fff)
 	}
 	g.st(vProto, asm.R3)
 	g.e.Insns[len(g.e.Insns)-1] = g.e.Insns[len(g.e.Insns)-1].WithSymbol(stop)
