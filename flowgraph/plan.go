@@ -3,6 +3,7 @@ package flowgraph
 import (
 	"slices"
 
+	"github.com/ffpf-go/ffpf/bridges/inproc"
 	"github.com/ffpf-go/ffpf/flowspaces"
 )
 
@@ -108,7 +109,11 @@ type planner struct {
 func (pl *planner) loc(s *flowspaces.Node, fs flowspaces.Flowspace) string {
 	if fs == s.Flowspace {
 		if fs.Stores() && pl.usedIn(s, fs) {
-			return pl.pbuf("pbuf:"+s.ID+"@"+fs.Name(), fs, "packets of "+s.ID)
+			what := "packets of "
+			if s.Producer() {
+				what = "records of "
+			}
+			return pl.pbuf("pbuf:"+s.ID+"@"+fs.Name(), fs, what+s.ID)
 		}
 		return InPlace
 	}
@@ -195,11 +200,27 @@ func (rt *Runtime) Bridges() []BridgeState {
 				continue
 			}
 			s := b.Stats()
-			out = append(out, BridgeState{From: st.Name(), To: fs.Name(), Barrier: st.Barrier, Strategy: string(st.Strategy),
+			out = append(out, BridgeState{From: st.Name(), To: fs.Name(), Barrier: st.Barrier, Strategy: used(st.Strategy, s),
 				In: s.In, Out: s.Out, Dropped: s.Dropped, Copied: s.Copied})
 		}
 	}
 	return out
+}
+
+// used is the strategy a bridge used, as its counts tell: the barrier's,
+// unless packets crossed otherwise. A zero-copy barrier copies packets
+// that are in no PBuf (a flowspace that processes in place, a kernel ring
+// buffer), so that the flowspace above can keep them.
+func used(declared flowspaces.Strategy, s inproc.Stats) string {
+	switch {
+	case s.Copied > 0 && s.Referred > 0:
+		return string(flowspaces.ZeroCopy) + "+" + string(flowspaces.CopyOnce)
+	case s.Copied > 0:
+		return string(flowspaces.CopyOnce)
+	case s.Referred > 0:
+		return string(flowspaces.ZeroCopy)
+	}
+	return string(declared)
 }
 
 // Attachments says, per flowspace that attaches programs to interfaces

@@ -69,6 +69,7 @@ type Runtime struct {
 	annUsed  [buffers.AnnWords]bool // annotation words given to functions
 
 	start, end time.Time
+	release    func() // ends the activation context (see Activate)
 }
 
 // Function is one function of the flowgraph.
@@ -426,6 +427,15 @@ func (rt *Runtime) Remove(req *Request) error {
 
 // Activate starts the datapath. It returns at once; Wait waits for the
 // sources to end. Cancelling ctx stops them.
+//
+// The flowspaces are activated children first, and they see ctx's
+// cancellation only once all of them are active: a flowspace beneath may
+// have started sending up (the reader of an eBPF flowspace's ring buffer
+// sends what it read before it stops), and only the flowspace above,
+// once active, reads its bridge until it is closed. Cancelled in between
+// (^C during set-up), the one beneath would wait for ever. For the same
+// reason a flowspace that fails to activate does not keep those above
+// from being activated; then the run is cancelled and the errors returned.
 func (rt *Runtime) Activate(ctx context.Context) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -434,11 +444,19 @@ func (rt *Runtime) Activate(ctx context.Context) error {
 	}
 	rt.start = time.Now()
 	rt.phase = active
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	fss := rt.all()
+	var errs []error
 	for i := len(fss) - 1; i >= 0; i-- {
-		if err := fss[i].Activate(ctx); err != nil {
-			return fmt.Errorf("flowspace %s: %w", fss[i].Name(), err)
+		if err := fss[i].Activate(actx); err != nil {
+			errs = append(errs, fmt.Errorf("flowspace %s: %w", fss[i].Name(), err))
 		}
+	}
+	stop := context.AfterFunc(ctx, cancel)
+	rt.release = func() { stop(); cancel() }
+	if len(errs) > 0 {
+		cancel()
+		return errors.Join(errs...)
 	}
 	return nil
 }
@@ -502,6 +520,9 @@ func (rt *Runtime) Close() error {
 		rt.end = time.Now()
 	}
 	rt.stopAll()
+	if rt.release != nil {
+		rt.release()
+	}
 	var errs []error
 	fss := rt.all()
 	for i := len(fss) - 1; i >= 0; i-- {

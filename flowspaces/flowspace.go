@@ -157,3 +157,10 @@ func (n *Node) CheckState() error {
 	}
 	return n.Class.CheckState(n.Flowspace.Target(), n.Ctx.Params, x)
 }
+
+// Locker is a flowspace that can hold a function still between two
+// batches: Lock returns once the function's lock, the one Process runs
+// under, is held, and the function to release it. Handlers run so.
+type Locker interface {
+	Lock(n *Node) (unlock func())
+}

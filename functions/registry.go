@@ -178,6 +178,10 @@ type Context struct {
 	// presets LinkRecord, and a producer of other frames (DTA's Ethernet
 	// reports) sets its own in Validate.
 	Output LinkType
+	// Target is what the function is instantiated for: the Go function of
+	// one placed in an eBPF flowspace only holds the state of the eBPF
+	// code (kernel, xdp); empty is userspace.
+	Target Target
 	// Captures are the distinct captures whose packets reach the function
 	// (a source's Validate sets its own; the flowgraph gives a function the
 	// union of its inputs'). Empty when checking without a source.
@@ -201,7 +205,18 @@ type Capture struct {
 	Swapped bool
 	// Snaplen is the file header's snap length (0 when unknown or live).
 	Snaplen uint32
+	// Direction is, for a live capture, the packets it captures:
+	// DirectionIn, DirectionOut or DirectionInOut ("" is unknown, or both).
+	// libpcap's inbound and outbound ask it.
+	Direction string
 }
+
+// Directions of a live capture (tcpdump's -Q).
+const (
+	DirectionIn    = "in"
+	DirectionOut   = "out"
+	DirectionInOut = "inout"
+)
 
 // LiveCapture is the capture of packets of link type lt from an interface.
 func LiveCapture(lt LinkType) Capture { return Capture{LinkTypeField: uint32(lt)} }

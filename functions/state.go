@@ -288,3 +288,14 @@ func FieldOf(m *buffers.MBuf, name string) buffers.Field {
 	}
 	panic("functions: MBuf has no field " + name)
 }
+
+// IntReadable is a Readable whose values are integers that a float64 would
+// round (a timestamp in ns, a tag's 64 bits): ReadInt gives them exactly,
+// and a reader that computes on integers (match) prefers it. It knows the
+// same names as Read, or fewer.
+type IntReadable interface {
+	ReadInt(name string) (IntReader, error)
+}
+
+// IntReader gives an integer value of a function's state for one packet.
+type IntReader func(p *buffers.PBuf, slot uint32) int64

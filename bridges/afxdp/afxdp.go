@@ -59,6 +59,13 @@ func NewMap() (*ebpf.Map, error) {
 var xskOptions = xdp.SocketOptions{NumFrames: 4096, FrameSize: 2048,
 	FillRingNumDescs: 2048, CompletionRingNumDescs: 64, RxRingNumDescs: 2048, TxRingNumDescs: 64}
 
+// MaxFrame is the longest frame an AF_XDP socket takes: a 2 KB UMEM frame
+// less the XDP_PACKET_HEADROOM the kernel keeps in front of the packet
+// (where MetaLen lies). The sockets are not multi-buffer (the library has
+// no XDP_USE_SG), so a longer frame cannot go up this way: the XDP
+// program lets it on to the kernel stack, counted as the bridge's dropped.
+const MaxFrame = 2048 - 256
+
 // zeroCopyRegions bounds the regions of a socket's UMEM view: at most 2048
 // frames referred to above, the other 2048 for the kernel to fill.
 const zeroCopyRegions = 8

@@ -101,12 +101,18 @@ type Message struct {
 	Stored  bool
 	Out     []Out
 	Packets int // distinct packets referred to
+	// Copied says that the packets were copied across the barrier (into
+	// a region of the flowspace above, or of the bridge), rather than
+	// referred to where the lower flowspace has them.
+	Copied bool
 }
 
-// Stats are a bridge's counters: In = Out + Dropped; Copied counts the
-// packets copied across (the rest were referred to in place).
+// Stats are a bridge's counters: In = Out + Dropped. Of the packets that
+// crossed in a message (In less those lost before they got into one),
+// Copied were copied across and Referred were referred to in place: the
+// strategy the bridge used, whatever its barrier declared.
 type Stats struct {
-	In, Out, Dropped, Copied, Messages uint64
+	In, Out, Dropped, Copied, Referred, Messages uint64
 }
 
 // Bridge is a queue of messages from one lower flowspace to its parent.
@@ -117,7 +123,7 @@ type Bridge struct {
 	closed    atomic.Bool
 	producers atomic.Int32
 
-	in, out, dropped, copied, msgs atomic.Uint64
+	in, out, dropped, copied, referred, msgs atomic.Uint64
 }
 
 // Depth is how many messages a bridge holds: enough for the two sides to
@@ -141,6 +147,7 @@ func (b *Bridge) Carry(old *Bridge) {
 	b.out.Add(s.Out)
 	b.dropped.Add(s.Dropped)
 	b.copied.Add(s.Copied)
+	b.referred.Add(s.Referred)
 	b.msgs.Add(s.Messages)
 }
 
@@ -199,7 +206,7 @@ func (p *Pool) Take(ctx context.Context) (*Region, error) {
 func (b *Bridge) TryMessage() (*Message, bool) {
 	select {
 	case m := <-b.free:
-		m.Out, m.Packets, m.Region, m.Stream = m.Out[:0], 0, nil, nil
+		m.Out, m.Packets, m.Region, m.Stream, m.Copied = m.Out[:0], 0, nil, nil, false
 		return m, true
 	default:
 		return nil, false
@@ -222,7 +229,7 @@ func (p *Pool) TryTake() (*Region, bool) {
 func (b *Bridge) Message(ctx context.Context) (*Message, error) {
 	select {
 	case m := <-b.free:
-		m.Out, m.Packets, m.Region, m.Stream = m.Out[:0], 0, nil, nil
+		m.Out, m.Packets, m.Region, m.Stream, m.Copied = m.Out[:0], 0, nil, nil, false
 		return m, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -259,8 +266,7 @@ func (b *Bridge) CopyUp(ctx context.Context, m *Message, pool *Pool) error {
 		o.PBuf, o.Base = r.PBuf, r.Base
 	}
 	r.Hold()
-	m.Region, m.Stored = r, true
-	b.copied.Add(uint64(m.Packets))
+	m.Region, m.Stored, m.Copied = r, true, true
 	return nil
 }
 
@@ -268,6 +274,11 @@ func (b *Bridge) CopyUp(ctx context.Context, m *Message, pool *Pool) error {
 // held) after processing. If ctx ends first the packets count as dropped.
 func (b *Bridge) Send(ctx context.Context, m *Message) error {
 	b.in.Add(uint64(m.Packets))
+	if m.Copied {
+		b.copied.Add(uint64(m.Packets))
+	} else {
+		b.referred.Add(uint64(m.Packets))
+	}
 	if ctx.Err() == nil {
 		select {
 		case b.ch <- m:
@@ -281,10 +292,6 @@ func (b *Bridge) Send(ctx context.Context, m *Message) error {
 	b.free <- m
 	return ctx.Err()
 }
-
-// Copied counts n packets copied across by the producer itself (a reader
-// of a kernel ring buffer that stores them in the parent's pool).
-func (b *Bridge) Copied(n int) { b.copied.Add(uint64(n)) }
 
 // Lose counts n packets that were on their way up but never got into a
 // message (the run stopped while the producer waited for one): they
@@ -367,6 +374,6 @@ func (b *Bridge) DrainUntilClosed() {
 
 // Stats returns the counters.
 func (b *Bridge) Stats() Stats {
-	out, dropped, copied, msgs := b.out.Load(), b.dropped.Load(), b.copied.Load(), b.msgs.Load()
-	return Stats{In: b.in.Load(), Out: out, Dropped: dropped, Copied: copied, Messages: msgs}
+	out, dropped, copied, referred, msgs := b.out.Load(), b.dropped.Load(), b.copied.Load(), b.referred.Load(), b.msgs.Load()
+	return Stats{In: b.in.Load(), Out: out, Dropped: dropped, Copied: copied, Referred: referred, Messages: msgs}
 }

@@ -108,8 +108,8 @@ func TestBridgeDeliversEveryPacketOnce(t *testing.T) {
 		if s.In != want || s.Out != want || s.Dropped != 0 {
 			t.Errorf("copy=%v: stats %+v, want %d in and out", copyUp, s, want)
 		}
-		if copyUp && s.Copied != want || !copyUp && s.Copied != 0 {
-			t.Errorf("copy=%v: copied %d", copyUp, s.Copied)
+		if copyUp && (s.Copied != want || s.Referred != 0) || !copyUp && (s.Copied != 0 || s.Referred != want) {
+			t.Errorf("copy=%v: copied %d, referred to in place %d", copyUp, s.Copied, s.Referred)
 		}
 	}
 }

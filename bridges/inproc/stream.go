@@ -146,9 +146,7 @@ func (s *Stream) Flush(ctx context.Context) {
 		return
 	}
 	s.msg.Packets = s.n
-	if s.Frames == nil {
-		s.Up.Copied(s.n)
-	}
+	s.msg.Copied = s.Frames == nil // into the pool, or referred to in the frames
 	if s.Taken != nil {
 		s.Taken.Add(uint64(s.n))
 	}

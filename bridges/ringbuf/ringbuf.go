@@ -1,9 +1,10 @@
 // Package ringbuf is the bridge from an eBPF flowspace (the kernel's tc
 // hook, XDP) up to the Go flowspace of the process: the programs copy each
 // packet that a function the flowspace above asked for passed into a BPF
-// ring buffer, once, with the mask of those functions, in a record of 128,
-// 512 or Snap bytes (a record's size must be a constant for the verifier;
-// three sizes let small packets take little of the ring). A Reader reads
+// ring buffer, once, with the mask of those functions, in a record of the
+// smallest of a few sizes (128 bytes up to the capture's snap length) that
+// holds it: a record's size must be a constant for the verifier, and
+// several sizes let small packets take little of the ring. A Reader reads
 // the records, stores the packets in a PBuf of the flowspace above and
 // sends them up through an in-process bridge, one message per source and
 // batch, with each function's IBuf entries (inproc.Stream).
@@ -49,12 +50,14 @@ const (
 	HeaderLen  = 32
 )
 
-// Snap is the most bytes of a packet the ring buffer carries up: a full
-// Ethernet frame with VLAN tags. Longer packets arrive truncated, their
-// wire length intact, as with a capture's snap length.
-const Snap = 1536
+// Snap is the most bytes of a packet the ring buffer carries up: libpcap's
+// largest snap length, so that a capture keeps what its snap length
+// allows (a GRO'd or jumbo frame whole). Longer packets arrive truncated,
+// their wire length intact, as with a capture's snap length.
+const Snap = 262144
 
-// Bytes is the ring buffer's size: about 4000 records of a full frame.
+// Bytes is the ring buffer's size: about 5,000 records of a 1,514-byte
+// frame (each in a record of 4 KB less the header), 31 of Snap bytes.
 const Bytes = 8 << 20
 
 // NewMap creates a ring buffer for a flowspace's programs to write into.
@@ -94,7 +97,11 @@ func Start(ring *ebpf.Map, ports [][]*inproc.Stream) (*Reader, error) {
 	return r, nil
 }
 
-// Stop sends up what the ring buffer holds, then stops reading.
+// Stop sends up what the ring buffer holds, then stops reading. It waits
+// for the flowspace above to take those messages, so that flowspace must
+// read its bridge until it is closed, even when the run was cancelled
+// before it started: flowgraph.Runtime.Activate makes sure it does, by
+// cancelling the run only once every flowspace is active.
 func (r *Reader) Stop() {
 	r.rd.Flush()
 	r.wg.Wait()
@@ -135,7 +142,9 @@ func (r *Reader) run(ctx context.Context) {
 		}
 		for _, s := range r.ports[port] {
 			if m := mask & s.Mask; m != 0 {
-				if s.Add(ctx, m, raw[HeaderLen:HeaderLen+capLen], wire, ts, 0) {
+				// The record holds what the capture with the longest snap
+				// length on the port keeps; each keeps its own.
+				if s.Add(ctx, m, raw[HeaderLen:HeaderLen+min(capLen, s.Snap)], wire, ts, 0) {
 					pending++
 				}
 			}

@@ -100,7 +100,7 @@ func TestReaderSendsRecordsUp(t *testing.T) {
 	if got["src1"]["a"] != n || got["src2"]["b"] != n || got["src1"]["b"] != 0 || got["src2"]["a"] != 0 {
 		t.Errorf("packets per stream and output: %v, want %d for src1→a and src2→b only", got, n)
 	}
-	if s := up.Stats(); s.In != 2*n || s.Out != 2*n || s.Copied != 2*n || s.Dropped != 0 {
+	if s := up.Stats(); s.In != 2*n || s.Out != 2*n || s.Copied != 2*n || s.Referred != 0 || s.Dropped != 0 {
 		t.Errorf("bridge counters %+v, want %d in, out and copied", s, 2*n)
 	}
 }

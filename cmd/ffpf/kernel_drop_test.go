@@ -79,7 +79,7 @@ func TestDropVerdict(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"run", "--json"}, tc.args...)
 			c := startCapture(t, nsB, append(args, fmt.Sprintf(`(dev,%s,drop=%v) > (bpf,"arp or udp dst port 5000") > (pktcount)`, ifB, tc.drop))...)
-			waitPrograms(t, 1)
+			waitPrograms(t, 2) // the tc egress too: the capture sees both directions
 			// ARP resolved: a datagram of the kept stream has come through.
 			sender.WriteToUDP([]byte("marker"), &net.UDPAddr{IP: net.IPv4(10, 251, 0, 2), Port: 5000})
 			if received(keep, 1) == 0 {

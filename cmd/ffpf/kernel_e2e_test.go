@@ -309,7 +309,7 @@ func TestPlacementsGiveLibpcapVerdicts(t *testing.T) {
 			}
 			caps = append(caps, startCapture(t, nsB, args...))
 		}
-		waitPrograms(t, 2)   // tc and XDP attached
+		waitPrograms(t, 4)   // tc and XDP attached, each with tc egress
 		waitFile(t, arrived) // and libpcap's socket open: sources open before the export
 		sent := filepath.Join(dir, fmt.Sprintf("sent%d.pcap", i))
 		if out, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000",
@@ -407,7 +407,7 @@ func TestOnlyMatchingPacketsReachUserspace(t *testing.T) {
 	dir := t.TempDir()
 	out, sent := filepath.Join(dir, "out.pcap"), filepath.Join(dir, "sent.pcap")
 	c := startCapture(t, nsB, "run", "--json", "-i", ifB, `(bpf,"udp and not vlan") > (export,file=`+out+`)`)
-	waitPrograms(t, 1)
+	waitPrograms(t, 2) // ingress and egress
 	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000", "-o", sent).CombinedOutput(); err != nil {
 		t.Fatalf("gen: %v: %s", err, o)
 	}
@@ -431,7 +431,7 @@ func TestOnlyMatchingPacketsReachUserspace(t *testing.T) {
 	// A crash (SIGKILL) leaves nothing attached: the links die with the
 	// process.
 	k := startCapture(t, nsB, "run", "-i", ifB, `(bpf,"tcp") > (pktcount)`)
-	waitPrograms(t, 1)
+	waitPrograms(t, 2) // ingress and egress
 	k.cmd.Process.Signal(syscall.SIGKILL)
 	var ee *exec.ExitError
 	if err := k.cmd.Wait(); !errors.As(err, &ee) {
@@ -525,6 +525,9 @@ func TestStealThroughAFXDP(t *testing.T) {
 		if (strategy == "copy-once" && copied != want) || (strategy == "zero-copy" && copied != 0) {
 			t.Errorf("%s: %d of %d packets copied", strategy, copied, want)
 		}
+		if used := xd.Bridges[0].(map[string]any)["strategy"]; used != strategy {
+			t.Errorf("%s: the bridge says it was %v", strategy, used)
+		}
 		waitPrograms(t, 0)
 	}
 }
@@ -543,7 +546,7 @@ func TestClsactFallback(t *testing.T) {
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitPrograms(t, 1)
+	waitPrograms(t, 2) // ingress and egress
 	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000", "-o", sent).CombinedOutput(); err != nil {
 		t.Fatalf("gen: %v: %s", err, o)
 	}

@@ -87,7 +87,7 @@ func TestFiltersAgreeWithLibpcap(t *testing.T) {
 		arrived, sent := filepath.Join(dir, fmt.Sprint("arrived", g, ".pcap")), filepath.Join(dir, fmt.Sprint("sent", g, ".pcap"))
 		x := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB}, reqs...)...)
 		k := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB, "--hierarchy", kernel, "-e", "(export,file=" + arrived + ")"}, reqs...)...)
-		waitPrograms(t, 2)
+		waitPrograms(t, 4) // each at its ingress and egress
 		waitFile(t, arrived)
 		sendTrace(t, nsA, ifA, sent, 20000, g+1)
 		settle(t)
@@ -130,9 +130,9 @@ func TestForksJoinsOverlays(t *testing.T) {
 	}
 	x := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB}, reqs("xdp")...)...)
 	k1 := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB, "--hierarchy", kernel}, reqs("tc1")...)...)
-	waitPrograms(t, 2)
+	waitPrograms(t, 4) // each at its ingress and egress
 	k2 := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB, "--hierarchy", kernel}, reqs("tc2")...)...)
-	waitPrograms(t, 3)
+	waitPrograms(t, 6)
 	arrived := filepath.Join(dir, "arrived.pcap")
 	u := startCapture(t, nsB, "run", "--json", "-i", ifB, "--hierarchy", filepath.Join(dir, "user.yaml"), "(export,file="+arrived+")")
 	waitFile(t, arrived)
@@ -190,7 +190,7 @@ func TestRingOverflowIsCounted(t *testing.T) {
 		out := filepath.Join(dir, fmt.Sprint(i, ".pcap"))
 		c := startCapture(t, nsB, "run", "--json", fmt.Sprintf(`(dev,%s,steal=%v) > (bpf,"ip or ip6 or arp or vlan or less 2000") > (export,file=%s)`,
 			ifB, steal, out))
-		waitPrograms(t, 1)
+		waitPrograms(t, programsOf(steal))
 		waitFile(t, out)
 		c.cmd.Process.Signal(syscall.SIGSTOP)
 		sendTrace(t, nsA, ifA, filepath.Join(dir, "sent.pcap"), 20000, 1)
@@ -222,7 +222,7 @@ func TestStopUnderLoad(t *testing.T) {
 	for i := range 3 {
 		out := filepath.Join(dir, fmt.Sprint("o", i, ".pcap"))
 		c := startCapture(t, nsB, "run", "--json", "-i", ifB, `(bpf,"ip or ip6 or arp or vlan or less 2000") > (export,file=`+out+`)`)
-		waitPrograms(t, 1)
+		waitPrograms(t, 2) // ingress and egress
 		waitFile(t, out)
 		// The export exists before the flowspaces are active: a probe
 		// that comes up says the reader above the ring buffer runs (a
@@ -317,7 +317,7 @@ func TestSnaplenVerdicts(t *testing.T) {
 		seen = append(seen, filepath.Join(dir, fmt.Sprint("seen", i, ".pcap")))
 		caps = append(caps, startCapture(t, nsB, append(args, "-e", req, "-e", `(dev,`+ifB+`,snaplen=64) > (export,file=`+seen[i]+`)`)...))
 	}
-	waitPrograms(t, 2)
+	waitPrograms(t, 4) // each at its ingress and egress
 	for _, f := range seen {
 		waitFile(t, f) // and the libpcap capture open
 	}

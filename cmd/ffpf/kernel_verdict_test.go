@@ -222,7 +222,7 @@ func TestDropVerdictsXDP(t *testing.T) {
 				args = append(args, "-e", fmt.Sprintf(r, ifB, dir))
 			}
 			x := startCapture(t, nsB, args...)
-			waitPrograms(t, 1)
+			waitPrograms(t, programsOf(strings.Contains(tc.reqs[0], "steal=true")))
 			u := startCapture(t, nsB, "run", "--json", "--hierarchy", user, "-i", ifB, "(export,file="+arrived+")")
 			waitFile(t, arrived)
 			for _, e := range tc.exports {
@@ -301,10 +301,10 @@ func TestDropVLANAtTC(t *testing.T) {
 	const keep = "vlan or tcp port 80"
 	k1 := startCapture(t, nsB, "run", "--json", "--hierarchy", kernel,
 		fmt.Sprintf(`(dev,%s,drop=true) > (bpf,"%s") > (pktcount)`, ifB, keep))
-	waitPrograms(t, 1)
+	waitPrograms(t, 2) // ingress and egress
 	after, arrived := filepath.Join(dir, "after.pcap"), filepath.Join(dir, "arrived.pcap")
 	k2 := startCapture(t, nsB, "run", "--json", "--hierarchy", kernel, fmt.Sprintf(`(dev,%s) > (export,file=%s)`, ifB, after))
-	waitPrograms(t, 2)
+	waitPrograms(t, 4)
 	u := startCapture(t, nsB, "run", "--json", "--hierarchy", user, "-i", ifB, "(export,file="+arrived+")")
 	waitFile(t, after)
 	waitFile(t, arrived)
@@ -373,7 +373,7 @@ func TestExportStress(t *testing.T) {
 			c := startCapture(t, nsB, append(append([]string{"run", "--json"}, tc.args...), fmt.Sprintf(
 				`[(dev,%[1]s,steal=%[4]v) > (bpf,"ip or ip6") > (export,file=%[2]s) | (dev,%[1]s,steal=%[4]v,snaplen=65535) > (bpf,"udp") > (export,file=%[3]s)]`,
 				ifB, ipf, udpf, tc.steal))...)
-			waitPrograms(t, 1)
+			waitPrograms(t, programsOf(tc.steal))
 			waitFile(t, udpf)
 			waitFile(t, ipf)
 			s1, s2 := filepath.Join(dir, fmt.Sprint("s1-", i, ".pcap")), filepath.Join(dir, fmt.Sprint("s2-", i, ".pcap"))
@@ -457,7 +457,7 @@ func TestZeroCopyFourCaptures(t *testing.T) {
 				args = append(args, "-e", fmt.Sprintf(`(dev,%s,buffer=%dMB) > (pktcount)`, ifB, i))
 			}
 			c := startCapture(t, nsB, args...)
-			waitPrograms(t, 1)
+			waitPrograms(t, min(captures, 2)) // XDP, and tc egress for the counters' captures (both directions)
 			waitFile(t, out)
 			for b := range 2 {
 				c.cmd.Process.Signal(syscall.SIGSTOP)
@@ -508,7 +508,7 @@ func TestStealSnaplen(t *testing.T) {
 	for _, steal := range []bool{false, true} {
 		out := filepath.Join(dir, fmt.Sprint("out", steal, ".pcap"))
 		c := startCapture(t, nsB, "run", "--json", fmt.Sprintf(`(dev,%s,snaplen=128,steal=%v) > (export,file=%s)`, ifB, steal, out))
-		waitPrograms(t, 1)
+		waitPrograms(t, programsOf(steal))
 		waitFile(t, out)
 		sent := filepath.Join(dir, "sent.pcap")
 		sendTrace(t, nsA, ifA, sent, 2000, 81)
@@ -550,7 +550,7 @@ func TestSIGINTUnderLoad4Queues(t *testing.T) {
 			args := append(append([]string{"run", "--json"}, tc.args...),
 				fmt.Sprintf(`(dev,%s,steal=%v) > (bpf,"ip or ip6 or arp or vlan or less 2000") > (export,file=%s)`, ifB, tc.steal, out))
 			c := startCapture(t, nsB, args...)
-			waitPrograms(t, 1)
+			waitPrograms(t, programsOf(tc.steal))
 			waitFile(t, out)
 			g := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "3000000", "--seed", "91")
 			if err := g.Start(); err != nil {
@@ -611,4 +611,14 @@ func TestPlaceDrop(t *testing.T) {
 	if placed != 3 {
 		t.Errorf("kernel: %d functions placed:\n%s", placed, r.stdout)
 	}
+}
+
+// programsOf is how many eBPF programs one capture on the test's interface
+// attaches: one at XDP for a capture that steals (it captures received
+// packets only), else one at the ingress and one at tc egress.
+func programsOf(steal bool) int {
+	if steal {
+		return 1
+	}
+	return 2
 }

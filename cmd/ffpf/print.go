@@ -33,18 +33,6 @@ func printClass(w io.Writer) *functions.Class {
 	}
 }
 
-// withPrint returns a registry with the classes of functions.Default and
-// the print sink writing to w.
-func withPrint(w io.Writer) (*functions.Registry, error) {
-	reg := functions.NewRegistry()
-	for _, c := range functions.Default.All() {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return reg, reg.Register(printClass(w))
-}
-
 // printer writes one line per packet. It decodes with gopacket's
 // DecodingLayerParser into layers it owns and formats with append
 // functions, so that it allocates nothing per packet.

@@ -7,31 +7,53 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/ffpf-go/ffpf/bridges/afxdp"
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/dev"
+	"github.com/ffpf-go/ffpf/functions/export"
 	"github.com/ffpf-go/ffpf/lang"
 )
 
-const runSynopsis = `[-r FILE | -i IFACE] [-c N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN] [--print]
+const runSynopsis = `[-r FILE | -i IFACE [-Q in|out|inout]] [-c N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN] [--print]
          [--hierarchy FILE.yaml] [--flowgroup POLICY] [--json] [-e EXPR]... [EXPR]...
 
-Runs the flowgraph until the sources end, -c packets have been read, or
-SIGINT; then prints every function's counters and state. Several
+Runs the flowgraph until the sources end, -c packets have been read, the
+reader of -w's pipe goes away, or SIGINT (SIGTERM); then prints every
+function's counters and state (on stderr when --print or -w - has stdout).
+A signal during set-up (compiling filters, opening a FIFO without a writer,
+loading programs) ends ffpf at once as killed by it, leaving nothing
+behind. -c counts the
+packets the sources capture (the first line of the result), in every
+flowspace: an XDP or tc hook counts exactly N and lets later packets on
+uncounted. Unlike tcpdump's, whose filter is part of its capture, a bpf
+function is part of the graph: its OUT says how many of the N it kept.
+Each packet keeps what the snap length allows, in every placement, except
+with (dev,IFACE,steal=true): an AF_XDP frame holds at most 1792 bytes, and
+a longer packet goes on to the kernel stack, counted as the bridge's
+dropped (the run says so when it starts). Several
 expressions (-e, or several arguments) are several requests, overlaid:
 identical functions are shared. A chain that starts with a function that is
-not a source is fed by -r FILE or -i IFACE.`
+not a source is fed by -r FILE or -i IFACE.
+
+A live capture sees the packets the interface receives and those it sends
+(-Q chooses), at the lowest hook that has room: XDP for received packets
+and tc egress for sent ones, or tc (TCX) for both when another program
+holds the XDP hook (another ffpf run, or any other tool: XDP takes one
+program per interface, tc several), or libpcap in userspace. Several runs
+may capture on one interface at once; the end of the output says where
+each capture was attached.`
 
 // runOptions are the flags shared by run, check and place.
 type runOptions struct {
 	file, iface string
+	direction   string
 	exprs       multiFlag
 	hierarchy   string
 	flowgroup   string
@@ -40,6 +62,9 @@ type runOptions struct {
 func (o *runOptions) register(fs *flagSet) {
 	fs.StringVar(&o.file, "r", "", "read packets from `FILE` (pcap or pcapng; - is standard input) for chains without a source")
 	fs.StringVar(&o.iface, "i", "", "capture on `IFACE` for chains without a source")
+	dir := "with -i, capture the packets of `DIRECTION`: in (received), out (sent) or inout (both: the default, as tcpdump)"
+	fs.StringVar(&o.direction, "Q", "", dir)
+	fs.StringVar(&o.direction, "direction", "", dir+" (as -Q)")
 	fs.Var(&o.exprs, "e", "an expression `EXPR` (repeatable: each is one request)")
 	fs.StringVar(&o.hierarchy, "hierarchy", "", "place functions in the flowspace hierarchy described in `FILE.yaml` (default: the one found on this machine; see 'ffpf hierarchy')")
 	fs.StringVar(&o.flowgroup, "flowgroup", flowgraph.GroupUID, "share functions and packet buffers with requests of the same `POLICY`: uid, gid, pid or all")
@@ -131,13 +156,24 @@ func (o *runOptions) requests(pos []string) ([]string, string, error) {
 	if len(exprs) == 0 {
 		return nil, "", usageErrorf("no expression given")
 	}
+	switch o.direction {
+	case "", "in", "out", "inout":
+	default:
+		return nil, "", usageErrorf("-Q: direction %q is not in, out or inout", o.direction)
+	}
 	switch {
 	case o.file != "" && o.iface != "":
 		return nil, "", usageErrorf("-r and -i exclude each other")
 	case o.file != "":
 		return exprs, "(pcap,file=" + strconv.Quote(o.file) + ")", nil
 	case o.iface != "":
-		return exprs, "(dev,expr=" + strconv.Quote(o.iface) + ")", nil
+		src := "(dev,expr=" + strconv.Quote(o.iface)
+		if o.direction != "" {
+			src += ",direction=" + o.direction
+		}
+		return exprs, src + ")", nil
+	case o.direction != "":
+		return nil, "", usageErrorf("-Q (--direction) is the direction of the capture on -i IFACE")
 	}
 	return exprs, "", nil
 }
@@ -146,8 +182,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", runSynopsis, stderr)
 	var o runOptions
 	o.register(fs)
-	count := fs.Int64("c", 0, "stop after `N` packets in total (0: no limit)")
-	out := fs.String("w", "", "write the packets that reach the end of the flowgraph to `OUT.pcap` (a name ending in .pcapng: pcapng, with nanosecond timestamps)")
+	count := fs.Int64("c", 0, "stop after the sources captured `N` packets in all, exactly, in every flowspace (0: no limit)")
+	out := fs.String("w", "", "write the packets that reach the end of the flowgraph to `OUT.pcap` (a name ending in .pcapng: pcapng, with nanosecond timestamps; - is standard output, and the counters then go to stderr; a pipe whose reader goes away ends the run, exit 0)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	snaplen := fs.Int("s", flowgraph.DefaultSnaplen, "keep at most `SNAPLEN` bytes of each packet (0: the default, as in tcpdump)")
 	printLines := fs.Bool("print", false, printHelp)
@@ -172,24 +208,30 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *printLines && *asJSON {
 		return usageErrorf("--print and --json exclude each other")
 	}
-	results := stdout
-	if *printLines {
-		results = stderr // the packets' lines have standard output
-	}
-
-	// ^C from here on stops the run cleanly (a graph with many eBPF
-	// functions takes a moment to set up).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	context.AfterFunc(ctx, stop) // the first ^C stops the run; a second one kills ffpf
+	// ^C or SIGTERM from here on ends set-up at once, or stops the run
+	// (see interrupts).
+	intr := catchInterrupts()
+	defer intr.stop()
+	ctx := intr.ctx
 	cfg, group, err := o.configFor(flowgraph.Config{Limit: *count, Snaplen: *snaplen}, exprs, src)
 	if err != nil {
 		return err
 	}
+	// A pipe whose reader has gone (ffpf run -w - | head) ends the run
+	// as the end of the input would, and ^C interrupts a write blocked on
+	// a pipe nobody empties: see export.Options.
+	runCtx, endRun := context.WithCancel(ctx)
+	defer endRun()
+	exp := export.Options{Context: ctx, Closed: func(string) { endRun() }}
+	if f, ok := stdout.(*os.File); ok {
+		exp.Stdout = f
+	}
+	var printTo io.Writer
 	if *printLines {
-		if cfg.Registry, err = withPrint(stdout); err != nil {
-			return err
-		}
+		printTo = stdout
+	}
+	if cfg.Registry, err = cliRegistry(printTo, exp); err != nil {
+		return err
 	}
 	rt := flowgraph.New(cfg)
 	for _, e := range exprs {
@@ -207,10 +249,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	// The counters go to standard output, unless packets do: --print's
+	// lines, or a capture file written there (-w -, -w /dev/stdout).
+	results := stdout
+	if toStdout := exportsToStdout(rt, stdout); toStdout != "" {
+		if *printLines {
+			return usageErrorf("--print and %s both write to standard output", toStdout)
+		}
+		results = stderr
+	} else if *printLines {
+		results = stderr
+	}
 	if err := rt.Instantiate(); err != nil {
 		return err
 	}
-	if err := rt.Activate(ctx); err != nil {
+	noteLimits(rt, stderr)
+	intr.started()
+	if err := rt.Activate(runCtx); err != nil {
 		rt.Close()
 		return err
 	}
@@ -226,6 +281,58 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return errors.Join(runErr, closeErr)
+}
+
+// cliRegistry is the default registry with the classes bound to the
+// command's streams: export writing as exp says and, if printTo is set,
+// print writing its lines there.
+func cliRegistry(printTo io.Writer, exp export.Options) (*functions.Registry, error) {
+	reg := functions.NewRegistry()
+	for _, c := range functions.Default.All() {
+		if c.Name == "export" {
+			c = export.NewClass(exp)
+		}
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	if printTo == nil {
+		return reg, nil
+	}
+	return reg, reg.Register(printClass(printTo))
+}
+
+// exportsToStdout returns how the first export function of rt that
+// writes to standard output names it ("-w -", "-w /dev/stdout"), or "".
+func exportsToStdout(rt *flowgraph.Runtime, stdout io.Writer) string {
+	var out os.FileInfo
+	if f, ok := stdout.(*os.File); ok {
+		out, _ = f.Stat()
+	}
+	for _, f := range rt.Functions() {
+		path, _ := f.Params["file"].(string)
+		if f.Class != "export" || path == "" {
+			continue
+		}
+		if path == "-" {
+			return "-w -"
+		}
+		if st, err := os.Stat(path); err == nil && out != nil && os.SameFile(st, out) {
+			return "-w " + path
+		}
+	}
+	return ""
+}
+
+// noteLimits says, before the run starts, where a placement keeps less of
+// a packet than the snap length allows.
+func noteLimits(rt *flowgraph.Runtime, w io.Writer) {
+	for _, f := range rt.Functions() {
+		if f.Class == "dev" && f.Params["steal"] == true && strings.HasPrefix(f.Flowspace, "xdp:") {
+			fmt.Fprintf(w, "ffpf: %s: steal=true: packets longer than %d bytes do not fit an AF_XDP frame; they go on to the kernel stack and count as the bridge's dropped\n",
+				f.ID, afxdp.MaxFrame)
+		}
+	}
 }
 
 // result is the --json document (DESIGN.md §7).

@@ -36,7 +36,6 @@ import (
 
 	"github.com/ffpf-go/ffpf/bridges/afxdp"
 	"github.com/ffpf-go/ffpf/bridges/inproc"
-	"github.com/ffpf-go/ffpf/bridges/ringbuf"
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
@@ -66,10 +65,11 @@ type Flowspace struct {
 	want     []*flowspaces.Node
 	up       *inproc.Bridge
 	sending  *inproc.Bridge         // up, while this flowspace sends through it
-	attached map[string]*attachment // by interface
-	modes    map[string]string      // how each interface was attached, kept after detach
+	attached map[string]*attachment // by hook (hookKey)
+	modes    map[string]string      // how each hook was attached, kept after detach
 	xsk      *afxdp.Set             // AF_XDP sockets, once a capture steals (XDP)
 	sockets  string                 // the AF_XDP sockets last used, for Attachments
+	taken    string                 // why a capture did not come here (hookFree), for Attachments
 	progName string                 // tests name their programs apart from a run's
 	verified map[string]error       // Host's verifier checks, by class and parameters
 	offered  []*flowspaces.Node     // nodes Host accepted, until the next Connect
@@ -78,6 +78,10 @@ type Flowspace struct {
 	reader   reader                 // of the ring buffer or the AF_XDP sockets
 	active   bool
 	stopSync chan struct{}
+	budget   *flowspaces.Budget // the run's packet limit (-c), nil for none
+	budgetM  *ebpf.Map          // where the programs take packets from it
+	ifindex  map[string]int     // the attached interfaces' indexes, to tell one deleted (gone.go)
+	err      error              // why the capture ended by itself (an interface disappeared)
 	synced   sync.WaitGroup
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -166,7 +170,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		k.mbuf = buffers.NewMBuf(16, buffers.Native,
 			buffers.Field{Name: "stolen", Type: buffers.U64, Offset: 0},
 			buffers.Field{Name: "discarded", Type: buffers.U64, Offset: 8})
-		n.Source = hookSource{fs.Name(), k.iface, k.mbuf}
+		n.Source = hookSource{fs.Name(), k.iface, k.mbuf, captureSnap(n)}
 		k.need = 2 + hookStateSlots
 	} else {
 		fn, err := n.Class.EBPF(fs.target, &n.Ctx)
@@ -175,6 +179,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		}
 		// The Go function gives the state's layout (its MBuf); it never
 		// sees a packet.
+		n.Ctx.Target = fs.target
 		gofn, err := n.Class.New(&n.Ctx)
 		if err != nil {
 			return err
@@ -266,17 +271,10 @@ func (fs *Flowspace) Connect() error {
 		}
 	}
 	for port, iface := range ifaces(keep) {
-		spec, err := fs.spec(keep, iface, port)
-		if err != nil {
+		if err := fs.load(keep, iface, port, progs); err != nil {
 			release()
 			return err
 		}
-		p, err := spec.load(fs.Name())
-		if err != nil {
-			release()
-			return err
-		}
-		progs[iface] = p
 	}
 	if fs.active {
 		if err := fs.openXSK(keep); err != nil {
@@ -347,7 +345,9 @@ func (fs *Flowspace) Wait() error {
 		return nil
 	}
 	<-ctx.Done()
-	return nil
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.err
 }
 
 // Stop implements flowspaces.Flowspace: it detaches the programs (so that
@@ -433,6 +433,7 @@ func (fs *Flowspace) Close() error {
 type hookSource struct {
 	fs, iface string
 	mbuf      *buffers.MBuf
+	snap      int // what it keeps of a packet (captureSnap)
 }
 
 // hookStateSlots are a hook's counter slots beyond in and out: packets of
@@ -450,7 +451,7 @@ const (
 func (h hookSource) MBuf() *buffers.MBuf { return h.mbuf }
 
 func (h hookSource) Info() functions.SourceInfo {
-	return functions.SourceInfo{Name: h.iface + " (" + h.fs + ")", LinkType: functions.LinkEthernet, MaxCapLen: ringbuf.Snap}
+	return functions.SourceInfo{Name: h.iface + " (" + h.fs + ")", LinkType: functions.LinkEthernet, MaxCapLen: h.snap}
 }
 func (h hookSource) Fill(*buffers.Batch) error { return errors.New("an eBPF hook is not read") }
 func (h hookSource) Close() error              { return nil }

@@ -117,7 +117,7 @@ func runEBPF(t *testing.T, c *functions.Class, ctx *functions.Context, frames []
 	}
 	defer counters.Close()
 	p := &progSpec{kind: flowspaces.KindXDP, iface: "t", counters: counters, snap: ringbuf.Snap, progName: "ffpf_test",
-		nodes: []progNode{{iface: "t", slot: 0}, {node: &flowspaces.Node{ID: c.Name}, fn: fn, inputs: []int{0}, slot: 2, maps: maps}}}
+		nodes: []progNode{{iface: "t", in: true, slot: 0}, {node: &flowspaces.Node{ID: c.Name}, fn: fn, inputs: []int{0}, slot: 2, maps: maps}}}
 	prog, err := p.load("test")
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,9 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 		if iface := c.Interface(n.Ctx.Params); fs.Entry(iface) == flowspaces.NoEntry {
 			return fmt.Errorf("packets of %s do not enter at %s", iface, fs.Name())
 		}
+		if err := fs.hookFree(n); err != nil {
+			return err
+		}
 		return fs.room(n)
 	}
 	for _, in := range n.Inputs {
@@ -118,7 +121,7 @@ func (fs *Flowspace) verify(n *flowspaces.Node, fn ebpfgen.Function) error {
 	}
 	defer closeMaps(maps)
 	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, snap: ringbuf.Snap, progName: "ffpf_verify",
-		nodes: []progNode{{node: n, iface: "probe", slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2, maps: maps}}}
+		nodes: []progNode{{node: n, iface: "probe", in: true, slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2, maps: maps}}}
 	prog, err := p.load(fs.Name())
 	if err == nil {
 		prog.Close()

@@ -43,6 +43,8 @@ type progNode struct {
 	node   *flowspaces.Node
 	fn     ebpfgen.Function     // nil for a source
 	iface  string               // a source's interface
+	in     bool                 // a source captures received packets
+	out    bool                 // a source captures sent packets
 	inputs []int                // indices of its inputs among the program's nodes
 	slot   int                  // first counter slot: in, out, then state
 	maps   map[string]*stateMap // its state maps by field (ebpfgen.Mapped)
@@ -52,6 +54,7 @@ type progNode struct {
 type progSpec struct {
 	kind     flowspaces.Kind
 	iface    string // the interface the program is attached to
+	egress   bool   // it runs at tc egress, on the packets iface sends (else at ingress: XDP or tc)
 	port     int    // its number among the flowspace's interfaces
 	nodes    []progNode
 	exports  []int // node indices whose outputs go up, bit i = exports[i]
@@ -59,6 +62,7 @@ type progSpec struct {
 	counters *ebpf.Map
 	ring     *ebpf.Map // nil without exports
 	xsk      *ebpf.Map // set when exported packets leave through AF_XDP (XDP only)
+	budget   *ebpf.Map // the run's packet limit (-c), when it has one
 	progName string    // the kernel's name for the program: "ffpf" when empty
 
 	hooks []hookSlots // the sources on iface: their state counts verdicts and losses
@@ -104,6 +108,9 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		return nil, fmt.Errorf("more than %d functions in one eBPF program", maxNodes)
 	}
 	in := asm.Instructions{asm.Mov.Reg(ebpfgen.Ctx, asm.R1)}
+	if p.budget != nil {
+		in = append(in, p.take("unbudgeted")...)
+	}
 	if p.kind == flowspaces.KindXDP {
 		in = append(in,
 			asm.LoadMem(ebpfgen.PacketStart, ebpfgen.Ctx, 0, asm.Word), // xdp_md.data
@@ -140,7 +147,7 @@ func (p *progSpec) build() (asm.Instructions, error) {
 	for i, n := range p.nodes {
 		next := fmt.Sprintf("n%d_next", i)
 		if n.fn == nil {
-			if n.iface != p.iface {
+			if n.iface != p.iface || (p.egress && !n.out) || (!p.egress && !n.in) {
 				in = append(in, asm.StoreImm(asm.RFP, flag(i), 0, asm.Word))
 				continue
 			}
@@ -158,7 +165,7 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		in = append(in, asm.StoreImm(asm.RFP, flag(i), 0, asm.Word), asm.JEq.Imm(asm.R1, 0, next))
 		in = append(in, add(n.slot, asm.R1)...) // in += 1 (r1 is 1: flags are 0 or 1)
 		state := p.addState(fmt.Sprintf("n%d_state", i))
-		e := &ebpfgen.Emitter{Prefix: fmt.Sprintf("n%d", i), Pass: pass, Drop: drop,
+		e := &ebpfgen.Emitter{Prefix: fmt.Sprintf("n%d", i), Pass: pass, Drop: drop, Outgoing: p.egress,
 			StackOffset: -int(flag(len(p.nodes) - 1)), // the flags end here
 			AddState:    func(k int, r asm.Register) asm.Instructions { return state(n.slot+2+k, r) },
 			Map:         fds(n.maps), KeySlot: stackKey}
@@ -192,7 +199,16 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		)
 	}
 	verdict[0] = verdict[0].WithSymbol("verdict")
-	return append(in, verdict...), nil
+	in = append(in, verdict...)
+	if p.budget != nil {
+		// Over the limit: the packet goes on as if nothing were attached.
+		code := int32(xdpPass)
+		if p.kind != flowspaces.KindXDP {
+			code = -1 // TCX_NEXT
+		}
+		in = append(in, asm.Mov.Imm(asm.R0, code).WithSymbol("unbudgeted"), asm.Return())
+	}
+	return in, nil
 }
 
 // Verdicts (XDP's; tc's drop is TC_ACT_SHOT, also 2).
@@ -279,8 +295,10 @@ func (p *progSpec) export() asm.Instructions {
 }
 
 // recordTiers are the smaller record sizes (bytes of packet) the ring
-// buffer is asked for; the largest is the snap length.
-var recordTiers = []int{128, 512}
+// buffer is asked for; the largest is the snap length. A packet takes the
+// smallest that holds it: at most four times its size, or a 4 KB record
+// for a full 1,514-byte frame.
+var recordTiers = []int{128, 512, 1536, 4096, 16384, 65536}
 
 // record copies up to size bytes of the packet into a ring buffer record
 // of that size and submits it, then goes to the verdict.
@@ -329,10 +347,17 @@ func (p *progSpec) record(k, size int) asm.Instructions {
 
 // redirect sends the packet up through the AF_XDP socket of its receive
 // queue, with the export mask in front of it (XDP metadata); without a
-// socket on that queue it goes on to the stack.
+// socket on that queue, or when it is longer than a socket's frame
+// (afxdp.MaxFrame: then it counts as lost on the way up), it goes on to
+// the stack.
 func (p *progSpec) redirect() asm.Instructions {
-	in := asm.Instructions{
-		asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
+	// A frame longer than a socket's frame cannot go up: it stays in the
+	// kernel, lost to the bridge.
+	in := asm.Instructions{asm.JLE.Imm(ebpfgen.WireLen, afxdp.MaxFrame, "fits")}
+	in = append(in, p.perHook("toolong", slotLost)...)
+	in = append(in, asm.Ja.Label(p.keepLabel()))
+	in = append(in,
+		asm.Mov.Reg(asm.R1, ebpfgen.Ctx).WithSymbol("fits"),
 		asm.Mov.Imm(asm.R2, -afxdp.MetaLen),
 		asm.FnXdpAdjustMeta.Call(),
 		asm.JNE.Imm(asm.R0, 0, "verdict"),
@@ -348,7 +373,7 @@ func (p *progSpec) redirect() asm.Instructions {
 		asm.Mov.Imm(asm.R3, xdpPass),                   // when no socket is bound to the queue
 		asm.FnRedirectMap.Call(),
 		asm.JNE.Imm(asm.R0, xdpRedirect, p.keepLabel()),
-	}
+	)
 	in = append(in, p.perHook("stolen", slotStolen)...)
 	return append(in, asm.Mov.Imm(asm.R0, xdpRedirect), asm.Return())
 }
@@ -396,6 +421,19 @@ func (p *progSpec) load(name string) (*ebpf.Program, error) {
 	return prog, nil
 }
 
+// captureSnap is the most bytes of a packet capture n keeps: its snap
+// length, bounded by the run's (-s) and by what the ring buffer carries.
+func captureSnap(n *flowspaces.Node) int {
+	snap := ringbuf.Snap
+	if sl := int(n.Ctx.Params.Int("snaplen")); sl > 0 {
+		snap = min(snap, sl)
+	}
+	if n.Ctx.Snaplen > 0 {
+		snap = min(snap, n.Ctx.Snaplen)
+	}
+	return snap
+}
+
 // ifaces returns the interfaces the sources here capture, sorted.
 func ifaces(nodes []*node) []string {
 	var out []string
@@ -408,14 +446,23 @@ func ifaces(nodes []*node) []string {
 	return out
 }
 
-// spec describes the program for iface.
-func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, error) {
-	p := &progSpec{kind: fs.opts.Kind, iface: iface, port: port, counters: fs.counters, ring: fs.ring,
-		snap: ringbuf.Snap, progName: fs.progName}
+// spec describes the program for iface: at its ingress hook (XDP, or tc
+// in the kernel flowspace), or with egress at its tc egress hook, where
+// an XDP flowspace too sees the packets the interface sends.
+func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*progSpec, error) {
+	p := &progSpec{kind: fs.opts.Kind, iface: iface, egress: egress, port: port, counters: fs.counters, ring: fs.ring,
+		progName: fs.progName, budget: fs.budgetM}
+	if egress {
+		p.kind = flowspaces.KindKernel
+	}
 	idx := map[*flowspaces.Node]int{}
+	snap := 0 // the longest snap length of the captures on iface
 	for i, k := range nodes {
 		idx[k.Node] = i
 		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot, maps: k.maps}
+		if k.iface != "" {
+			pn.in, pn.out = directions(k.Node)
+		}
 		for _, in := range k.Inputs {
 			j, ok := idx[in]
 			if !ok {
@@ -423,8 +470,8 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, err
 			}
 			pn.inputs = append(pn.inputs, j)
 		}
-		if k.iface != "" && k.Ctx.Params.Int("snaplen") > 0 {
-			p.snap = min(p.snap, int(k.Ctx.Params.Int("snaplen")))
+		if k.iface == iface {
+			snap = max(snap, captureSnap(k.Node))
 		}
 		p.nodes = append(p.nodes, pn)
 	}
@@ -433,13 +480,15 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int) (*progSpec, err
 			p.exports = append(p.exports, i)
 		}
 	}
+	p.snap = max(snap, 1)
 	if len(p.exports) > 64 {
 		return nil, fmt.Errorf("%s: more than 64 functions send packets up", fs.Name())
 	}
-	if steals(nodes) && fs.opts.Kind == flowspaces.KindXDP {
+	if steals(nodes) && p.kind == flowspaces.KindXDP {
 		p.xsk = fs.xsks
 	}
 	p.verdicts(nodes)
+	p.drop = p.drop && !egress // drop=true keeps received packets from the stack, never sent ones
 	return p, nil
 }
 

@@ -69,7 +69,7 @@ func TestGeneratedFiltersMatchTheEngine(t *testing.T) {
 		}
 		defer m.Close()
 		p := &progSpec{kind: flowspaces.KindXDP, iface: "t", counters: m, snap: ringbuf.Snap, progName: "ffpf_test",
-			nodes: []progNode{{iface: "t", slot: 0}, {node: &flowspaces.Node{ID: "bpf"}, fn: fn, inputs: []int{0}, slot: 2}}}
+			nodes: []progNode{{iface: "t", in: true, slot: 0}, {node: &flowspaces.Node{ID: "bpf"}, fn: fn, inputs: []int{0}, slot: 2}}}
 		prog, err := p.load("test")
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
@@ -230,11 +230,11 @@ func TestDropVerdict(t *testing.T) {
 			for _, d := range tc.drop {
 				c, p := bind("dev", word("expr", "t"), word("drop", d))
 				add(&node{Node: &flowspaces.Node{ID: "dev", Class: c, Ctx: functions.Context{Params: p}}, iface: "t"},
-					progNode{iface: "t"})
+					progNode{iface: "t", in: true})
 			}
 			c, p := bind("dev", word("expr", "u"))
 			add(&node{Node: &flowspaces.Node{ID: "other", Class: c, Ctx: functions.Context{Params: p}}, iface: "u"},
-				progNode{iface: "u"})
+				progNode{iface: "u", in: true})
 			first := len(spec)
 			add(&node{Node: &flowspaces.Node{ID: "udp"}}, progNode{node: &flowspaces.Node{ID: "udp"}, fn: filter("udp"), inputs: []int{0}})
 			cnt, cp := bind("pktcount")

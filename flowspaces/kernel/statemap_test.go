@@ -111,7 +111,7 @@ func TestStateMapsMerge(t *testing.T) {
 	}
 	defer counters.Close()
 	p := &progSpec{kind: flowspaces.KindXDP, iface: "t", counters: counters, snap: ringbuf.Snap, progName: "ffpf_test",
-		nodes: []progNode{{iface: "t", slot: 0}, {node: &flowspaces.Node{ID: "maptest"}, fn: mapTest{}, inputs: []int{0}, slot: 2, maps: maps}}}
+		nodes: []progNode{{iface: "t", in: true, slot: 0}, {node: &flowspaces.Node{ID: "maptest"}, fn: mapTest{}, inputs: []int{0}, slot: 2, maps: maps}}}
 	prog, err := p.load("test")
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,12 @@ func (fs *Flowspace) maps() error {
 		fs.counters = nil
 		return fmt.Errorf("%s: cannot create its ring buffer: %w", fs.Name(), err)
 	}
+	if fs.budgetM, err = fs.budgetMap(); err != nil {
+		fs.ring.Close()
+		fs.counters.Close()
+		fs.ring, fs.counters = nil, nil
+		return err
+	}
 	if fs.opts.Kind == flowspaces.KindXDP {
 		fs.xsks, err = afxdp.NewMap()
 		if err != nil {
@@ -80,20 +86,45 @@ func (fs *Flowspace) maps() error {
 	return nil
 }
 
+// syncLoop syncs every 100 ms until Stop, and ends the capture when an
+// interface it captures on has disappeared; with a packet limit it looks
+// every 5 ms whether the limit is spent, and then ends the capture.
 func (fs *Flowspace) syncLoop() {
 	defer fs.synced.Done()
-	t := time.NewTicker(100 * time.Millisecond)
+	every := time.Duration(syncEvery)
+	if fs.budget != nil {
+		every = 5 * time.Millisecond
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
+	for i := 1; ; i++ {
 		select {
 		case <-t.C:
-			fs.sync()
+			end := false
+			if every*time.Duration(i) >= syncEvery {
+				fs.sync()
+				i = 0
+				fs.mu.Lock()
+				if err := fs.gone(); err != nil && fs.err == nil {
+					fs.err, end = err, true
+				}
+				fs.mu.Unlock()
+			}
+			if end || fs.budget.Spent() {
+				fs.mu.Lock()
+				cancel := fs.cancel
+				fs.mu.Unlock()
+				cancel() // Stop, in a goroutine of its own, stops this loop
+			}
 		case <-fs.stopSync:
 			fs.sync()
 			return
 		}
 	}
 }
+
+// syncEvery is how often the counters are read while the capture runs.
+const syncEvery = 100 * time.Millisecond
 
 // sync sums the per-CPU counters into the nodes' counters and MBufs.
 func (fs *Flowspace) sync() {

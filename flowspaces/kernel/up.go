@@ -46,10 +46,7 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 			if k.iface != iface {
 				continue
 			}
-			s := &inproc.Stream{Up: fs.up, Source: k.Node, Tags: exports, Snap: ringbuf.Snap}
-			if sl := int(k.Ctx.Params.Int("snaplen")); sl > 0 {
-				s.Snap = min(s.Snap, sl)
-			}
+			s := &inproc.Stream{Up: fs.up, Source: k.Node, Tags: exports, Snap: captureSnap(k.Node)}
 			for b, e := range exported {
 				if reach.Reaches(k.Node, e) {
 					s.Mask |= 1 << b
@@ -60,12 +57,14 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 		ports = append(ports, port)
 	}
 	if x := fs.xsk; x != nil && steals(nodes) && len(ports) == 1 {
-		fs.reader = x.Start(fs.up, ports[0], ringbuf.Snap)
+		fs.reader = x.Start(fs.up, ports[0], afxdp.MaxFrame)
 		return
 	}
 	for _, port := range ports {
 		for _, s := range port {
-			s.Pool = inproc.NewPool(ringbuf.Snap)
+			// Slots as long as the capture's snap length: the PBuf's pages
+			// are touched only as far as the packets reach.
+			s.Pool = inproc.NewPool(s.Snap)
 		}
 	}
 	r, err := ringbuf.Start(fs.ring, ports)
@@ -81,9 +80,12 @@ func (fs *Flowspace) openXSK(nodes []*node) error {
 	if fs.xsk != nil || fs.xsks == nil || !steals(nodes) || fs.opts.Kind != flowspaces.KindXDP {
 		return nil
 	}
-	inPlace := false
-	if s := flowspaces.StubOf(fs); s != nil && s.Strategy == flowspaces.ZeroCopy {
-		inPlace = true
+	// The frames reach userspace in place only if every barrier on the
+	// way (the driver's, then user/kernel) is zero-copy: the bridge up,
+	// which the kernel flowspace relays, must not copy against its word.
+	inPlace := flowspaces.StubOf(fs) != nil
+	for up := flowspaces.Flowspace(fs); up.Parent() != nil; up = up.Parent() {
+		inPlace = inPlace && flowspaces.StubOf(up).Strategy == flowspaces.ZeroCopy
 	}
 	x, err := afxdp.Open(fs.opts.Interface, fs.xsks, inPlace)
 	if err != nil {

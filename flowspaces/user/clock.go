@@ -17,9 +17,11 @@ import (
 const noCut = math.MaxUint32
 
 // carry processes the stream's batch in r.vals[:len(r.inputs)], cut at
-// the deadlines of the clocked functions it reaches.
+// the deadlines of the clocked functions it reaches, and packet by packet
+// when a function reads the state of one before it on the route (see
+// route.serial).
 func (r *route) carry(w *worker) {
-	if len(r.clocked) == 0 {
+	if len(r.clocked) == 0 && !r.serial {
 		r.process(w)
 		return
 	}
@@ -28,10 +30,12 @@ func (r *route) carry(w *worker) {
 	now := int64(math.MinInt64)
 	for _, b := range r.orig {
 		now = max(now, b.Now)
+		for _, e := range b.E[:b.N] {
+			now = max(now, b.PBuf.Meta(e.Slot).Timestamp)
+		}
 	}
 	lo := uint32(0)
-	cutDone := false
-	for {
+	for len(r.clocked) > 0 {
 		d := r.deadline()
 		if d == functions.NoDeadline {
 			break
@@ -51,32 +55,57 @@ func (r *route) carry(w *worker) {
 		if cut == noCut {
 			break
 		}
-		for i, b := range r.orig {
-			r.head[i].CopyRange(b, lo, cut)
-			r.vals[i] = &r.head[i]
-		}
-		r.process(w)
+		r.part(w, lo, cut)
 		r.tick(at)
-		lo, cutDone = cut, true
+		lo = cut
 	}
-	for i, b := range r.orig {
-		if cutDone {
-			r.head[i].CopyRange(b, lo, noCut)
-			r.vals[i] = &r.head[i]
-		} else {
-			r.vals[i] = b
-		}
-		for _, e := range b.E[:b.N] {
-			now = max(now, b.PBuf.Meta(e.Slot).Timestamp)
-		}
-	}
-	r.process(w)
+	r.part(w, lo, noCut)
 	// Time moved although no packet reached the deadline (a live source
 	// that is idle): the due work happens now.
-	if now >= r.deadline() {
+	if len(r.clocked) > 0 && now >= r.deadline() {
 		r.tick(now)
 	}
 	copy(r.vals[:n], r.orig)
+}
+
+// part processes the entries of the stream's batch whose slots are in
+// [lo, hi): at once, or one packet after the other on a serial route.
+func (r *route) part(w *worker, lo, hi uint32) {
+	if !r.serial {
+		r.cut(lo, hi)
+		r.process(w)
+		return
+	}
+	for {
+		// The next slot at or after lo in any input.
+		next := uint32(noCut)
+		for _, b := range r.orig {
+			for _, e := range b.E[:b.N] {
+				if e.Slot >= lo {
+					next = min(next, e.Slot)
+					break
+				}
+			}
+		}
+		if next >= hi {
+			return
+		}
+		r.cut(next, next+1)
+		r.process(w)
+		lo = next + 1
+	}
+}
+
+// cut makes r.vals[:len(r.inputs)] the entries of the inputs in [lo, hi).
+func (r *route) cut(lo, hi uint32) {
+	for i, b := range r.orig {
+		if lo == 0 && hi == noCut {
+			r.vals[i] = b
+			continue
+		}
+		r.head[i].CopyRange(b, lo, hi)
+		r.vals[i] = &r.head[i]
+	}
 }
 
 // deadline is the earliest deadline of the clocked functions on the route.

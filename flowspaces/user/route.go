@@ -32,8 +32,14 @@ type route struct {
 	// clocked are the steps whose functions have periodic work (see
 	// carry); orig and head are carry's views of the inputs' batches.
 	clocked []int
-	orig    []*buffers.Batch
-	head    []buffers.Batch
+	// serial is set when a function on the route reads the state of
+	// another before it on the route (named state): the packets are
+	// carried one at a time, so that the reader sees the state as the
+	// writer left it after this packet, as MAFIA's per-packet pipeline
+	// does, whatever the batch size.
+	serial bool
+	orig   []*buffers.Batch
+	head   []buffers.Batch
 
 	stored       bool // the stream's packets are stored in a PBuf here (§6.2)
 	up           *inproc.Bridge
@@ -192,6 +198,11 @@ func (fs *Flowspace) Connect() error {
 			if _, ok := n.Function.(functions.Clocked); ok {
 				r.clocked = append(r.clocked, len(r.steps))
 			}
+			for _, x := range n.Reads {
+				if _, ok := idx[x]; ok && x != stream {
+					r.serial = true
+				}
+			}
 			st.ins = make([]*buffers.Batch, len(st.in))
 			idx[n] = len(inputs) + len(r.steps)
 			r.steps = append(r.steps, st)
@@ -205,7 +216,7 @@ func (fs *Flowspace) Connect() error {
 		}
 		r.vals = make([]*buffers.Batch, len(inputs)+len(r.steps))
 		r.blank = make([]buffers.Batch, len(inputs))
-		if len(r.clocked) > 0 {
+		if len(r.clocked) > 0 || r.serial {
 			r.orig = make([]*buffers.Batch, len(inputs))
 			r.head = make([]buffers.Batch, len(inputs))
 		}
@@ -213,9 +224,10 @@ func (fs *Flowspace) Connect() error {
 			r.vals[len(inputs)+j] = r.steps[j].out
 		}
 		r.stored = fs.Stores() && len(r.steps) > 0
-		if len(r.exports) > 0 && r.parentStores {
+		if len(r.exports) > 0 && (r.parentStores || !r.zeroCopy) {
 			// Copies of this stream go into a PBuf of the parent's, sized
-			// for its packets.
+			// for its packets (or of the bridge's, for a parent that keeps
+			// none: a copy-once barrier copies all the same).
 			if fs.pools[stream] == nil {
 				fs.pools[stream] = inproc.NewPool(stream.Ctx.Snaplen)
 			}
@@ -255,6 +267,14 @@ func (fs *Flowspace) Connect() error {
 		}
 		w.route.Store(newRoute(n, []*flowspaces.Node{n}))
 		started = append(started, w)
+	}
+	// Capture files that meet are read in time order by one worker.
+	if fs.Parent() == nil {
+		for _, grp := range groupFiles(started, order, &reach) {
+			g := newMerger(fs, grp)
+			fs.mergers = append(fs.mergers, g)
+			started = append(started, g)
+		}
 	}
 	// Streams from beneath, grouped by the bridge they arrive through.
 	streams := map[*flowspaces.Node][]*flowspaces.Node{}

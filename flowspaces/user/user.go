@@ -86,8 +86,9 @@ type Flowspace struct {
 	pools   map[*flowspaces.Node]*inproc.Pool // per stream, for copies up
 	gen     uint64
 
-	prods  map[*flowspaces.Node]*producer // the producers here, by node
-	ending ending
+	prods   map[*flowspaces.Node]*producer // the producers here, by node
+	mergers []*worker                      // each reads capture files that meet, in time order
+	ending  ending
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -254,6 +255,9 @@ func (fs *Flowspace) Activate(ctx context.Context) error {
 	for _, w := range fs.srcs {
 		fs.start(w)
 	}
+	for _, w := range fs.mergers {
+		fs.start(w)
+	}
 	for _, w := range fs.readers {
 		fs.start(w)
 	}
@@ -381,4 +385,16 @@ func release(nodes []*flowspaces.Node) error {
 		}
 	}
 	return first
+}
+
+// Lock implements flowspaces.Locker.
+func (fs *Flowspace) Lock(n *flowspaces.Node) func() {
+	fs.mu.Lock()
+	mu := fs.locks[n]
+	fs.mu.Unlock()
+	if mu == nil {
+		return func() {}
+	}
+	mu.Lock()
+	return mu.Unlock
 }

@@ -34,6 +34,11 @@ type worker struct {
 	clock   int64  // the stream's packet clock
 	live    bool   // a live source: its clock follows wall time while idle
 
+	// A merge of capture files (see merge.go): members is set on the
+	// worker that reads them, group on each of them.
+	members []*worker
+	group   *worker
+
 	// A bridge reader.
 	bridge *inproc.Bridge
 	routes atomic.Pointer[routeSet]
@@ -48,7 +53,11 @@ type worker struct {
 	started          bool
 	cancel           context.CancelFunc
 	held             *sync.Mutex // the function lock held during Process, if any
-	err              error
+	// in is the route being processed, at its step at with atN packets:
+	// where a fault leaves a batch half carried.
+	in      *route
+	at, atN int
+	err     error
 }
 
 // stop ends a source that quit was set on: it finishes the batch at hand;
@@ -122,11 +131,19 @@ func (w *worker) run(ctx context.Context) {
 		if w.held != nil {
 			w.held.Unlock()
 		}
+		if w.in != nil {
+			w.in.dropFrom(w.at, w.atN) // so that in = out + filtered + dropped still holds
+		}
 		if w.node != nil {
-			w.err = fmt.Errorf("%s: packet memory became unreadable (%v): was the input changed while being read?", w.node.ID, r)
+			// The source names what vanished (a mapped file cut short).
+			if f, ok := w.src.(interface{ FaultError() error }); ok {
+				w.err = fmt.Errorf("%s: %w", w.node.ID, f.FaultError())
+			} else {
+				w.err = fmt.Errorf("%s: the memory of %s became unreadable while its packets were processed: was it changed while being read?", w.node.ID, w.src.Info().Name)
+			}
 			return
 		}
-		w.err = fmt.Errorf("bridge %s: packet memory became unreadable (%v): was the input changed while being read?", w.bridge.Name, r)
+		w.err = fmt.Errorf("bridge %s: packet memory became unreadable: was the input changed while being read?", w.bridge.Name)
 		// What comes up from now on is dropped (and counted), so that the
 		// flowspace beneath is not left blocked.
 		if w.cur != nil {
@@ -137,6 +154,10 @@ func (w *worker) run(ctx context.Context) {
 	}()
 	if w.bridge != nil {
 		w.read(ctx)
+		return
+	}
+	if w.members != nil {
+		w.merge(ctx)
 		return
 	}
 	w.fill(ctx)
@@ -255,19 +276,56 @@ func (r *route) process(w *worker) {
 			continue
 		}
 		st.mu.Lock()
-		w.held = st.mu
+		w.held, w.in, w.at, w.atN = st.mu, r, i, n
 		st.node.Function.Process(out)
-		w.held = nil
+		w.held, w.in = nil, nil
 		st.mu.Unlock()
 		st.node.Counters.Add(n, out.N, out.Dropped)
 	}
 }
 
+// dropFrom accounts for a batch that step i, holding n packets, could not
+// finish (their memory vanished): step i and every later step the batch
+// reaches count what they held as dropped, and what would have gone up
+// is lost on the bridge.
+func (r *route) dropFrom(i, n int) {
+	r.steps[i].node.Counters.Add(n, 0, n)
+	r.steps[i].out.N = 0
+	for j := i + 1; j < len(r.steps); j++ {
+		st := &r.steps[j]
+		for k, v := range st.in {
+			st.ins[k] = r.vals[v]
+		}
+		st.out.Union(st.ins)
+		if m := st.out.N; m > 0 {
+			st.node.Counters.Add(m, 0, m)
+			st.out.N = 0
+		}
+	}
+	if len(r.exports) == 0 || r.up == nil {
+		return
+	}
+	var seen [buffers.MaxBatch]bool
+	lost := 0
+	for _, e := range r.exports {
+		b := r.vals[e.val]
+		for _, x := range b.E[:b.N] {
+			if k := x.Slot - b.Base; !seen[k] {
+				seen[k] = true
+				lost++
+			}
+		}
+	}
+	r.up.Lose(lost)
+}
+
 // export sends the outputs the parent asked for up the bridge. stored says
 // whether the packets are in a PBuf the parent may refer to. Across a
 // zero-copy barrier the parent refers to such packets in place; otherwise a
-// parent that keeps PBufs gets a copy in its own (one per stream), and one
-// that processes in place gets them handed up as they are, not stored.
+// parent that keeps PBufs gets a copy in its own (one per stream); one
+// that processes in place gets a copy across a copy-once barrier (in the
+// bridge's memory, not stored), and across a zero-copy one the packets as
+// they are, not stored.
 func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, stored bool) {
 	if len(r.exports) == 0 {
 		return
@@ -302,12 +360,14 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 	case stored && r.zeroCopy:
 		reg.Hold()
 		m.Stored = true
-	case r.parentStores:
+	case r.parentStores || !r.zeroCopy:
 		if r.up.CopyUp(ctx, m, r.pool) != nil {
 			r.up.Recycle(m)
 			r.up.Lose(n)
 			return
 		}
+		// A parent that keeps no PBuf works on the copy where it is.
+		m.Stored = r.parentStores
 	default:
 		reg.Hold()
 		m.Stored = false

@@ -38,6 +38,9 @@ func newFilter(ctx *functions.Context) (functions.Function, error) {
 	if err != nil {
 		return nil, err
 	}
+	if asksDirection(prog.Instructions()) && (ctx.Target == "" || ctx.Target == functions.TargetUser) {
+		return nil, errDirection
+	}
 	return &Filter{expr: ctx.Params.Str("expr"), lt: ctx.LinkType, snaplen: ctx.Snaplen, prog: prog}, nil
 }
 

@@ -185,6 +185,7 @@ func CompileCapturesAndLoad(expr string, lt functions.LinkType, caps []functions
 	if err != nil {
 		return nil, err
 	}
+	insns = withDirection(insns, capturesDirection(caps))
 	p, err := Load(insns)
 	if err != nil {
 		// libpcap produced a program our validator refuses: a bug on one

@@ -14,7 +14,9 @@ import (
 
 // ebpfFilter is a filter in an eBPF flowspace: libpcap's classic BPF,
 // translated to eBPF by cbpfc.
-type ebpfFilter struct{ insns []xbpf.Instruction }
+// A load of the packet's type is a constant: the type of a packet at the
+// program's hook (insns for a received packet, outgoing for a sent one).
+type ebpfFilter struct{ insns, outgoing []xbpf.Instruction }
 
 // newEBPF compiles the expression as for userspace and checks that eBPF can
 // express it: a backward jump (libpcap's protochain) is a loop, which the
@@ -27,12 +29,15 @@ func newEBPF(ctx *functions.Context) (ebpfgen.Function, error) {
 	if prog.HasBackwardJumps() {
 		return nil, errors.New("the filter jumps backwards (protochain), and eBPF cannot loop")
 	}
-	raw := prog.Instructions()
-	insns := make([]xbpf.Instruction, len(raw))
-	for i, in := range raw {
-		insns[i] = xbpf.RawInstruction{Op: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}.Disassemble()
+	disassemble := func(raw []Instruction) []xbpf.Instruction {
+		insns := make([]xbpf.Instruction, len(raw))
+		for i, in := range raw {
+			insns[i] = xbpf.RawInstruction{Op: in.Code, Jt: in.Jt, Jf: in.Jf, K: in.K}.Disassemble()
+		}
+		return insns
 	}
-	f := ebpfFilter{insns}
+	raw := prog.Instructions()
+	f := ebpfFilter{disassemble(withDirection(raw, functions.DirectionIn)), disassemble(withDirection(raw, functions.DirectionOut))}
 	// Translate once now, so that what cbpfc cannot express is found at
 	// placement, not when the program loads.
 	if err := f.Emit(&ebpfgen.Emitter{Prefix: "check", Pass: "pass", Drop: "drop"}); err != nil {
@@ -45,7 +50,11 @@ func (f ebpfFilter) StateSlots() int { return 0 }
 
 func (f ebpfFilter) Emit(e *ebpfgen.Emitter) error {
 	result := e.Label("result")
-	code, err := cbpfc.ToEBPF(f.insns, cbpfc.EBPFOpts{
+	insns := f.insns
+	if e.Outgoing { // the packet's type, for inbound and outbound (direction.go)
+		insns = f.outgoing
+	}
+	code, err := cbpfc.ToEBPF(insns, cbpfc.EBPFOpts{
 		PacketStart: ebpfgen.PacketStart,
 		PacketEnd:   ebpfgen.PacketEnd,
 		Result:      asm.R5,

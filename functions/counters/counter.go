@@ -1,8 +1,11 @@
 package counters
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/ffpf-go/ffpf/buffers"
@@ -329,3 +332,39 @@ var (
 	_ functions.Producer = (*Counter)(nil)
 	_ functions.Readable = (*Counter)(nil)
 )
+
+// Handlers implements functions.Handlers: summary (the --json state), reset
+// (the window's counts zeroed now, without a report) and, keyed, top K:
+// the K keys with the largest values so far in the window.
+func (c *Counter) Handlers() []functions.Handler {
+	return []functions.Handler{
+		{Name: "summary", Summary: "the state as --json shows it", Call: func(string) (any, error) { return c.Summary(), nil }},
+		{Name: "reset", Summary: "zero the window's counts now (no report)", Call: func(string) (any, error) { c.reset(); return nil, nil }},
+		{Name: "top", Summary: "top K: the K keys with the largest values so far in the window, largest first", Call: c.topHandler},
+	}
+}
+
+func (c *Counter) topHandler(arg string) (any, error) {
+	if c.sp == nil {
+		return nil, errors.New("a counter without key= has no keys")
+	}
+	k, err := strconv.Atoi(strings.TrimSpace(arg))
+	if err != nil || k < 1 || k > 1<<16 {
+		return nil, fmt.Errorf("top takes a number of keys, 1 to 65536, not %q", arg)
+	}
+	top := sketch.NewTopK[flowkey.Key](k)
+	nw := c.words - 2
+	var key flowkey.Key
+	for i := 0; i+c.words <= len(c.table); i += c.words {
+		if c.table[i+nw+1] == 0 {
+			continue
+		}
+		copy(key[:nw], c.table[i:i+nw])
+		top.Offer(&key, c.sp.Hash(&key, 0), c.table[i+nw])
+	}
+	var out []map[string]any
+	for _, e := range top.Append(nil) {
+		out = append(out, map[string]any{"key": json.RawMessage(c.sp.Format(&e.Key)), "value": e.Estimate})
+	}
+	return out, nil
+}

@@ -32,9 +32,11 @@ func init() {
 			{Name: "buffer", Type: functions.Size, Default: "8MB", Unit: "bytes",
 				Summary: "kernel capture buffer: packets arriving while it is full are dropped", Check: bufRange},
 			{Name: "steal", Type: functions.Bool, Default: "false",
-				Summary: "in XDP: the packets a userspace function needs go up through an AF_XDP socket and leave the kernel stack (default: a copy goes up through a ring buffer and the packet goes on)"},
+				Summary: "in XDP: the packets a userspace function needs go up through an AF_XDP socket and leave the kernel stack (default: a copy goes up through a ring buffer and the packet goes on); packets longer than 1792 bytes do not fit a socket's frame: they go on to the stack, counted as the bridge's dropped"},
 			{Name: "drop", Type: functions.Bool, Default: "false",
-				Summary: "in XDP or tc: the packets the graph filters out are dropped at the hook instead of going on to the kernel stack"},
+				Summary: "in XDP or tc: the incoming packets the graph filters out are dropped at the hook instead of going on to the kernel stack"},
+			{Name: "direction", Type: functions.String, Check: directionName,
+				Summary: "the packets captured: in (received), out (sent) or inout (both); by default inout, as tcpdump, or in with steal=true"},
 		},
 		// At an eBPF hook the state counts what the hook's verdicts took
 		// from the kernel stack (the eBPF flowspace keeps it); through
@@ -59,6 +61,9 @@ func init() {
 			if t != functions.TargetXDP && p.Bool("steal") {
 				return errors.New("steal=true redirects packets to AF_XDP sockets, which only an XDP hook can do")
 			}
+			if p.Bool("steal") && Direction(p) != In {
+				return errors.New("steal=true takes received packets off the kernel stack through AF_XDP, which sent packets never reach: capture direction=in (-Q in)")
+			}
 			iface := p.Str("expr")
 			if err := Exists(iface); err != nil {
 				return err
@@ -81,12 +86,16 @@ func init() {
 			if lt, err := Probe(ctx.Params.Str("expr")); err == nil {
 				ctx.LinkType = lt
 			}
+			c := functions.LiveCapture(ctx.LinkType)
+			c.Direction = Direction(ctx.Params)
+			ctx.Captures = []functions.Capture{c}
 			return nil
 		},
 		NewSource: func(ctx *functions.Context) (functions.Source, error) {
 			p := ctx.Params
 			s, err := Open(p.Str("expr"), Options{
 				Snaplen: int(p.Int("snaplen")), Promisc: p.Bool("promisc"), Buffer: int(p.Int("buffer")),
+				Direction: Direction(p),
 			})
 			if err == nil && ctx.LinkType != 0 && ctx.LinkType != s.link {
 				s.Close() // the graph was checked for another link type
@@ -106,6 +115,34 @@ func ifaceName(v functions.Value) error {
 		return fmt.Errorf("%q is not an interface name", v.Str)
 	}
 	return nil
+}
+
+// Directions of a capture (the direction parameter, tcpdump's -Q).
+const (
+	In    = functions.DirectionIn
+	Out   = functions.DirectionOut
+	InOut = functions.DirectionInOut
+)
+
+func directionName(v functions.Value) error {
+	switch v.Str {
+	case In, Out, InOut:
+		return nil
+	}
+	return fmt.Errorf("direction %q is not in, out or inout", v.Str)
+}
+
+// Direction is the direction a capture with parameters p captures: its
+// direction parameter, or in for a capture that steals (the packets it
+// takes off the stack are received ones) and inout otherwise.
+func Direction(p functions.Params) string {
+	switch {
+	case p.Has("direction"):
+		return p.Str("direction")
+	case p.Bool("steal"):
+		return In
+	}
+	return InOut
 }
 
 func snapRange(v functions.Value) error {
@@ -141,6 +178,8 @@ type Options struct {
 	Snaplen int  // bytes per packet (0: MaxSnaplen)
 	Promisc bool // promiscuous mode
 	Buffer  int  // kernel buffer in bytes (0: libpcap's default)
+	// Direction is in, out or inout ("": inout), as pcap_setdirection.
+	Direction string
 }
 
 // Source is the dev class's source function: a libpcap handle on one
@@ -267,12 +306,21 @@ func Open(iface string, o Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot capture on %s: %s", iface, activateReason(err))
 	}
+	if d, ok := pcapDirections[o.Direction]; ok && o.Direction != InOut {
+		if err := h.SetDirection(d); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("cannot capture on %s: setting the direction: %v", iface, err)
+		}
+	}
 	s := &Source{iface: iface, h: h, link: linkType(int(h.LinkType())), snaplen: o.Snaplen, statAt: time.Now()}
 	if n := h.SnapLen(); n > 0 && n < s.snaplen {
 		s.snaplen = n
 	}
 	return s, nil
 }
+
+// pcapDirections are libpcap's names for the directions.
+var pcapDirections = map[string]pcap.Direction{In: pcap.DirectionIn, Out: pcap.DirectionOut, InOut: pcap.DirectionInOut, "": pcap.DirectionInOut}
 
 // activateReason turns gopacket's activation errors into lower-case reasons.
 func activateReason(err error) string {

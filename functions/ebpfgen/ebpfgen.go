@@ -77,6 +77,9 @@ type Emitter struct {
 	// KeySlot is the stack offset of 4 bytes of scratch memory beside the
 	// function's own, for map keys (Lookup uses it).
 	KeySlot int16
+	// Outgoing is set in a program at an egress hook: its packets are
+	// sent ones (libpcap's outbound), where others' are received.
+	Outgoing bool
 
 	Insns asm.Instructions
 }

@@ -4,21 +4,25 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/pcap"
 )
 
-func init() {
-	functions.Register(&functions.Class{
+func init() { functions.Register(NewClass(Options{})) }
+
+// NewClass returns the export class writing as o says; init registers it
+// with the zero Options. A program registers its own in a registry of its
+// own (the CLI does, to stop a run whose pipe reader has gone).
+func NewClass(o Options) *functions.Class {
+	return &functions.Class{
 		Name:      "export",
 		Summary:   "write every packet or record that reaches it to a file (pcap, pcapng, JSON lines) and pass it on",
 		MinInputs: 1, MaxInputs: -1,
 		Params: []functions.Param{
 			{Name: "file", Type: functions.String, Required: true, File: functions.FileWrite,
-				Summary: "the file to write (created or truncated)"},
+				Summary: `the file to write (created or truncated); "-" is standard output`},
 			{Name: "format", Type: functions.String, Enum: []string{"pcap", "pcapng", "jsonl"},
 				Summary: "pcap, pcapng (the default for a name ending in .pcapng), or jsonl: records as JSON lines"},
 		},
@@ -31,25 +35,24 @@ func init() {
 			return nil
 		},
 		New: func(ctx *functions.Context) (functions.Function, error) {
+			field, snaplen := HeaderFor(ctx)
+			path := ctx.Params.Str("file")
 			switch ctx.Params.Str("format") {
 			case "jsonl":
-				return CreateJSONL(ctx.Params.Str("file"))
-			case "pcapng":
-				field, snaplen := HeaderFor(ctx)
-				return CreateNg(ctx.Params.Str("file"), functions.LinkType(field&0xffff), snaplen)
+				return CreateJSONLWith(path, o)
 			case "pcap":
-				field, snaplen := HeaderFor(ctx)
-				return CreateField(ctx.Params.Str("file"), field, snaplen)
+				return CreateFieldWith(path, field, snaplen, o)
+			case "pcapng":
+				return CreateNgWith(path, functions.LinkType(field&0xffff), snaplen, o)
 			}
-			field, snaplen := HeaderFor(ctx)
-			if IsPcapng(ctx.Params.Str("file")) {
+			if IsPcapng(path) {
 				// pcapng keeps the FCS length in an option we do not write:
 				// its interface block names the link type alone.
-				return CreateNg(ctx.Params.Str("file"), functions.LinkType(field&0xffff), snaplen)
+				return CreateNgWith(path, functions.LinkType(field&0xffff), snaplen, o)
 			}
-			return CreateField(ctx.Params.Str("file"), field, snaplen)
+			return CreateFieldWith(path, field, snaplen, o)
 		},
-	})
+	}
 }
 
 // DefaultSnaplen is written in the file header when the snap length is
@@ -88,25 +91,31 @@ func HeaderFor(ctx *functions.Context) (field uint32, snaplen int) {
 	return field, snaplen
 }
 
-// Create creates (or truncates) the file at path and writes the pcap file
-// header with the given link type and snap length.
+// Create creates (or truncates) the file at path ("-": standard output)
+// and writes the pcap file header with the given link type and snap
+// length.
 func Create(path string, link functions.LinkType, snaplen int) (*Exporter, error) {
-	return CreateField(path, uint32(link), snaplen)
+	return CreateFieldWith(path, uint32(link), snaplen, Options{})
 }
 
 // CreateField is Create with the header's whole link-type field: the link
 // type in the low 16 bits, the FCS length above (pcap-savefile(5)).
 func CreateField(path string, field uint32, snaplen int) (*Exporter, error) {
-	f, err := os.Create(path)
+	return CreateFieldWith(path, field, snaplen, Options{})
+}
+
+// CreateFieldWith is CreateField writing as o says.
+func CreateFieldWith(path string, field uint32, snaplen int, o Options) (*Exporter, error) {
+	f, name, err := open(path, o)
 	if err != nil {
-		return nil, fmt.Errorf("cannot create %s: %w", path, functions.PathReason(err))
-	}
-	e, err := NewField(f, path, field, snaplen)
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	e.closer = f
+	e := newExporter(f, name, field, snaplen)
+	e.attach(f, o)
+	if err := e.writeHeader(field); err != nil {
+		e.Close()
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -117,22 +126,30 @@ func New(w io.Writer, name string, link functions.LinkType, snaplen int) (*Expor
 
 // NewField is New with the header's whole link-type field.
 func NewField(w io.Writer, name string, field uint32, snaplen int) (*Exporter, error) {
+	e := newExporter(w, name, field, snaplen)
+	if err := e.writeHeader(field); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func newExporter(w io.Writer, name string, field uint32, snaplen int) *Exporter {
 	if snaplen <= 0 {
 		snaplen = DefaultSnaplen
 	}
-	e := &Exporter{file{name: name, w: w, snaplen: snaplen, buf: make([]byte, max(bufSize, recHdr+snaplen))}}
+	return &Exporter{file{name: name, w: w, snaplen: snaplen, buf: make([]byte, max(bufSize, recHdr+snaplen))}}
+}
+
+func (e *Exporter) writeHeader(field uint32) error {
 	h := e.buf[:24]
 	binary.LittleEndian.PutUint32(h[0:], 0xa1b2c3d4)
 	binary.LittleEndian.PutUint16(h[4:], 2)
 	binary.LittleEndian.PutUint16(h[6:], 4)
 	binary.LittleEndian.PutUint32(h[8:], 0)  // thiszone
 	binary.LittleEndian.PutUint32(h[12:], 0) // sigfigs
-	binary.LittleEndian.PutUint32(h[16:], uint32(snaplen))
+	binary.LittleEndian.PutUint32(h[16:], uint32(e.snaplen))
 	binary.LittleEndian.PutUint32(h[20:], field)
-	if _, err := w.Write(h); err != nil {
-		return nil, e.wrap(err)
-	}
-	return e, nil
+	return e.header(h)
 }
 
 // Process appends the batch's packets to the file and passes them on (a
@@ -140,11 +157,11 @@ func NewField(w io.Writer, name string, field uint32, snaplen int) (*Exporter, e
 // batch is written with one write call (more for batches larger than the
 // 1 MB buffer), so that a failed write is charged exactly to the packets
 // it carried: those, and every later one, are removed from the batch and
-// counted in b.Dropped; Close reports the error.
+// counted in b.Dropped; a regular file is cut back to its last whole
+// record; Close reports the error.
 func (e *Exporter) Process(b *buffers.Batch) {
-	if e.err != nil {
-		b.Dropped += b.N
-		b.N = 0
+	if e.stopped {
+		e.drop(b)
 		return
 	}
 	p := b.PBuf

@@ -1,9 +1,6 @@
 package export
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/record"
@@ -17,13 +14,19 @@ type JSONL struct {
 	file
 }
 
-// CreateJSONL creates (or truncates) the file at path.
-func CreateJSONL(path string) (*JSONL, error) {
-	f, err := os.Create(path)
+// CreateJSONL creates (or truncates) the file at path ("-": standard
+// output).
+func CreateJSONL(path string) (*JSONL, error) { return CreateJSONLWith(path, Options{}) }
+
+// CreateJSONLWith is CreateJSONL writing as o says.
+func CreateJSONLWith(path string, o Options) (*JSONL, error) {
+	f, name, err := open(path, o)
 	if err != nil {
-		return nil, fmt.Errorf("cannot create %s: %w", path, functions.PathReason(err))
+		return nil, err
 	}
-	return &JSONL{file{name: path, w: f, closer: f, buf: make([]byte, 0, bufSize)}}, nil
+	e := &JSONL{file{name: name, w: f, buf: make([]byte, 0, bufSize)}}
+	e.attach(f, o)
+	return e, nil
 }
 
 // Process appends one line per record of the batch and passes the records
@@ -31,9 +34,8 @@ func CreateJSONL(path string) (*JSONL, error) {
 // they pass 1 MB), as the pcap exporter does, so that a failed write is
 // charged exactly to the records it carried.
 func (e *JSONL) Process(b *buffers.Batch) {
-	if e.err != nil {
-		b.Dropped += b.N
-		b.N = 0
+	if e.stopped {
+		e.drop(b)
 		return
 	}
 	p := b.PBuf

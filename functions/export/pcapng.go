@@ -2,9 +2,7 @@ package export
 
 import (
 	"encoding/binary"
-	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/ffpf-go/ffpf/buffers"
@@ -41,29 +39,45 @@ type NgExporter struct {
 	file
 }
 
-// CreateNg creates (or truncates) the file at path and writes the pcapng
-// section header and interface description.
+// CreateNg creates (or truncates) the file at path ("-": standard output)
+// and writes the pcapng section header and interface description.
 func CreateNg(path string, link functions.LinkType, snaplen int) (*NgExporter, error) {
-	f, err := os.Create(path)
+	return CreateNgWith(path, link, snaplen, Options{})
+}
+
+// CreateNgWith is CreateNg writing as o says.
+func CreateNgWith(path string, link functions.LinkType, snaplen int, o Options) (*NgExporter, error) {
+	f, name, err := open(path, o)
 	if err != nil {
-		return nil, fmt.Errorf("cannot create %s: %w", path, functions.PathReason(err))
-	}
-	e, err := NewNg(f, path, link, snaplen)
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	e.closer = f
+	e := newNg(f, name, snaplen)
+	e.attach(f, o)
+	if err := e.writeHeader(link); err != nil {
+		e.Close()
+		return nil, err
+	}
 	return e, nil
 }
 
 // NewNg writes a pcapng file to w; name is used in messages.
 func NewNg(w io.Writer, name string, link functions.LinkType, snaplen int) (*NgExporter, error) {
+	e := newNg(w, name, snaplen)
+	if err := e.writeHeader(link); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func newNg(w io.Writer, name string, snaplen int) *NgExporter {
 	if snaplen <= 0 {
 		snaplen = DefaultSnaplen
 	}
-	e := &NgExporter{file{name: name, w: w, snaplen: snaplen,
+	return &NgExporter{file{name: name, w: w, snaplen: snaplen,
 		buf: make([]byte, max(bufSize, epbHdr+snaplen+3+epbTrailer))}}
+}
+
+func (e *NgExporter) writeHeader(link functions.LinkType) error {
 	le := binary.LittleEndian
 	h := e.buf[:0]
 	// Section Header Block, with shb_userappl "ffpf".
@@ -83,24 +97,20 @@ func NewNg(w io.Writer, name string, link functions.LinkType, snaplen int) (*NgE
 	h = le.AppendUint32(h, 32)
 	h = le.AppendUint16(h, uint16(link))
 	h = le.AppendUint16(h, 0)
-	h = le.AppendUint32(h, uint32(snaplen))
+	h = le.AppendUint32(h, uint32(e.snaplen))
 	h = le.AppendUint16(h, ngOptTSRes)
 	h = le.AppendUint16(h, 1)
 	h = append(h, 9, 0, 0, 0)
 	h = le.AppendUint32(h, ngOptEnd)
 	h = le.AppendUint32(h, 32)
-	if _, err := w.Write(h); err != nil {
-		return nil, e.wrap(err)
-	}
-	return e, nil
+	return e.header(h)
 }
 
 // Process appends an Enhanced Packet Block per packet and passes the
 // packets on, as Exporter.Process does.
 func (e *NgExporter) Process(b *buffers.Batch) {
-	if e.err != nil {
-		b.Dropped += b.N
-		b.N = 0
+	if e.stopped {
+		e.drop(b)
 		return
 	}
 	le := binary.LittleEndian

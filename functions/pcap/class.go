@@ -27,16 +27,19 @@ func init() {
 		// filters are compiled for.
 		// A file that cannot be read is a runtime error, not a bad
 		// request: NewSource reports it.
-		// Only a regular file is peeked at: reading a pipe would consume it
-		// (and block), so a pipe or stdin is assumed to carry Ethernet and
+		// Only a regular file is peeked at, standard input included (at
+		// its offset, without moving it): reading a pipe would consume it
+		// (and block), so a pipe is assumed to carry Ethernet and
 		// NewSource checks the assumption.
 		Validate: func(ctx *functions.Context) error {
 			ctx.LinkType = functions.LinkEthernet
-			path := ctx.Params.Str("file")
-			if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
-				return nil
+			var r *Reader
+			if path := ctx.Params.Str("file"); path == "-" {
+				r = peekStdin()
+			} else if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+				r, _ = OpenAccess(path, AccessRead)
 			}
-			if r, err := OpenAccess(path, AccessRead); err == nil {
+			if r != nil {
 				ctx.LinkType = r.LinkType()
 				ctx.Captures = []functions.Capture{r.Capture()}
 				r.Close()
@@ -50,6 +53,10 @@ func init() {
 			}
 			if ctx.LinkType != 0 && r.LinkType() != ctx.LinkType {
 				r.Close()
+				if ctx.Params.Str("file") == "-" {
+					return nil, fmt.Errorf("standard input carries %s packets, but a pipe is taken to carry Ethernet when the request is checked: redirect a file to it (-r - < FILE) or name the file",
+						r.LinkType())
+				}
 				return nil, fmt.Errorf("%s carries %s packets, but its functions were checked for %s (did the file change?)",
 					r.Name(), r.LinkType(), ctx.LinkType)
 			}
@@ -60,6 +67,25 @@ func init() {
 			return s, nil
 		},
 	})
+}
+
+// peekStdin reads the header of the capture on standard input when that
+// is a regular file, from its current offset without moving it (pread);
+// nil for anything else (a pipe, a terminal) or a file that is no capture.
+func peekStdin() *Reader {
+	st, err := os.Stdin.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	off, err := os.Stdin.Seek(0, io.SeekCurrent)
+	if err != nil || off >= st.Size() {
+		return nil
+	}
+	r, err := NewReader(io.NewSectionReader(os.Stdin, off, st.Size()-off), "stdin", 0)
+	if err != nil {
+		return nil
+	}
+	return r
 }
 
 // Source is the pcap class's source function. When the file is mapped
@@ -316,6 +342,17 @@ func (s *Source) fillInPlace(b *buffers.Batch) {
 // shrunk is the error of a mapped file cut while being read.
 func (s *Source) shrunk() error {
 	return fmt.Errorf("%s shrank while being read (after record %d, byte offset %d)", s.r.Name(), s.r.Records(), s.r.Offset())
+}
+
+// FaultError is the error of a run whose functions faulted reading this
+// source's packets: the mapped file was cut while its records were being
+// processed.
+func (s *Source) FaultError() error {
+	if s.mapped {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	return s.shrunk()
 }
 
 // stopIndex halts the indexer and takes its windows back, undelivered.

@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -149,4 +150,47 @@ var errUnknownRead = errors.New("no such value")
 
 func readErr(class, name string, names []string) error {
 	return fmt.Errorf("%s has no %q to read (it has %v): %w", class, name, names, errUnknownRead)
+}
+
+// handlers are the handlers every sketch class exposes: summary (its
+// --json state) and reset (the window's state zeroed now, without a
+// report).
+func handlers(summary func() map[string]any, reset func()) []functions.Handler {
+	return []functions.Handler{
+		{Name: "summary", Summary: "the state as --json shows it", Call: func(string) (any, error) { return summary(), nil }},
+		{Name: "reset", Summary: "zero the window's state now (no report)", Call: func(string) (any, error) { reset(); return nil, nil }},
+	}
+}
+
+// Handlers implements functions.Handlers.
+func (c *CMS) Handlers() []functions.Handler {
+	return append(handlers(c.Summary, c.resetAll), functions.Handler{Name: "top",
+		Summary: "the keys with the largest estimates so far in the window (report=K tracks them), largest first",
+		Call: func(string) (any, error) {
+			if c.top == nil {
+				return nil, errors.New("cms tracks its heaviest keys only with report=K")
+			}
+			var out []map[string]any
+			for _, e := range c.top.Append(nil) {
+				out = append(out, map[string]any{"key": json.RawMessage(c.sp.Format(&e.Key)), "estimate": e.Estimate})
+			}
+			return out, nil
+		}})
+}
+
+func (c *CMS) resetAll() { c.reset(); c.m.Store64(c.nokey, 0) }
+
+// Handlers implements functions.Handlers.
+func (f *HLLFunc) Handlers() []functions.Handler {
+	return handlers(f.Summary, func() { f.reset(); f.m.Store64(f.nokey, 0) })
+}
+
+// Handlers implements functions.Handlers.
+func (f *PCSAFunc) Handlers() []functions.Handler {
+	return handlers(f.Summary, func() { f.reset(); f.m.Store64(f.nokey, 0) })
+}
+
+// Handlers implements functions.Handlers.
+func (f *BloomFunc) Handlers() []functions.Handler {
+	return handlers(f.Summary, func() { f.reset(); f.m.Store64(f.nokey, 0) })
 }

@@ -13,14 +13,22 @@ func counting(p functions.Params) bool { return p.Bool("counting") }
 var bloomState = &functions.State{Fields: []functions.StateField{
 	{Name: "inserted", Type: buffers.U64, Merge: functions.MergeSum, Summary: "keys inserted that were not in the set (membership), or packets counted (counting)"},
 	nokeyField,
-	{Name: "bits", Type: buffers.U64, Merge: functions.MergeOr, LenDoc: "⌈bits/64⌉, or bits counters (counting)",
+	{Name: "bits", Type: buffers.U64, Merge: functions.MergeOr, LenDoc: "⌈bits/64⌉ (1 when counting)",
+		LenOf: func(p functions.Params) int {
+			if counting(p) {
+				return 1
+			}
+			return BloomWords(int(p.Int("bits")))
+		},
+		Summary: "the membership filter: bit b is bit b%64 of word b/64"},
+	{Name: "counters", Type: buffers.U64, Merge: functions.MergeSum, LenDoc: "bits when counting (else 1)",
 		LenOf: func(p functions.Params) int {
 			if counting(p) {
 				return int(p.Int("bits"))
 			}
-			return BloomWords(int(p.Int("bits")))
+			return 1
 		},
-		Summary: "the filter: bit b is bit b%64 of word b/64; counting: one u64 counter per position"},
+		Summary: "the counting filter: one counter per position"},
 }}
 
 var bloomClass = &functions.Class{
@@ -66,7 +74,11 @@ func NewBloomFunc(ctx *functions.Context) (*BloomFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &BloomFunc{keyed: k, mem: k.m.Uint64s(functions.FieldOf(k.m, "bits")),
+	field := "bits"
+	if counting(ctx.Params) {
+		field = "counters"
+	}
+	f := &BloomFunc{keyed: k, mem: k.m.Uint64s(functions.FieldOf(k.m, field)),
 		inserted: functions.FieldOf(k.m, "inserted").Offset, pass: ctx.Params.Str("pass"), bytes: measure.Bytes(ctx.Params)}
 	hashes := int(ctx.Params.Int("hashes"))
 	if counting(ctx.Params) {

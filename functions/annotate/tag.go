@@ -1,0 +1,129 @@
+package annotate
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/measure"
+)
+
+var tagState = &functions.State{Fields: []functions.StateField{
+	{Name: "nokey", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
+		Summary: "packets without the layers the key needs, tagged 0 (key=)"},
+}}
+
+func init() {
+	functions.Register(&functions.Class{
+		Name:      "tag",
+		Summary:   "annotate each packet with a value, a constant or its flow's hash (MAFIA's Tag)",
+		MinInputs: 1, MaxInputs: -1,
+		Params: []functions.Param{
+			{Name: "value", Type: functions.Int, Summary: "the tag of every packet"},
+			{Name: "key", Type: functions.String,
+				Summary: "tag each packet with a 53-bit hash of these key fields (srcip/24, dstport, 5tuple, …): one tag per flow",
+				Check:   func(v functions.Value) error { _, err := flowkey.Parse(v.Str); return err }},
+			{Name: "seed", Type: functions.Int, Default: "0", Summary: "seed of the key's hash (key=)"},
+		},
+		State:     tagState,
+		Targets:   []functions.Target{functions.TargetUser},
+		Annotates: 1,
+		Validate: func(ctx *functions.Context) error {
+			v, k := ctx.Params.Has("value"), ctx.Params.Has("key")
+			switch {
+			case v == k:
+				return errors.New("tag takes one of value=N (a constant) and key=FIELDS (the flow's hash)")
+			case k:
+				return measure.CheckLinkType(ctx)
+			}
+			return nil
+		},
+		New: func(ctx *functions.Context) (functions.Function, error) { return NewTag(ctx) },
+	})
+}
+
+// Tag writes its value, or the hash of the packet's flow key, in its
+// annotation word of every packet. A flow's tag is the top 53 bits of
+// flowkey's hash: a number from 0 to 2^53−1, exact as a float64 too, so
+// "t.value % 100 < 10" selects a tenth of the flows, always the same.
+type Tag struct {
+	at    int
+	value uint64
+	sp    *flowkey.Spec
+	seed  uint64
+	lt    functions.LinkType
+	key   flowkey.Key
+	m     *buffers.MBuf
+	nokey int
+}
+
+// NewTag instantiates a tag function.
+func NewTag(ctx *functions.Context) (*Tag, error) {
+	m, err := tagState.NewMBuf(functions.TargetUser, ctx.Params)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tag{at: ctx.Ann, value: uint64(ctx.Params.Int("value")), seed: uint64(ctx.Params.Int("seed")), lt: ctx.LinkType,
+		m: m, nokey: functions.FieldOf(m, "nokey").Offset}
+	if ctx.Params.Has("key") {
+		t.sp = measure.Spec(ctx.Params)
+	}
+	return t, nil
+}
+
+// Process tags the batch and passes it on.
+func (t *Tag) Process(b *buffers.Batch) {
+	p := b.PBuf
+	if t.sp == nil {
+		for _, e := range b.E[:b.N] {
+			p.Ann(e.Slot)[t.at] = t.value
+		}
+		return
+	}
+	var none uint64
+	for _, e := range b.E[:b.N] {
+		v := uint64(0)
+		if t.sp.Extract(t.lt, p.Data(e.Slot), &t.key) {
+			v = t.sp.Hash(&t.key, t.seed) >> 11
+		} else {
+			none++
+		}
+		p.Ann(e.Slot)[t.at] = v
+	}
+	if none > 0 {
+		t.m.Add64(t.nokey, none)
+	}
+}
+
+// MBuf implements functions.Stateful.
+func (t *Tag) MBuf() *buffers.MBuf { return t.m }
+
+// ReadNames implements functions.Readable.
+func (t *Tag) ReadNames() []string { return []string{"value"} }
+
+// ReadInt implements functions.IntReadable: value, the packet's tag.
+func (t *Tag) ReadInt(name string) (functions.IntReader, error) {
+	if name != "value" {
+		return nil, fmt.Errorf("tag has no %q to read (it has value)", name)
+	}
+	at := t.at
+	return func(p *buffers.PBuf, slot uint32) int64 { return int64(p.Ann(slot)[at]) }, nil
+}
+
+// Read implements functions.Readable: the tag as a float64 (exact for a
+// flow's tag and for constants below 2^53).
+func (t *Tag) Read(name string) (functions.Reader, error) {
+	r, err := t.ReadInt(name)
+	if err != nil {
+		return nil, err
+	}
+	return func(p *buffers.PBuf, slot uint32) float64 { return float64(r(p, slot)) }, nil
+}
+
+var (
+	_ functions.Readable    = (*Tag)(nil)
+	_ functions.IntReadable = (*Tag)(nil)
+	_ functions.Stateful    = (*Tag)(nil)
+)

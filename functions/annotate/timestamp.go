@@ -1,0 +1,87 @@
+package annotate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+)
+
+func init() {
+	functions.Register(&functions.Class{
+		Name:      "timestamp",
+		Summary:   "annotate each packet with a time, the packet clock's or the wall clock's when processed (MAFIA's Timestamp)",
+		MinInputs: 1, MaxInputs: -1,
+		Params: []functions.Param{
+			{Name: "clock", Type: functions.String, Default: "packet", Enum: []string{"packet", "wall"},
+				Summary: "packet: the packet's capture time; wall: the time the function processed it"},
+		},
+		Targets:   []functions.Target{functions.TargetUser},
+		Annotates: 1,
+		New: func(ctx *functions.Context) (functions.Function, error) {
+			return &Timestamp{at: ctx.Ann, wall: ctx.Params.Str("clock") == "wall"}, nil
+		},
+	})
+}
+
+// Timestamp writes a time, in ns since the Unix epoch, in its annotation
+// word of every packet.
+type Timestamp struct {
+	at   int
+	wall bool
+}
+
+// Process stamps the batch and passes it on. The wall clock is read once
+// per batch: the batch is processed at that moment.
+func (s *Timestamp) Process(b *buffers.Batch) {
+	p := b.PBuf
+	if s.wall {
+		now := time.Now().UnixNano()
+		for _, e := range b.E[:b.N] {
+			p.Ann(e.Slot)[s.at] = uint64(now)
+		}
+		return
+	}
+	for _, e := range b.E[:b.N] {
+		p.Ann(e.Slot)[s.at] = uint64(p.Meta(e.Slot).Timestamp)
+	}
+}
+
+// ReadNames implements functions.Readable.
+func (s *Timestamp) ReadNames() []string {
+	if s.wall {
+		return []string{"ts", "age"}
+	}
+	return []string{"ts"}
+}
+
+// ReadInt implements functions.IntReadable: ts, the packet's stamp, and
+// with clock=wall age, the ns since it was stamped.
+func (s *Timestamp) ReadInt(name string) (functions.IntReader, error) {
+	at := s.at
+	switch {
+	case name == "ts":
+		return func(p *buffers.PBuf, slot uint32) int64 { return int64(p.Ann(slot)[at]) }, nil
+	case name == "age" && s.wall:
+		return func(p *buffers.PBuf, slot uint32) int64 { return time.Now().UnixNano() - int64(p.Ann(slot)[at]) }, nil
+	case name == "age":
+		return nil, fmt.Errorf("timestamp has age with clock=wall only (the packet clock does not move within a packet)")
+	}
+	return nil, fmt.Errorf("timestamp has no %q to read (it has %v)", name, s.ReadNames())
+}
+
+// Read implements functions.Readable (a float64 rounds ns since the epoch
+// to 256 ns: readers that can should use ReadInt).
+func (s *Timestamp) Read(name string) (functions.Reader, error) {
+	r, err := s.ReadInt(name)
+	if err != nil {
+		return nil, err
+	}
+	return func(p *buffers.PBuf, slot uint32) float64 { return float64(r(p, slot)) }, nil
+}
+
+var (
+	_ functions.Readable    = (*Timestamp)(nil)
+	_ functions.IntReadable = (*Timestamp)(nil)
+)
