@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// TestMeasurementsInEBPF: counter, cms, hll and bloom placed in XDP and
-// at tc on live traffic through a veth give the state (--json) the same
-// requests give in userspace on the frames that were sent.
+// TestMeasurementsInEBPF: counter, cms, hll, bloom and sample placed in
+// XDP and at tc on live traffic through a veth (one queue: one CPU takes
+// the packets in order) give the state (--json) the same requests give in
+// userspace on the frames that were sent.
 func TestMeasurementsInEBPF(t *testing.T) {
 	nsA, nsB, ifA, ifB := netnsPair(t)
 	dir := t.TempDir()
@@ -20,12 +21,13 @@ func TestMeasurementsInEBPF(t *testing.T) {
 		`(bpf,"tcp or udp") > (cms,key="5tuple",value=bytes,width=500,depth=3)`,
 		`(bpf,"tcp or udp") > (hll,key="srcip,srcport",precision=10)`,
 		`(bpf,"tcp or udp") > (bloom,key="dstip",bits=4096,hashes=3) > (pktcount)`,
+		`(bpf,"tcp or udp") > (sample,every=3) > (bytecount)`,
 	}
 	var reqs []string
 	for _, x := range exprs {
 		reqs = append(reqs, "-e", x)
 	}
-	classes := []string{"counter", "cms", "hll", "bloom", "pktcount"}
+	classes := []string{"counter", "cms", "hll", "bloom", "pktcount", "sample", "bytecount"}
 	x := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB}, reqs...)...)
 	k := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB, "--hierarchy", kernel}, reqs...)...)
 	waitPrograms(t, 2)

@@ -14,6 +14,7 @@ import (
 	"github.com/ffpf-go/ffpf/functions"
 	_ "github.com/ffpf-go/ffpf/functions/counters"
 	"github.com/ffpf-go/ffpf/functions/gen"
+	_ "github.com/ffpf-go/ffpf/functions/sample"
 	_ "github.com/ffpf-go/ffpf/functions/sketch"
 )
 
@@ -156,7 +157,8 @@ func runEBPF(t *testing.T, c *functions.Class, ctx *functions.Context, frames []
 }
 
 // TestMeasurementsEqualGo: on the same frames, the eBPF code of counter
-// (a total, and a table of keys: full ones too), cms, hll and bloom (BPF_PROG_TEST_RUN) leaves byte for byte the state the Go
+// (a total, and a table of keys: full ones too), sample (every=), cms, hll
+// and bloom (BPF_PROG_TEST_RUN) leaves byte for byte the state the Go
 // function keeps, and passes the same packets.
 func TestMeasurementsEqualGo(t *testing.T) {
 	needRoot(t)
@@ -168,6 +170,9 @@ func TestMeasurementsEqualGo(t *testing.T) {
 		{"counter", "key=srcip/24,vlan value=bytes size=5000"},
 		{"counter", "key=5tuple,srcmac,dstmac size=100"},
 		{"counter", "key=dstport size=1"},
+		{"sample", "every=1"},
+		{"sample", "every=7"},
+		{"sample", "every=5000"},
 		{"cms", ""},
 		{"cms", "key=srcip/24 value=bytes width=1000 depth=4"},
 		{"cms", "key=5tuple,vlan depth=1 width=7"},

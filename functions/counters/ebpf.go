@@ -117,7 +117,7 @@ func (c *ebpfKeyed) Emit(e *ebpfgen.Emitter) error {
 			asm.Mov.Reg(asm.R3, asm.R0),
 			asm.Mov.Imm(asm.R0, 0),
 			asm.Mov.Imm(asm.R1, 2),
-			asm.CmpXchg.Mem(asm.R3, asm.R1, asm.DWord, 0),
+			ebpfgen.Atomic(asm.CmpXchg, asm.R3, asm.R1, asm.DWord, 0),
 			asm.JNE.Imm(asm.R0, 0, dropped),
 		)
 		for j := range nw {
@@ -168,7 +168,7 @@ func (c *ebpfKeyed) Emit(e *ebpfgen.Emitter) error {
 	} else {
 		e.Insns = append(e.Insns, asm.Mov.Imm(asm.R1, 1))
 	}
-	e.Insns = append(e.Insns, asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0), asm.Ja.Label(e.Pass))
+	e.Insns = append(e.Insns, ebpfgen.Atomic(asm.AddAtomic, asm.R0, asm.R1, asm.DWord, 0), asm.Ja.Label(e.Pass))
 	e.Insns = append(e.Insns, asm.Mov.Imm(asm.R1, 1).WithSymbol(dropped))
 	e.Insns = append(e.Insns, e.AddState(slotDropped, asm.R1)...)
 	e.Insns = append(e.Insns, asm.Ja.Label(e.Pass), asm.Mov.Imm(asm.R1, 1).WithSymbol(noKey))

@@ -100,3 +100,14 @@ func (e *Emitter) Lookup(field string, idx asm.Register, miss string) asm.Instru
 
 // Label returns a label private to the function.
 func (e *Emitter) Label(name string) string { return e.Prefix + "_" + name }
+
+// Atomic returns the atomic operation op on *(size *)(dst + off) with src
+// (src receives the old value with a fetch; CmpXchg compares with R0 and
+// returns the old value there). The kernel reads the operation from the
+// instruction's immediate, which cilium/ebpf's AtomicOp.Mem leaves 0 (an
+// add): it is set here.
+func Atomic(op asm.AtomicOp, dst, src asm.Register, size asm.Size, off int16) asm.Instruction {
+	ins := op.Mem(dst, src, size, off)
+	ins.Constant = int64(op >> 8)
+	return ins
+}

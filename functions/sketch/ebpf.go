@@ -104,7 +104,7 @@ func (c *ebpfCMS) Emit(e *ebpfgen.Emitter) error {
 		e.Insns = append(e.Insns, e.Lookup("counters", asm.R2, e.Pass)...)
 		e.Insns = append(e.Insns,
 			asm.LoadMem(asm.R1, asm.RFP, c.key.value, asm.DWord),
-			asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
+			ebpfgen.Atomic(asm.AddAtomic, asm.R0, asm.R1, asm.DWord, 0),
 		)
 	}
 	e.Insns = append(e.Insns, asm.Ja.Label(e.Pass))
@@ -196,7 +196,7 @@ func (f *ebpfBloom) Emit(e *ebpfgen.Emitter) error {
 			asm.And.Reg(asm.R2, asm.R1),
 			asm.JNE.Imm(asm.R2, 0, set),
 			asm.StoreMem(asm.RFP, f.key.value, asm.R2, asm.DWord), // absent: R2 is 0
-			asm.OrAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
+			ebpfgen.Atomic(asm.OrAtomic, asm.R0, asm.R1, asm.DWord, 0),
 			asm.Mov.Imm(asm.R0, 0).WithSymbol(set),
 		)
 	}
