@@ -25,10 +25,11 @@ func (fs *Flowspace) gone() error {
 	if fs.ifindex == nil {
 		fs.ifindex = map[string]int{}
 	}
-	for iface, a := range fs.attached {
+	for key, a := range fs.attached {
 		if a.link == nil {
 			continue
 		}
+		iface, _ := splitHook(key) // its ingress and egress hooks go with it
 		idx, seen := fs.ifindex[iface]
 		if !seen {
 			ifc, err := net.InterfaceByName(iface)
