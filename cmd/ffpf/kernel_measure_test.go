@@ -30,7 +30,7 @@ func TestMeasurementsInEBPF(t *testing.T) {
 	classes := []string{"counter", "cms", "hll", "bloom", "pktcount", "sample", "bytecount"}
 	x := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB}, reqs...)...)
 	k := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB, "--hierarchy", kernel}, reqs...)...)
-	waitPrograms(t, 2)
+	waitPrograms(t, 4) // each at its ingress and egress
 	sent := filepath.Join(dir, "sent.pcap")
 	sendTrace(t, nsA, ifA, sent, 20000, 11)
 	settle(t)
