@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestMeasurementsInEBPF: counter, cms, hll, bloom and sample placed in
+// TestMeasurementsInEBPF: counter, cms, hll, pcsa, bloom and sample placed in
 // XDP and at tc on live traffic through a veth (one queue: one CPU takes
 // the packets in order) give the state (--json) the same requests give in
 // userspace on the frames that were sent.
@@ -22,12 +22,13 @@ func TestMeasurementsInEBPF(t *testing.T) {
 		`(bpf,"tcp or udp") > (hll,key="srcip,srcport",precision=10)`,
 		`(bpf,"tcp or udp") > (bloom,key="dstip",bits=4096,hashes=3) > (pktcount)`,
 		`(bpf,"tcp or udp") > (sample,every=3) > (bytecount)`,
+		`(bpf,"tcp or udp") > (pcsa,key="dstip,dstport",bitmaps=64)`,
 	}
 	var reqs []string
 	for _, x := range exprs {
 		reqs = append(reqs, "-e", x)
 	}
-	classes := []string{"counter", "cms", "hll", "bloom", "pktcount", "sample", "bytecount"}
+	classes := []string{"counter", "cms", "hll", "bloom", "pktcount", "sample", "bytecount", "pcsa"}
 	x := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB}, reqs...)...)
 	k := startCapture(t, nsB, append([]string{"run", "--json", "-i", ifB, "--hierarchy", kernel}, reqs...)...)
 	waitPrograms(t, 4) // each at its ingress and egress

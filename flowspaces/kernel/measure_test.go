@@ -157,8 +157,8 @@ func runEBPF(t *testing.T, c *functions.Class, ctx *functions.Context, frames []
 }
 
 // TestMeasurementsEqualGo: on the same frames, the eBPF code of counter
-// (a total, and a table of keys: full ones too), sample (every=), cms, hll
-// and bloom (BPF_PROG_TEST_RUN) leaves byte for byte the state the Go
+// (a total, and a table of keys: full ones too), sample (every=), cms, hll,
+// pcsa and bloom (BPF_PROG_TEST_RUN) leaves byte for byte the state the Go
 // function keeps, and passes the same packets.
 func TestMeasurementsEqualGo(t *testing.T) {
 	needRoot(t)
@@ -179,6 +179,8 @@ func TestMeasurementsEqualGo(t *testing.T) {
 		{"hll", ""},
 		{"hll", "key=dstip precision=4"},
 		{"hll", "key=srcmac,vlan precision=16"},
+		{"pcsa", ""},
+		{"pcsa", "key=dstip,dstport bitmaps=3"},
 		{"bloom", ""},
 		{"bloom", "key=srcip,dstport bits=1000 hashes=3 pass=member"},
 		{"bloom", "key=dstip/16 bits=64 hashes=7 pass=all"},

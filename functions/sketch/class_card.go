@@ -126,7 +126,9 @@ var pcsaClass = &functions.Class{
 		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
 	},
 	State:    pcsaState,
-	Targets:  []functions.Target{functions.TargetUser},
+	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+	Runs:     ebpfRuns(nil),
+	Code:     functions.EBPFCode(ebpfPCSACode),
 	Produces: measure.Reports,
 	Validate: measure.CheckLinkType,
 	New:      func(ctx *functions.Context) (functions.Function, error) { return NewPCSAFunc(ctx) },
@@ -184,8 +186,9 @@ func (f *PCSAFunc) reset() {
 func (f *PCSAFunc) estimate() float64 { return f.est.get(f.s.Estimate) }
 
 // Summary implements functions.Summarizer.
+// It estimates afresh, as HLLFunc's does.
 func (f *PCSAFunc) Summary() map[string]any {
-	return map[string]any{"estimate": math.Round(f.estimate()), "nokey": f.m.Load64(f.nokey),
+	return map[string]any{"estimate": math.Round(PCSAEstimate(f.mem)), "nokey": f.m.Load64(f.nokey),
 		"bitmaps": len(f.mem), "stderr": 0.78 / math.Sqrt(float64(len(f.mem)))}
 }
 

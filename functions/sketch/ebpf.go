@@ -259,3 +259,55 @@ func bloomRuns(p functions.Params) error {
 	}
 	return nil
 }
+
+// ebpfPCSA sets, in the bitmap the hash's high half chooses, the bit of
+// its low half's trailing zeros (at most 31), per CPU.
+type ebpfPCSA struct {
+	key ebpfKey
+	m   uint32
+}
+
+func (f *ebpfPCSA) StateSlots() int { return 1 } // nokey
+func (f *ebpfPCSA) MapFields() []ebpfgen.MapField {
+	return []ebpfgen.MapField{{Name: "bitmaps"}}
+}
+
+func (f *ebpfPCSA) Emit(e *ebpfgen.Emitter) error {
+	if err := f.key.emit(e, e.Pass); err != nil {
+		return err
+	}
+	e.Insns = append(e.Insns,
+		asm.LoadMem(asm.R1, asm.RFP, f.key.hash, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R1), asm.RSh.Imm(asm.R2, 32),
+		asm.LoadImm(asm.R3, int64(f.m), asm.DWord), asm.Mul.Reg(asm.R2, asm.R3), asm.RSh.Imm(asm.R2, 32), // j
+		asm.Mov.Reg32(asm.R1, asm.R1),
+		asm.Mov.Imm(asm.R3, 0),
+	)
+	// Trailing zeros of the low half by a binary search; 0 gives 31.
+	for _, s := range []int32{16, 8, 4, 2, 1} {
+		skip := e.Label(fmt.Sprintf("ctz%d", s))
+		e.Insns = append(e.Insns,
+			asm.Mov.Reg(asm.R4, asm.R1), asm.And.Imm(asm.R4, 1<<s-1),
+			asm.JNE.Imm(asm.R4, 0, skip),
+			asm.Add.Imm(asm.R3, s), asm.RSh.Imm(asm.R1, s),
+			asm.Mov.Imm(asm.R4, 0).WithSymbol(skip),
+		)
+	}
+	e.Insns = append(e.Insns, asm.Mov.Imm(asm.R1, 1), asm.LSh.Reg(asm.R1, asm.R3),
+		asm.StoreMem(asm.RFP, f.key.value, asm.R1, asm.DWord))
+	e.Insns = append(e.Insns, e.Lookup("bitmaps", asm.R2, e.Pass)...)
+	e.Insns = append(e.Insns,
+		asm.LoadMem(asm.R1, asm.RFP, f.key.value, asm.DWord),
+		ebpfgen.Atomic(asm.OrAtomic, asm.R0, asm.R1, asm.DWord, 0),
+		asm.Ja.Label(e.Pass),
+	)
+	return nil
+}
+
+func ebpfPCSACode(ctx *functions.Context) (ebpfgen.Function, error) {
+	k, err := ebpfKeyOf(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &ebpfPCSA{key: k, m: uint32(ctx.Params.Int("bitmaps"))}, nil
+}
