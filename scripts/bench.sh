@@ -129,3 +129,29 @@ if [ "$(id -u)" = 0 ] && command -v ip >/dev/null; then
 else
 	echo "   skipped: needs root and ip(8) to create network namespaces"
 fi
+
+echo
+echo "== 7. sketches: ns per update (hash the key, update the structure) vs third-party structures, same keys, same run"
+$GO test -run '^$' -bench 'BenchmarkCountMin|BenchmarkHLL|BenchmarkBloom' -benchtime 3000000x -count "$COUNT" ./functions/sketch/ > "$OUT/sketch.txt"
+awk '/^Benchmark(CountMin|HLL|Bloom)\// { name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+       for (i=1;i<=NF;i++) { if ($(i+1)=="ns/op") { s[name]+=$i; n[name]++ } if ($(i+1)=="allocs/op" && $i+0 > a[name]) a[name]=$i } }
+     function avg(k) { return n[k] ? s[k]/n[k] : 0 }
+     function row(ours, base, label) {
+       printf "   %-42s %7.1f ns %8.1f ns %7.2fx   %d, %d\n", label, avg(ours), avg(base), avg(base)/avg(ours), a[ours], a[base] }
+     END {
+       printf "   %-42s %10s %11s %8s   %s\n", "structure / baseline", "ffpf", "baseline", "b / ffpf", "allocs/op"
+       row("CountMin/ffpf-exclusive", "CountMin/BoomFilters", "count-min 5x2719 exclusive / BoomFilters")
+       row("CountMin/ffpf-shared", "CountMin/BoomFilters", "count-min 5x2719 shared / BoomFilters")
+       row("HLL/ffpf", "HLL/axiomhq", "HyperLogLog p14 / axiomhq New14")
+       row("HLL/ffpf", "HLL/axiomhq-dense", "HyperLogLog p14 / axiomhq dense")
+       row("Bloom/ffpf", "Bloom/bits-and-blooms", "Bloom 2^20 bits k4 / bits-and-blooms")
+     }' "$OUT/sketch.txt"
+echo "   (b / ffpf: the baseline's time over ffpf's, > 1 when ffpf is faster; target: faster than each. The cms class"
+echo "    uses the shared, atomic counters, so that its state can be read while the datapath runs)"
+
+echo
+echo "== 8. measurement graph: (bpf,\"tcp\") > (cms) > (hll), in-memory trace, one core"
+$GO test -run '^$' -bench 'BenchmarkMeasureGraph' -benchtime 2s -count "$COUNT" ./functions/measure/ | tee "$OUT/measure.txt" | grep -E '^Benchmark' || true
+awk '/^BenchmarkMeasureGraph\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
+       for (i=1;i<=NF;i++) { if ($(i+1)=="Mpps") { s[m]+=$i; n[m]++ } if ($(i+1)=="allocs/op" && $i+0 > a[m]) a[m]=$i } }
+     END { for (m in s) printf "   %-9s mean %5.1f Mpps/core over %d runs, at most %d allocs per batch (target >= 20 Mpps, 0 allocs)\n", m, s[m]/n[m], n[m], a[m] }' "$OUT/measure.txt" | sort -r

@@ -74,6 +74,7 @@ type runJSON struct {
 		Out       uint64         `json:"out"`
 		Filtered  uint64         `json:"filtered"`
 		Dropped   uint64         `json:"dropped"`
+		Records   uint64         `json:"records"`
 		State     map[string]any `json:"state"`
 	} `json:"functions"`
 	Bridges []any `json:"bridges"`

@@ -74,7 +74,7 @@ func TestCountIsExactInEveryFlowspace(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			out := filepath.Join(dir, p.name+".pcap")
 			c := startCapture(t, nsB, withHier(p.hier, "run", "--json", "-c", fmt.Sprint(limit), "-w", out,
-				"(dev,"+ifB+`) > (bpf,"tcp") > (pktcount)`)...)
+				"(dev,"+ifB+`,direction=in) > (bpf,"tcp") > (pktcount)`)...)
 			waitCapturing(t, p.name, out)
 			// Paced: libpcap's buffer must not overflow on a loaded machine.
 			sendTracePaced(t, nsA, ifA, filepath.Join(dir, "sent-"+p.name+".pcap"), 3000, 20+i, 20000)
@@ -139,7 +139,7 @@ func TestJumboFramesKeptWhole(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			out := filepath.Join(dir, p.name+".pcap")
 			c := startCapture(t, nsB, withHier(p.hier, "run", "--json", "-w", out,
-				"(dev,"+ifB+`) > (bpf,"icmp") > (pktcount)`)...)
+				"(dev,"+ifB+`,direction=in) > (bpf,"icmp") > (pktcount)`)...)
 			waitCapturing(t, p.name, out)
 			send(t)
 			awaitFile(t, out, frames)
@@ -218,7 +218,7 @@ func TestInterfaceDisappears(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			_, nsB, _, ifB := netnsPair(t)
 			out := filepath.Join(dir, p.name+".pcap")
-			c := startCapture(t, nsB, withHier(p.hier, "run", "-w", out, "(dev,"+ifB+") > (pktcount)")...)
+			c := startCapture(t, nsB, withHier(p.hier, "run", "-w", out, "(dev,"+ifB+",direction=in) > (pktcount)")...)
 			waitCapturing(t, p.name, out)
 			if o, err := exec.Command("ip", "-n", nsB, "link", "del", ifB).CombinedOutput(); err != nil {
 				t.Fatalf("ip link del: %v: %s", err, o)

@@ -39,7 +39,7 @@ func TestBudgetTakesExactly(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := &progSpec{kind: kind, iface: "t", counters: m, snap: ringbuf.Snap, progName: "ffpf_test", budget: bm,
-			nodes: []progNode{{iface: "t", slot: 0}}}
+			nodes: []progNode{{iface: "t", slot: 0, in: true}}}
 		prog, err := p.load("test")
 		if err != nil {
 			t.Fatalf("%s: %v", kind, err)

@@ -134,8 +134,9 @@ func (g *worker) merge(ctx context.Context) {
 			h.b.Reset()
 			h.i = 0
 			h.b.Cap = budget.Claim(ctx, h.w.window)
-			if h.b.Cap == 0 {
-				return
+			if h.b.Cap == 0 { // the run's limit is reached: the others' batches still go
+				h.end = true
+				continue
 			}
 			err := h.w.src.Fill(h.b)
 			budget.Settle(h.b.Cap, h.b.N)

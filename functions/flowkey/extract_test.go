@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/record"
 )
 
 func mustParse(t testing.TB, s string) *Spec {
@@ -31,6 +32,21 @@ func keyJSON(t testing.TB, spec string, lt functions.LinkType, pkt []byte) strin
 		if k[i] != 0 {
 			t.Errorf("%s: word %d beyond the spec's %d is %x", spec, i, sp.Words(), k[i])
 		}
+	}
+	// A report's key, as export writes it, is the same JSON.
+	var b record.Builder
+	buf := make([]byte, 512)
+	b.Start(buf, record.Report, 0, "t")
+	b.Begin("key")
+	sp.Record(&b, &k)
+	b.End()
+	n, ok := b.Finish()
+	if !ok {
+		t.Fatalf("%s: the key does not fit a record", spec)
+	}
+	rec, err := record.AppendJSON(nil, buf[:n])
+	if want := `{"function":"t","ts":0,"kind":"report","key":` + sp.Format(&k) + `}`; err != nil || string(rec) != want {
+		t.Errorf("%s: the key as a record is %s (%v), as JSON %s", spec, rec, err, want)
 	}
 	return sp.Format(&k)
 }

@@ -4,7 +4,8 @@ import "github.com/ffpf-go/ffpf/functions/record"
 
 // Record writes k's fields into a record, in the order the spec names
 // them: addresses (with the prefix length when one was written), ports,
-// proto and vlan as numbers, MACs. An absent port or VLAN is left out.
+// proto and vlan as numbers, MACs. An absent port or VLAN is null, as
+// AppendJSON writes it.
 // It allocates nothing.
 func (sp *Spec) Record(b *record.Builder, k *Key) {
 	h := k[0]
@@ -40,6 +41,7 @@ func (sp *Spec) Record(b *record.Builder, k *Key) {
 			}
 		case SrcPort, DstPort:
 			if h&PortsPresent == 0 {
+				b.Null(name)
 				continue
 			}
 			shift := SrcPortShift
@@ -51,6 +53,7 @@ func (sp *Spec) Record(b *record.Builder, k *Key) {
 			b.U64(name, h>>ProtoShift&0xff)
 		case VLAN:
 			if h&VLANPresent == 0 {
+				b.Null(name)
 				continue
 			}
 			b.U64(name, h>>VLANShift&0xfff)

@@ -71,6 +71,8 @@ func AppendJSON(dst, rec []byte) ([]byte, error) {
 				dst = append(dst, hex[x>>4], hex[x&15])
 			}
 			dst = append(dst, '"')
+		case Null:
+			dst = append(dst, "null"...)
 		case Begin:
 			dst = append(dst, '{')
 		default:

@@ -20,8 +20,9 @@
 // A field is a type byte, a name length byte, the name, then the value:
 // u64, i64 and f64 take 8 bytes; bool 1; a string a 2-byte length and its
 // bytes; an IPv4 address 4, an IPv6 address 16, a MAC 6; a prefix the
-// address then a prefix-length byte. Begin and End (End has no name)
-// bracket the fields of an object, as a report's key.
+// address then a prefix-length byte; a null (an absent value) nothing.
+// Begin and End (End has no name) bracket the fields of an object, as a
+// report's key.
 package record
 
 import (
@@ -68,6 +69,7 @@ const (
 	Bool
 	Begin
 	End
+	Null // a value that is absent (a key's port on a packet without ports)
 )
 
 const (
@@ -204,6 +206,9 @@ func (b *Builder) MAC(name string, a []byte) {
 	}
 }
 
+// Null adds a field whose value is absent (JSON null).
+func (b *Builder) Null(name string) { b.field(Null, name, 0) }
+
 // Begin opens an object named name; End closes it.
 func (b *Builder) Begin(name string) {
 	b.field(Begin, name, 0)
@@ -325,6 +330,7 @@ func Fields(rec []byte, fn func(Field) error) error {
 			size = 5
 		case Prefix6:
 			size = 17
+		case Null:
 		case Begin:
 			depth++
 		case End:

@@ -12,6 +12,7 @@ func build(t testing.TB, buf []byte) int {
 	b.Prefix("srcip", []byte{10, 0, 1, 0}, 24)
 	b.Addr("dstip", []byte{0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1})
 	b.U64("dstport", 80)
+	b.Null("vlan")
 	b.MAC("srcmac", []byte{0, 0x1b, 0x21, 0xaa, 0xbb, 0xcc})
 	b.End()
 	b.U64("estimate", 12345)
@@ -33,7 +34,7 @@ func TestJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"function":"cms#1","ts":1700000000000000000,"kind":"report","key":{"srcip":"10.0.1.0/24","dstip":"2001:db8::1","dstport":80,"srcmac":"00:1b:21:aa:bb:cc"},"estimate":12345,"share":0.25,"delta":-3,"exact":true,"note":"a \"quoted\"\n"}`
+	want := `{"function":"cms#1","ts":1700000000000000000,"kind":"report","key":{"srcip":"10.0.1.0/24","dstip":"2001:db8::1","dstport":80,"vlan":null,"srcmac":"00:1b:21:aa:bb:cc"},"estimate":12345,"share":0.25,"delta":-3,"exact":true,"note":"a \"quoted\"\n"}`
 	if string(out) != want {
 		t.Fatalf("got  %s\nwant %s", out, want)
 	}
