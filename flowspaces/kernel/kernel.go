@@ -91,11 +91,12 @@ type Flowspace struct {
 type node struct {
 	*flowspaces.Node
 	fn    ebpfgen.Function
-	iface string        // a source's interface
-	slot  int           // its first counter slot
-	need  int           // how many slots it has
-	mbuf  *buffers.MBuf // its state, summed from the counter map
-	lost  uint64        // a source's: ring buffer overflows already counted
+	iface string               // a source's interface
+	slot  int                  // its first counter slot
+	need  int                  // how many slots it has
+	mbuf  *buffers.MBuf        // its state, summed from the counter map
+	maps  map[string]*stateMap // its state maps (statemap.go)
+	lost  uint64               // a source's: ring buffer overflows already counted
 }
 
 // New returns an eBPF flowspace.
@@ -188,11 +189,21 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		if st, ok := gofn.(functions.Stateful); ok {
 			k.mbuf = st.MBuf()
 			n.Function = stateOnly{k.mbuf}
+			if sum, ok := gofn.(functions.Summarizer); ok {
+				n.Function = summarized{stateOnly{k.mbuf}, sum}
+			}
 		}
 		k.need = 2 + fn.StateSlots()
+		if _, ok := fn.(ebpfgen.Mapped); ok && k.mbuf != nil {
+			if k.maps, err = newStateMaps(n.Class, k.mbuf.Fields(), fn); err != nil {
+				n.Source, n.Function = nil, nil
+				return fmt.Errorf("%s: %v", n.ID, err)
+			}
+		}
 	}
 	slot, err := fs.allocSlots(k.need)
 	if err != nil {
+		closeMaps(k.maps)
 		n.Source, n.Function = nil, nil
 		return fmt.Errorf("%s: %s", n.ID, err)
 	}
@@ -282,6 +293,7 @@ func (fs *Flowspace) Connect() error {
 	for _, k := range fs.nodes {
 		if slices.Contains(fs.removed, k.Node) {
 			fs.free = append(fs.free, slotRange{k.slot, k.need})
+			closeMaps(k.maps)
 		}
 	}
 	fs.nodes, fs.removed, fs.offered = keep, nil, nil
@@ -394,6 +406,10 @@ func (fs *Flowspace) Close() error {
 	if fs.up != nil {
 		fs.up = nil
 	}
+	for _, k := range fs.nodes {
+		closeMaps(k.maps)
+		k.maps = nil
+	}
 	if fs.ring != nil {
 		fs.ring.Close()
 		fs.counters.Close()
@@ -446,6 +462,16 @@ type stateOnly struct{ m *buffers.MBuf }
 
 func (s stateOnly) Process(*buffers.Batch) {}
 func (s stateOnly) MBuf() *buffers.MBuf    { return s.m }
+
+// summarized is a stateOnly whose class computes the state users see from
+// its MBuf (an estimate from registers): the Go function, which never sees
+// a packet, computes it from the state the flowspace syncs.
+type summarized struct {
+	stateOnly
+	sum functions.Summarizer
+}
+
+func (s summarized) Summary() map[string]any { return s.sum.Summary() }
 
 // noState stands for a function without state that runs in eBPF.
 type noState struct{}

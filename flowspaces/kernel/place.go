@@ -111,8 +111,17 @@ func (fs *Flowspace) verify(n *flowspaces.Node, fn ebpfgen.Function) error {
 		return fmt.Errorf("%s cannot create maps: %w", fs.Name(), err)
 	}
 	defer m.Close()
+	fields, _, err := n.Class.State.Layout(fs.target, n.Ctx.Params)
+	if err != nil {
+		return err
+	}
+	maps, err := newStateMaps(n.Class, fields, fn)
+	if err != nil {
+		return err
+	}
+	defer closeMaps(maps)
 	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, snap: ringbuf.Snap, progName: "ffpf_verify",
-		nodes: []progNode{{node: n, iface: "probe", in: true, slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2}}}
+		nodes: []progNode{{node: n, iface: "probe", in: true, slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2, maps: maps}}}
 	prog, err := p.load(fs.Name())
 	if err == nil {
 		prog.Close()

@@ -41,12 +41,13 @@ const (
 // progNode is a node as the program generator sees it.
 type progNode struct {
 	node   *flowspaces.Node
-	fn     ebpfgen.Function // nil for a source
-	iface  string           // a source's interface
-	in     bool             // a source captures received packets
-	out    bool             // a source captures sent packets
-	inputs []int            // indices of its inputs among the program's nodes
-	slot   int              // first counter slot: in, out, then state
+	fn     ebpfgen.Function     // nil for a source
+	iface  string               // a source's interface
+	in     bool                 // a source captures received packets
+	out    bool                 // a source captures sent packets
+	inputs []int                // indices of its inputs among the program's nodes
+	slot   int                  // first counter slot: in, out, then state
+	maps   map[string]*stateMap // its state maps by field (ebpfgen.Mapped)
 }
 
 // progSpec is everything one program needs.
@@ -166,7 +167,8 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		state := p.addState(fmt.Sprintf("n%d_state", i))
 		e := &ebpfgen.Emitter{Prefix: fmt.Sprintf("n%d", i), Pass: pass, Drop: drop, Outgoing: p.egress,
 			StackOffset: -int(flag(len(p.nodes) - 1)), // the flags end here
-			AddState:    func(k int, r asm.Register) asm.Instructions { return state(n.slot+2+k, r) }}
+			AddState:    func(k int, r asm.Register) asm.Instructions { return state(n.slot+2+k, r) },
+			Map:         fds(n.maps), KeySlot: stackKey}
 		if err := n.fn.Emit(e); err != nil {
 			return nil, fmt.Errorf("%s: %v", n.node.ID, err)
 		}
@@ -457,7 +459,7 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*
 	snap := 0 // the longest snap length of the captures on iface
 	for i, k := range nodes {
 		idx[k.Node] = i
-		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot}
+		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot, maps: k.maps}
 		if k.iface != "" {
 			pn.in, pn.out = directions(k.Node)
 		}

@@ -1,9 +1,10 @@
 package kernel
 
-// State sync. A function's counters (in, out) and state live in slots of
-// one per-CPU array map shared by the flowspace's programs; a goroutine
-// sums the CPUs' copies into the nodes' counters and MBufs every 100 ms,
-// and once more when the flowspace stops.
+// State sync. A function's counters (in, out) and scalar state live in
+// slots of one per-CPU array map shared by the flowspace's programs, its
+// larger state in maps of its own (statemap.go); a goroutine merges the
+// CPUs' copies into the nodes' counters and MBufs every 100 ms, and once
+// more when the flowspace stops.
 
 import (
 	"fmt"
@@ -180,6 +181,11 @@ func (fs *Flowspace) sync() {
 		k.Counters.In.Store(in)
 		for i, v := range state {
 			k.mbuf.Store64(k.mbuf.Fields()[i].Offset, v)
+		}
+		for _, s := range k.maps {
+			if s.read(k.mbuf) != nil {
+				return // closed: keep what was read before
+			}
 		}
 	}
 }

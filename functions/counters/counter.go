@@ -60,7 +60,9 @@ func init() {
 				}},
 		},
 		State:    counterState,
-		Targets:  []functions.Target{functions.TargetUser},
+		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+		Runs:     counterRuns,
+		Code:     functions.EBPFCode(ebpfCounterCode),
 		Produces: measure.Reports,
 		Validate: func(ctx *functions.Context) error {
 			if ctx.Params.Has("key") {

@@ -5,8 +5,13 @@
 //
 // A function's code sees the packet through fixed registers and ends by
 // jumping to one of two labels: Pass (the packet goes on to the functions
-// it feeds) or Drop (filtered). State lives in u64 slots of a per-CPU map
-// that the flowspace sums into the function's MBuf fields, in order.
+// it feeds) or Drop (filtered). Scalar state lives in u64 slots of a
+// per-CPU map that the flowspace sums into the function's first MBuf
+// fields, in order. Larger state (a sketch's counters, a table) lives in
+// maps of the function's own (Mapped): one array map per MBuf field, one
+// u64 element per value, per-CPU or shared as the class declares the
+// field's merge, which the flowspace applies when it copies the map into
+// the MBuf (sum, max, or; shared: as it is).
 //
 // The sharp edge: the code runs under the kernel's verifier. Every packet
 // access must be bounds-checked against PacketEnd, loops are not allowed,
@@ -35,6 +40,25 @@ type Function interface {
 	StateSlots() int
 }
 
+// Mapped is a Function that keeps state fields in maps of its own.
+type Mapped interface {
+	Function
+	// MapFields are the fields of the function's MBuf each kept in an
+	// array map of its own, with one u64 element per value of the field
+	// (a u8 or u32 field holds its values widened). The slots' fields
+	// come first, so a map field is none of them.
+	MapFields() []MapField
+}
+
+// MapField is a field of a function's MBuf kept in a map. The map is
+// per-CPU unless the class declares the field's merge shared or Shared is
+// set: a structure the code itself tests (a Bloom filter that passes the
+// packets of new keys) must see every CPU's updates, made atomically.
+type MapField struct {
+	Name   string
+	Shared bool
+}
+
 // Emitter is what a function's code is generated into.
 type Emitter struct {
 	// Prefix is unique to the function: its labels must start with it.
@@ -47,6 +71,12 @@ type Emitter struct {
 	// AddState returns code that adds register r to the function's state
 	// slot i (it may clobber R0 to R5, r included).
 	AddState func(i int, r asm.Register) asm.Instructions
+	// Map returns the file descriptor of the map that keeps field, one of
+	// the function's MapFields.
+	Map func(field string) int
+	// KeySlot is the stack offset of 4 bytes of scratch memory beside the
+	// function's own, for map keys (Lookup uses it).
+	KeySlot int16
 	// Outgoing is set in a program at an egress hook: its packets are
 	// sent ones (libpcap's outbound), where others' are received.
 	Outgoing bool
@@ -54,5 +84,30 @@ type Emitter struct {
 	Insns asm.Instructions
 }
 
+// Lookup returns code that sets R0 to the address of element idx (a
+// register) of the map that keeps field, and goes to miss when there is
+// none (idx beyond the field). It clobbers R1 to R5; idx may be one of them.
+func (e *Emitter) Lookup(field string, idx asm.Register, miss string) asm.Instructions {
+	return asm.Instructions{
+		asm.StoreMem(asm.RFP, e.KeySlot, idx, asm.Word),
+		asm.LoadMapPtr(asm.R1, e.Map(field)),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, int32(e.KeySlot)),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, miss),
+	}
+}
+
 // Label returns a label private to the function.
 func (e *Emitter) Label(name string) string { return e.Prefix + "_" + name }
+
+// Atomic returns the atomic operation op on *(size *)(dst + off) with src
+// (src receives the old value with a fetch; CmpXchg compares with R0 and
+// returns the old value there). The kernel reads the operation from the
+// instruction's immediate, which cilium/ebpf's AtomicOp.Mem leaves 0 (an
+// add): it is set here.
+func Atomic(op asm.AtomicOp, dst, src asm.Register, size asm.Size, off int16) asm.Instruction {
+	ins := op.Mem(dst, src, size, off)
+	ins.Constant = int64(op >> 8)
+	return ins
+}

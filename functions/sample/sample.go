@@ -46,7 +46,9 @@ func init() {
 			{Name: "seed", Type: functions.Int, Default: "1", Summary: "seed of the generator (rate=): the same seed gives the same sample"},
 		},
 		State:     state,
-		Targets:   []functions.Target{functions.TargetUser},
+		Targets:   []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+		Runs:      runs,
+		Code:      functions.EBPFCode(ebpfCode),
 		Annotates: 1,
 		Validate: func(ctx *functions.Context) error {
 			if ctx.Params.Has("rate") == ctx.Params.Has("every") {

@@ -30,7 +30,9 @@ var hllClass = &functions.Class{
 		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
 	},
 	State:    hllState,
-	Targets:  []functions.Target{functions.TargetUser},
+	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+	Runs:     ebpfRuns(nil),
+	Code:     functions.EBPFCode(ebpfHLLCode),
 	Produces: measure.Reports,
 	Validate: measure.CheckLinkType,
 	New:      func(ctx *functions.Context) (functions.Function, error) { return NewHLLFunc(ctx) },
@@ -85,10 +87,12 @@ func (f *HLLFunc) reset() {
 
 func (f *HLLFunc) estimate() float64 { return f.est.get(f.s.Estimate) }
 
-// Summary implements functions.Summarizer.
+// Summary implements functions.Summarizer. It estimates afresh, not from
+// the cache Process marks dirty: in an eBPF flowspace the registers change
+// by the flowspace's sync, and Process never runs.
 func (f *HLLFunc) Summary() map[string]any {
 	m := 1 << f.s.Precision()
-	return map[string]any{"estimate": math.Round(f.estimate()), "nokey": f.m.Load64(f.nokey),
+	return map[string]any{"estimate": math.Round(f.s.Estimate()), "nokey": f.m.Load64(f.nokey),
 		"registers": m, "stderr": 1.04 / math.Sqrt(float64(m))}
 }
 
@@ -122,7 +126,9 @@ var pcsaClass = &functions.Class{
 		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
 	},
 	State:    pcsaState,
-	Targets:  []functions.Target{functions.TargetUser},
+	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+	Runs:     ebpfRuns(nil),
+	Code:     functions.EBPFCode(ebpfPCSACode),
 	Produces: measure.Reports,
 	Validate: measure.CheckLinkType,
 	New:      func(ctx *functions.Context) (functions.Function, error) { return NewPCSAFunc(ctx) },
@@ -180,8 +186,9 @@ func (f *PCSAFunc) reset() {
 func (f *PCSAFunc) estimate() float64 { return f.est.get(f.s.Estimate) }
 
 // Summary implements functions.Summarizer.
+// It estimates afresh, as HLLFunc's does.
 func (f *PCSAFunc) Summary() map[string]any {
-	return map[string]any{"estimate": math.Round(f.estimate()), "nokey": f.m.Load64(f.nokey),
+	return map[string]any{"estimate": math.Round(PCSAEstimate(f.mem)), "nokey": f.m.Load64(f.nokey),
 		"bitmaps": len(f.mem), "stderr": 0.78 / math.Sqrt(float64(len(f.mem)))}
 }
 
