@@ -153,7 +153,7 @@ func TestSIGINTAtAnyPointOfALiveRun(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "o.pcap")
 	settingUp, running := 0, 0
 	for i := range 32 {
-		cmd := exec.Command("ip", "netns", "exec", nsB, ffpfBin, "run", "-i", ifB, "-w", out, `(bpf,"tcp or udp")`)
+		cmd := exec.Command("ip", "netns", "exec", nsB, ffpfBin, "run", "-i", ifB, "-Q", "in", "-w", out, `(bpf,"tcp or udp")`)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Start(); err != nil {
