@@ -28,11 +28,15 @@
 # receiving core would sustain.
 #
 # Needs root and ip(8). FUNNEL_PACKETS frames per run (default 3M).
+# FUNNEL_GRAPH replaces the graph on the capture (default: the filter and
+# counter), e.g. '(cms,key=5tuple) > (hll,key=dstip)' to measure sketches
+# in XDP against userspace; "seen" is then what its first function received.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/ffpf}
 PACKETS=${FUNNEL_PACKETS:-3000000}
 EXPR='udp and port 123'
+GRAPH=${FUNNEL_GRAPH:-"(bpf,\"$EXPR\") > (pktcount)"}
 tag="ffb$$"
 A="${tag}na" B="${tag}nb" IA="${tag}a" IB="${tag}b"
 OUT=$(mktemp -d)
@@ -59,10 +63,10 @@ hz=$(getconf CLK_TCK)
 start() {
 	local args=(run --json)
 	case $1 in
-	user) args+=(--hierarchy "$OUT/user.yaml" -i "$IB" "(bpf,\"$EXPR\") > (pktcount)") ;;
-	xdp) args+=(-i "$IB" "(bpf,\"$EXPR\") > (pktcount)") ;;
-	xdp+drop) args+=("(dev,$IB,drop=true) > (bpf,\"$EXPR\") > (pktcount)") ;;
-	base) args+=("(dev,$IB,drop=true) > (bpf,\"less 1\")") ;;
+	user) args+=(--hierarchy "$OUT/user.yaml" -i "$IB" -Q in "$GRAPH") ;;
+	xdp) args+=(-i "$IB" -Q in "$GRAPH") ;;
+	xdp+drop) args+=("(dev,$IB,drop=true,direction=in) > $GRAPH") ;;
+	base) args+=("(dev,$IB,drop=true,direction=in) > (bpf,\"less 1\")") ;;
 	esac
 	ip netns exec "$B" "$BIN" "${args[@]}" > "$2" &
 	run=$!
@@ -77,7 +81,7 @@ stop() { kill -INT "$1"; wait "$1" || true; }
 trial() {
 	local place=$1 pps=$2 witness=
 	if [ "$place" = user ]; then # NAPI for the veth, and an XDP count of what arrived
-		ip netns exec "$B" "$BIN" run --json -i "$IB" '(pktcount)' > "$OUT/witness.json" &
+		ip netns exec "$B" "$BIN" run --json -i "$IB" -Q in '(pktcount)' > "$OUT/witness.json" &
 		witness=$!
 		pids+=("$witness")
 	fi
@@ -94,9 +98,10 @@ trial() {
 import json, re, sys
 d = json.load(open(sys.argv[1]))
 f = {x["class"]: x for x in d["functions"]}
+first = next(x for x in d["functions"] if x["class"] != "dev")
 m = re.search(r"sent (\d+) packets .* \((\d+) pps\)", open(sys.argv[2]).read())
-matched = f["pktcount"]["state"]["packets"] if "pktcount" in f else 0
-print(m.group(1), m.group(2), f["bpf"]["in"], matched, sys.argv[3])
+matched = f["pktcount"]["state"]["packets"] if "pktcount" in f else first["out"]
+print(m.group(1), m.group(2), first["in"], matched, sys.argv[3])
 EOF
 }
 
