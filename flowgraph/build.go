@@ -193,11 +193,12 @@ func (b *builder) resolveReads() error {
 		if n.class.Reads == nil {
 			continue
 		}
-		labels, err := n.class.Reads(n.params)
+		refs, err := n.class.Reads(n.params)
 		if err != nil {
 			return b.errorf(n.argPos, "%v", err)
 		}
-		for _, l := range labels {
+		for _, ref := range refs {
+			l, name, _ := strings.Cut(ref, ".")
 			w, ok := byLabel[l]
 			switch {
 			case !ok && b.labels[l] != nil:
@@ -208,6 +209,14 @@ func (b *builder) resolveReads() error {
 				return b.errorf(n.argPos, "%s reads its own state: a function reads the state of another", n.name())
 			case w.class.State == nil && w.class.Annotates == 0:
 				return b.errorf(n.argPos, "%s reads the state of %s, which keeps none", n.name(), w.name())
+			}
+			if names := w.class.Readable; name != "" && names != nil && !slices.Contains(names(w.params), name) {
+				msg := fmt.Sprintf("%s reads %s.%s, but %s has no %q to read (it has %s)",
+					n.name(), l, name, w.name(), name, strings.Join(names(w.params), ", "))
+				if s, ok := lang.Suggest(name, names(w.params)); ok {
+					msg += fmt.Sprintf("; did you mean %s.%s?", l, s)
+				}
+				return b.errorf(n.argPos, "%s", msg)
 			}
 			if w.class.Annotates > 0 && !feeds(w, n) {
 				return b.errorf(n.argPos, "%s reads the annotation %s writes on each packet, so it must come after %s on the packets' way (%s > ... > %s)",

@@ -70,12 +70,17 @@ type Class struct {
 	// branches never overwrite each other's.
 	Annotates int
 
-	// Reads, when set, names the labels of the functions whose state a
-	// function with these parameters reads (named state: "nbytes.min" in
-	// a predicate reads the function labelled nbytes). The flowgraph
-	// resolves them in the request, orders the writers first and places
-	// the reader where the state is (placement rule 4).
+	// Reads, when set, names the state a function with these parameters
+	// reads (named state): "LABEL.NAME" ("nbytes.min" in a predicate reads
+	// min of the function labelled nbytes), or a bare LABEL. The flowgraph
+	// resolves the labels in the request, checks each NAME against the
+	// writer's Readable, orders the writers first and places the reader
+	// where the state is (placement rule 4).
 	Reads func(p Params) ([]string, error)
+	// Readable, when set, lists the names a function of the class with
+	// these parameters can be read by (see Readable), so that a reader
+	// asking for another fails at populate.
+	Readable func(p Params) []string
 
 	// Interface, set for a source that captures from a network interface,
 	// names that interface: the source is placed where the interface's

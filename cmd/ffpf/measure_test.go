@@ -96,6 +96,10 @@ func TestMeasureBadInput(t *testing.T) {
 		{fmt.Sprintf(`(export,format=jsonl,file=%q)`, out), `format=jsonl writes records, but export receives packets`},
 		{`(cms,window=0s)`, `window`},
 		{`(cms,report=0)`, `report`},
+		{`n:(cms) > (match,"n.mni > 3")`, `match reads n.mni, but n:cms has no "mni" to read (it has min, total); did you mean n.min?`},
+		{`(cms) > (match,"x.min > 3")`, `no function of this request is labelled "x"`},
+		{`x:[(cms)|(hll)] > (match,"x.min > 3")`, `names a group`},
+		{`t:(timestamp) > (match,"t.age > 1ms")`, `t:timestamp has no "age" to read (it has ts)`},
 	} {
 		r := ffpf(t, "run", "-r", f, c.expr)
 		first, _, _ := strings.Cut(r.stderr, "\n")

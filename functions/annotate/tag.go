@@ -30,6 +30,7 @@ func init() {
 		State:     tagState,
 		Targets:   []functions.Target{functions.TargetUser},
 		Annotates: 1,
+		Readable:  func(functions.Params) []string { return []string{"value"} },
 		Validate: func(ctx *functions.Context) error {
 			v, k := ctx.Params.Has("value"), ctx.Params.Has("key")
 			switch {

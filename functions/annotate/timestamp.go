@@ -19,6 +19,7 @@ func init() {
 		},
 		Targets:   []functions.Target{functions.TargetUser},
 		Annotates: 1,
+		Readable:  func(p functions.Params) []string { return timestampReads(p.Str("clock") == "wall") },
 		New: func(ctx *functions.Context) (functions.Function, error) {
 			return &Timestamp{at: ctx.Ann, wall: ctx.Params.Str("clock") == "wall"}, nil
 		},
@@ -49,8 +50,10 @@ func (s *Timestamp) Process(b *buffers.Batch) {
 }
 
 // ReadNames implements functions.Readable.
-func (s *Timestamp) ReadNames() []string {
-	if s.wall {
+func (s *Timestamp) ReadNames() []string { return timestampReads(s.wall) }
+
+func timestampReads(wall bool) []string {
+	if wall {
 		return []string{"ts", "age"}
 	}
 	return []string{"ts"}

@@ -60,6 +60,7 @@ func init() {
 				}},
 		},
 		State:    counterState,
+		Readable: counterReads,
 		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		Runs:     counterRuns,
 		Code:     functions.EBPFCode(ebpfCounterCode),
@@ -292,7 +293,9 @@ func (c *Counter) Records() uint64 {
 }
 
 // ReadNames implements functions.Readable.
-func (c *Counter) ReadNames() []string { return []string{"packets", "bytes", "value"} }
+func (c *Counter) ReadNames() []string { return counterReads(functions.Params{}) }
+
+func counterReads(functions.Params) []string { return []string{"packets", "bytes", "value"} }
 
 // Read implements functions.Readable: the window's packets or bytes, and
 // value: the total that value= counts, or, keyed, the count of the

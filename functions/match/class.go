@@ -31,7 +31,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return n.labels(nil), nil
+			return n.refs(nil), nil
 		},
 		Validate: func(ctx *functions.Context) error {
 			n, err := parse(ctx.Params.Str("expr"))

@@ -437,6 +437,18 @@ func (n *node) labels(out []string) []string {
 	return out
 }
 
+// refs returns the named state n reads, as LABEL.NAME, in order of first
+// use.
+func (n *node) refs(out []string) []string {
+	if n.op == "state" && !slices.Contains(out, n.label+"."+n.name) {
+		out = append(out, n.label+"."+n.name)
+	}
+	for _, k := range n.kids {
+		out = k.refs(out)
+	}
+	return out
+}
+
 // headers says whether n reads packet headers (anything beyond pkt.*).
 func (n *node) headers() bool {
 	if n.op == "layer" || n.op == "field" && !strings.HasPrefix(n.name, "pkt.") {

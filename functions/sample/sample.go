@@ -26,6 +26,7 @@ var state = &functions.State{Fields: []functions.StateField{
 func init() {
 	functions.Register(&functions.Class{
 		Name:      "sample",
+		Readable:  func(p functions.Params) []string { return sampleReads(p.Has("every")) },
 		Summary:   "pass 1 in N packets, or each with probability P from a seeded generator (MAFIA's Sample)",
 		MinInputs: 1, MaxInputs: -1,
 		Params: []functions.Param{
@@ -129,8 +130,10 @@ func (s *Sample) Process(b *buffers.Batch) {
 func (s *Sample) MBuf() *buffers.MBuf { return s.m }
 
 // ReadNames implements functions.Readable.
-func (s *Sample) ReadNames() []string {
-	if s.every > 0 {
+func (s *Sample) ReadNames() []string { return sampleReads(s.every > 0) }
+
+func sampleReads(every bool) []string {
+	if every {
 		return []string{"seen", "sampled"}
 	}
 	return []string{"rand", "seen", "sampled"}

@@ -48,6 +48,7 @@ var bloomClass = &functions.Class{
 		measure.ReportParam("emit a record per window (and at the end) with the keys inserted; any K ≥ 1"),
 	},
 	State:    bloomState,
+	Readable: func(p functions.Params) []string { return bloomReads(counting(p)) },
 	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 	Runs:     ebpfRuns(bloomRuns),
 	Code:     functions.EBPFCode(ebpfBloomCode),
@@ -142,8 +143,10 @@ func (f *BloomFunc) Summary() map[string]any {
 }
 
 // ReadNames implements functions.Readable.
-func (f *BloomFunc) ReadNames() []string {
-	if f.cb != nil {
+func (f *BloomFunc) ReadNames() []string { return bloomReads(f.cb != nil) }
+
+func bloomReads(counting bool) []string {
+	if counting {
 		return []string{"min", "max", "sum", "avg", "inserted"}
 	}
 	return []string{"member", "inserted"}

@@ -30,6 +30,7 @@ var hllClass = &functions.Class{
 		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
 	},
 	State:    hllState,
+	Readable: estimateReads,
 	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 	Runs:     ebpfRuns(nil),
 	Code:     functions.EBPFCode(ebpfHLLCode),
@@ -97,7 +98,9 @@ func (f *HLLFunc) Summary() map[string]any {
 }
 
 // ReadNames implements functions.Readable.
-func (f *HLLFunc) ReadNames() []string { return []string{"estimate"} }
+func (f *HLLFunc) ReadNames() []string { return estimateReads(functions.Params{}) }
+
+func estimateReads(functions.Params) []string { return []string{"estimate"} }
 
 // Read implements functions.Readable.
 func (f *HLLFunc) Read(name string) (functions.Reader, error) {
@@ -126,6 +129,7 @@ var pcsaClass = &functions.Class{
 		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
 	},
 	State:    pcsaState,
+	Readable: estimateReads,
 	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 	Runs:     ebpfRuns(nil),
 	Code:     functions.EBPFCode(ebpfPCSACode),
@@ -193,7 +197,7 @@ func (f *PCSAFunc) Summary() map[string]any {
 }
 
 // ReadNames implements functions.Readable.
-func (f *PCSAFunc) ReadNames() []string { return []string{"estimate"} }
+func (f *PCSAFunc) ReadNames() []string { return estimateReads(functions.Params{}) }
 
 // Read implements functions.Readable.
 func (f *PCSAFunc) Read(name string) (functions.Reader, error) {

@@ -37,6 +37,7 @@ var cmsClass = &functions.Class{
 		measure.ReportParam("emit a record per key for the K keys with the largest estimates, per window (and at the end)"),
 	},
 	State:    cmsState,
+	Readable: cmsReads,
 	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 	Runs:     ebpfRuns(nil),
 	Code:     functions.EBPFCode(ebpfCMSCode),
@@ -132,7 +133,9 @@ func (c *CMS) Summary() map[string]any {
 }
 
 // ReadNames implements functions.Readable.
-func (c *CMS) ReadNames() []string { return []string{"min", "total"} }
+func (c *CMS) ReadNames() []string { return cmsReads(functions.Params{}) }
+
+func cmsReads(functions.Params) []string { return []string{"min", "total"} }
 
 // Read implements functions.Readable: min, the estimate for the packet's
 // key (0 for a packet without one); total, N.
