@@ -17,6 +17,15 @@
 // and each goroutine adopts them between two batches, so functions that
 // stay keep counting without a gap.
 //
+// Time and records (DESIGN.md §11): each stream keeps a packet clock (its
+// packets' times); a batch is cut at the first packet that reaches a
+// clocked function's deadline, so windows close at the same packet
+// whatever the batch size (clock.go). A producer's records are a stream of
+// their own, carried to its dependents when it emits them (produce.go),
+// and functions flush when every stream that reaches them has ended.
+// Capture files that meet where order matters are read in time order by
+// one goroutine (merge.go).
+//
 // The sharp edge: a join of two branches of the same source sees the union
 // of their packets, each once (a flow is a set of packets), so
 // (pcap) > [(bpf,"tcp") | (bpf,"port 80")] > (pktcount) counts a TCP port 80
