@@ -42,6 +42,9 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime 60s ./functions/pcap/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./flowspaces/hierarchy/
 	$(GO) test -run '^$$' -fuzz FuzzExtract -fuzztime 60s ./functions/flowkey/
+	$(GO) test -run '^$$' -fuzz FuzzFields -fuzztime 60s ./functions/record/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./functions/match/
+	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 60s ./functions/match/
 
 clean:
 	rm -rf bin $(OUT)
