@@ -76,23 +76,35 @@ func (r *route) part(w *worker, lo, hi uint32) {
 		r.process(w)
 		return
 	}
+	// A cursor per input (entries ascend by slot): each packet costs one
+	// step per input, not a scan of the batch.
+	for i, b := range r.orig {
+		k := 0
+		for k < b.N && b.E[k].Slot < lo {
+			k++
+		}
+		r.next[i] = k
+	}
 	for {
-		// The next slot at or after lo in any input.
-		next := uint32(noCut)
-		for _, b := range r.orig {
-			for _, e := range b.E[:b.N] {
-				if e.Slot >= lo {
-					next = min(next, e.Slot)
-					break
-				}
+		slot := uint32(noCut)
+		for i, b := range r.orig {
+			if k := r.next[i]; k < b.N {
+				slot = min(slot, b.E[k].Slot)
 			}
 		}
-		if next >= hi {
+		if slot >= hi {
 			return
 		}
-		r.cut(next, next+1)
+		for i, b := range r.orig {
+			h := &r.head[i]
+			h.PBuf, h.Base, h.Source, h.Now, h.Dropped, h.N = b.PBuf, b.Base, b.Source, b.Now, 0, 0
+			if k := r.next[i]; k < b.N && b.E[k].Slot == slot {
+				h.E[0], h.N = b.E[k], 1
+				r.next[i]++
+			}
+			r.vals[i] = h
+		}
 		r.process(w)
-		lo = next + 1
 	}
 }
 

@@ -32,6 +32,7 @@ type route struct {
 	// clocked are the steps whose functions have periodic work (see
 	// carry); orig and head are carry's views of the inputs' batches.
 	clocked []int
+	next    []int // part's cursors into the inputs, on a serial route
 	// serial is set when a function on the route reads the state of
 	// another before it on the route (named state): the packets are
 	// carried one at a time, so that the reader sees the state as the
@@ -219,6 +220,7 @@ func (fs *Flowspace) Connect() error {
 		if len(r.clocked) > 0 || r.serial {
 			r.orig = make([]*buffers.Batch, len(inputs))
 			r.head = make([]buffers.Batch, len(inputs))
+			r.next = make([]int, len(inputs))
 		}
 		for j := range r.steps {
 			r.vals[len(inputs)+j] = r.steps[j].out

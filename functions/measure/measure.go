@@ -16,8 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/ffpf-go/ffpf/buffers"
@@ -163,9 +161,3 @@ func (o Out) Key(sp *flowkey.Spec, k *flowkey.Key) {
 	sp.Record(&o.Builder, k)
 	o.End()
 }
-
-// Counter is an atomic count a Summarizer shows while the datapath runs.
-type Counter struct{ atomic.Uint64 }
-
-// ParseKeyNames is for messages: the field names a key may use.
-func ParseKeyNames() string { return strings.Join(flowkey.FieldNames(), ", ") }
