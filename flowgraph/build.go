@@ -300,6 +300,11 @@ func (b *builder) checkGraph() ([]*lnode, error) {
 	return order, nil
 }
 
+// MaxState is the most state (MBuf bytes) one function may keep: a
+// sketch's dimensions come from its parameters, and a typo there must
+// fail at populate, not exhaust the machine's memory at instantiation.
+const MaxState = 1 << 30
+
 // linkTypes gives every node the link type of its packets and lets classes
 // validate themselves with it; sources report theirs through Validate.
 func (b *builder) linkTypes(order []*lnode, snaplen int) error {
@@ -327,6 +332,12 @@ func (b *builder) linkTypes(order []*lnode, snaplen int) error {
 		if ctx.LinkType == functions.LinkRecord && !n.class.TakesRecords && len(n.inputs) > 0 {
 			return b.errorf(n.pos, "%s reads packet headers, but %s feeds it records: give it packets (place it before the producer, or on another branch)",
 				n.name(), n.inputs[0].name())
+		}
+		if _, size, err := n.class.State.Layout(functions.TargetUser, n.params); err != nil {
+			return b.errorf(n.argPos, "%s: %v", n.name(), err)
+		} else if size > MaxState {
+			return b.errorf(n.argPos, "%s would keep %d MiB of state, more than the %d MiB a function may: make it smaller",
+				n.name(), size>>20, MaxState>>20)
 		}
 		producer := n.class.IsProducer(n.params)
 		if producer {
