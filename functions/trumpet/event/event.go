@@ -1,0 +1,76 @@
+// Package event is Trumpet's event language: an event is a filter over
+// packets, a predicate over per-flow aggregates of Table 1's variables, the
+// granularity at which flows are grouped before the predicate is tested, and
+// the interval over which the aggregates are taken.
+//
+//	heavy: dstip=10.0.128.0/24; sum(volume) > 125KB; 5-tuple; 10ms
+//
+// This file holds the parsed form the packet monitor compiles; parse.go reads
+// the one-line and YAML forms and prints the canonical one.
+package event
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Event is one parsed event definition.
+type Event struct {
+	Name        string
+	Filters     []Filter // a packet matches when it matches any of them
+	Predicate   Expr     // true (non-zero) fires a report
+	Granularity []Field  // how matched flows are grouped; the 5-tuple groups nothing
+	Interval    time.Duration
+	Pos         Pos // where it was defined, for messages
+}
+
+// Pos names a definition's place in its source: "events.yaml:12".
+type Pos struct {
+	File string
+	Line int
+}
+
+// Filter is a conjunction of field conditions; a zero field matches anything.
+type Filter struct {
+	SrcIP, DstIP     netip.Prefix // !IsValid() matches any address
+	SrcPort, DstPort PortRange
+	Proto            int // IP protocol number; -1 matches any
+}
+
+// PortRange is an inclusive range of ports; {0, 65535} matches any port.
+type PortRange struct{ Lo, Hi uint16 }
+
+// AnyPort matches every port.
+var AnyPort = PortRange{0, 65535}
+
+// Field is one field of a granularity. Bits is the prefix length kept of an
+// address field (32 or 128 for the whole address) and 0 for the others.
+type Field struct {
+	Name string // srcip, dstip, srcport, dstport or proto
+	Bits int
+}
+
+// Expr is a node of a predicate.
+type Expr interface{ expr() }
+
+// Num is a constant, units already applied (125KB is 125000 or 128000 as
+// parse.go documents).
+type Num float64
+
+// Agg is an aggregate of a Table 1 variable over an interval: sum(volume).
+// Var is empty for count(), which counts packets.
+type Agg struct {
+	Func string // sum, count, max, min, avg or stddev
+	Var  string // volume, ecn, rwnd, ttl, rtt, is_lost, is_burst, ack, seq, dup
+}
+
+// Binary applies Op to two sub-expressions: + - * / < <= > >= == != and or.
+// Comparisons and logic give 1 for true and 0 for false.
+type Binary struct {
+	Op   string
+	L, R Expr
+}
+
+func (Num) expr()    {}
+func (Agg) expr()    {}
+func (Binary) expr() {}
