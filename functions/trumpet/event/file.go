@@ -162,7 +162,9 @@ func parseYAML(file string, src []byte) ([]Event, error) {
 		root = root.Content[0]
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, fail(root, "the file must be a mapping with an events: list")
+		// An empty document ("---") has its node past the last line.
+		return nil, &Error{Pos: Pos{File: file, Line: max(1, min(root.Line, bytes.Count(src, []byte("\n"))))},
+			Msg: "the file must be a mapping with an events: list"}
 	}
 	var list *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {

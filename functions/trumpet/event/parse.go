@@ -33,10 +33,12 @@ type Error struct {
 // Error returns "file:line: sentence", or the sentence alone when the
 // definition has no place (ParseLine of a string).
 func (e *Error) Error() string {
+	// One line, whatever a quoted value held.
+	m := strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(e.Msg)
 	if e.Pos.File == "" && e.Pos.Line == 0 {
-		return e.Msg
+		return m
 	}
-	return e.Pos.String() + ": " + e.Msg
+	return e.Pos.String() + ": " + m
 }
 
 // String returns "file:line" ("line 3" without a file, "file" without a line).
