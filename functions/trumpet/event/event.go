@@ -60,7 +60,7 @@ type Field struct {
 type Expr interface{ expr() }
 
 // Num is a constant, units already applied (125KB is 125000: sizes are
-// decimal, see Units).
+// decimal, see README.md).
 type Num float64
 
 // Agg is an aggregate of a Table 1 variable over an interval: sum(volume).

@@ -425,7 +425,7 @@ func ParseInterval(s string) (time.Duration, error) {
 	}
 	// Scale the decimal exactly: "1.5ms" is 1500000ns with no rounding.
 	whole, frac, _ := strings.Cut(digits, ".")
-	ns := new(big)
+	ns := new(decimal)
 	if !ns.set(whole, frac, int64(mult)) {
 		return 0, errorf("interval %s is not a whole number of nanoseconds below 292 years", s)
 	}
@@ -435,11 +435,11 @@ func ParseInterval(s string) (time.Duration, error) {
 	return time.Duration(ns.v), nil
 }
 
-// big is just enough decimal arithmetic for ParseInterval: whole.frac × mult
+// decimal is just enough decimal arithmetic for ParseInterval: whole.frac × mult
 // as an exact int64.
-type big struct{ v int64 }
+type decimal struct{ v int64 }
 
-func (b *big) set(whole, frac string, mult int64) bool {
+func (b *decimal) set(whole, frac string, mult int64) bool {
 	frac = strings.TrimRight(frac, "0")
 	scale := int64(1)
 	for range frac {
