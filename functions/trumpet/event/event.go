@@ -5,8 +5,11 @@
 //
 //	heavy: dstip=10.0.128.0/24; sum(volume) > 125KB; 5-tuple; 10ms
 //
-// This file holds the parsed form the packet monitor compiles; parse.go reads
-// the one-line and YAML forms and prints the canonical one.
+// This file holds the parsed form the packet monitor compiles; parse.go and
+// expr.go read the one-line form and print the canonical one, file.go reads
+// files (YAML or one event a line), validate.go checks an event against the
+// epoch. The sharp edge: Parse checks everything but the interval's relation
+// to the epoch, which only the monitor knows; call ValidateAll with it.
 package event
 
 import (
@@ -57,7 +60,7 @@ type Field struct {
 type Expr interface{ expr() }
 
 // Num is a constant, units already applied (125KB is 125000: sizes are
-// decimal, see Units).
+// decimal, see README.md).
 type Num float64
 
 // Agg is an aggregate of a Table 1 variable over an interval: sum(volume).

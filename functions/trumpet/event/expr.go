@@ -40,11 +40,11 @@ var StateVars = []string{"ack", "seq", "dup"}
 // LastEpoch is the suffix of a state variable's previous-interval value.
 const LastEpoch = "_lastepoch"
 
-// Units are the multipliers a number in a predicate may carry. Sizes are
+// units are the multipliers a number in a predicate may carry. Sizes are
 // decimal (125KB is 125000 bytes, as the paper's "125 KB as 10% of a 1G link
 // in 10 ms" needs); KiB, MiB and GiB are binary. Times are in nanoseconds
 // (rtt > 1ms is rtt > 1000000). % is a hundredth.
-var Units = map[string]struct {
+var units = map[string]struct {
 	exp  int     // a power of ten, applied exactly to the decimal
 	mult float64 // or a multiplier, when exp is 0
 }{
@@ -168,7 +168,7 @@ func number(digits, unit string) (float64, error) {
 	if strings.Count(digits, ".") > 1 || digits == "." {
 		return 0, errorf("%q is not a number", digits+unit)
 	}
-	u, ok := Units[unit]
+	u, ok := units[unit]
 	if len(unit) > 1 && (unit[0] == 'e' || unit[0] == 'E') && unit[1] >= '0' && unit[1] <= '9' {
 		return 0, errorf("%s%s: write the exponent as a unit (K, M, G) or in full", digits, unit)
 	}

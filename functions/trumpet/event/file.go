@@ -98,19 +98,49 @@ func parseLines(file string, src []byte) ([]Event, error) {
 // yamlLine finds the line in a yaml.v3 error ("yaml: line 3: ...").
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// splitYAMLError splits a yaml.v3 error into its sentence and line.
+func splitYAMLError(err error) (msg string, line int) {
+	msg, line = err.Error(), 1
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	return msg, line
+}
+
+// problemLine finds the line of a YAML syntax error. yaml.v3 reports the
+// line where the construct around the error began ("while parsing a block
+// mapping at line 2"), not the line at fault; the first prefix of the
+// source, from that line on, that fails with the same sentence ends at the
+// line at fault. Only on the error path, and for files of events, small.
+func problemLine(src []byte, msg string, reported int) int {
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	if len(lines) > 2000 {
+		return reported
+	}
+	for k := max(reported, 1); k <= len(lines); k++ {
+		var n yaml.Node
+		err := yaml.Unmarshal(bytes.Join(lines[:k], nil), &n)
+		if err == nil {
+			continue
+		}
+		if m, _ := splitYAMLError(err); m == msg {
+			return k
+		}
+	}
+	return reported
+}
+
 var eventKeys = []string{"name", "filter", "predicate", "granularity", "interval"}
 
 func parseYAML(file string, src []byte) ([]Event, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
-		msg, line := err.Error(), 1
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		} else {
-			msg = strings.TrimPrefix(msg, "yaml: ")
-		}
+		msg, line := splitYAMLError(err)
+		line = problemLine(src, msg, line)
 		if msg == "EOF" {
 			msg = "the file is empty; it needs an events: list"
 		}
@@ -132,7 +162,9 @@ func parseYAML(file string, src []byte) ([]Event, error) {
 		root = root.Content[0]
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, fail(root, "the file must be a mapping with an events: list")
+		// An empty document ("---") has its node past the last line.
+		return nil, &Error{Pos: Pos{File: file, Line: max(1, min(root.Line, bytes.Count(src, []byte("\n"))))},
+			Msg: "the file must be a mapping with an events: list"}
 	}
 	var list *yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {

@@ -33,10 +33,12 @@ type Error struct {
 // Error returns "file:line: sentence", or the sentence alone when the
 // definition has no place (ParseLine of a string).
 func (e *Error) Error() string {
+	// One line, whatever a quoted value held.
+	m := strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(e.Msg)
 	if e.Pos.File == "" && e.Pos.Line == 0 {
-		return e.Msg
+		return m
 	}
-	return e.Pos.String() + ": " + e.Msg
+	return e.Pos.String() + ": " + m
 }
 
 // String returns "file:line" ("line 3" without a file, "file" without a line).
@@ -423,7 +425,7 @@ func ParseInterval(s string) (time.Duration, error) {
 	}
 	// Scale the decimal exactly: "1.5ms" is 1500000ns with no rounding.
 	whole, frac, _ := strings.Cut(digits, ".")
-	ns := new(big)
+	ns := new(decimal)
 	if !ns.set(whole, frac, int64(mult)) {
 		return 0, errorf("interval %s is not a whole number of nanoseconds below 292 years", s)
 	}
@@ -433,11 +435,11 @@ func ParseInterval(s string) (time.Duration, error) {
 	return time.Duration(ns.v), nil
 }
 
-// big is just enough decimal arithmetic for ParseInterval: whole.frac × mult
+// decimal is just enough decimal arithmetic for ParseInterval: whole.frac × mult
 // as an exact int64.
-type big struct{ v int64 }
+type decimal struct{ v int64 }
 
-func (b *big) set(whole, frac string, mult int64) bool {
+func (b *decimal) set(whole, frac string, mult int64) bool {
 	frac = strings.TrimRight(frac, "0")
 	scale := int64(1)
 	for range frac {

@@ -457,3 +457,33 @@ func FuzzRoundTrip(f *testing.F) {
 		roundTrip(t, s)
 	})
 }
+
+// FuzzParse feeds files to Parse: no panic, and an error is one line that
+// starts with the file's name and a line within the file.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("events:\n  - name: heavy\n    filter: dstip=10.0.128.0/24\n    predicate: sum(volume) > 125KB\n    granularity: 5-tuple\n    interval: 10ms\n"))
+	f.Add([]byte("events:\n  - name: svc\n    filter: [dstport=80, \"dstip=10.0.0.0/8\"]\n    predicate: count() > 1\n    granularity: dstip/8\n    interval: 1s\n  - \"x: *; ack > 1; 5-tuple; 10ms\"\n"))
+	f.Add([]byte("# lines\na: *; count() > 1; 5-tuple; 10ms\nb: proto=udp; max(ttl) < 2; srcip/24; 20ms\n"))
+	f.Add([]byte("events: [\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		for _, name := range []string{"f.yaml", "f.txt"} {
+			evs, err := Parse(name, src)
+			if err == nil {
+				for _, ev := range evs {
+					if ev.Pos.File != name || ev.Pos.Line < 1 {
+						t.Fatalf("event %s at %v", ev.Name, ev.Pos)
+					}
+					roundTrip(t, ev.String())
+				}
+				continue
+			}
+			e, ok := err.(*Error)
+			if !ok || e.Pos.File != name || e.Pos.Line < 1 || e.Pos.Line > strings.Count(string(src), "\n")+strings.Count(string(src), "\r")+1 {
+				t.Fatalf("%s: error %#v", name, err)
+			}
+			if strings.ContainsAny(err.Error(), "\n\r") {
+				t.Fatalf("%s: error spans lines: %q", name, err)
+			}
+		}
+	})
+}
