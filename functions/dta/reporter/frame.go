@@ -32,9 +32,12 @@ var (
 // framer writes Ethernet/IPv4/UDP headers around a report, with a correct
 // IPv4 header checksum and UDP checksum.
 type framer struct {
-	tmpl   [PayloadOff]byte
-	pseudo uint32 // the UDP checksum's sum of the pseudo-header's addresses and protocol
-	id     uint16 // IPv4 identification, one more per frame
+	tmpl [PayloadOff]byte
+	// The sums of the constant words: the IPv4 header's without length
+	// and identification; the UDP pseudo-header's addresses and protocol
+	// and the ports. A frame adds its own words to them.
+	ipSum, udpSum uint32
+	id            uint16 // IPv4 identification, one more per frame
 }
 
 func newFramer(src, dst netip.AddrPort) *framer {
@@ -54,7 +57,8 @@ func newFramer(src, dst netip.AddrPort) *framer {
 	u := t[udpOff:]
 	binary.BigEndian.PutUint16(u[0:], src.Port())
 	binary.BigEndian.PutUint16(u[2:], dst.Port())
-	f.pseudo = sum(s[:], 0) + sum(d[:], 0) + 17
+	f.ipSum = sum(ip[:20], 0)
+	f.udpSum = sum(s[:], 0) + sum(d[:], 0) + 17 + uint32(src.Port()) + uint32(dst.Port())
 	return f
 }
 
@@ -90,13 +94,13 @@ func (f *framer) finish(frame []byte) int {
 	binary.BigEndian.PutUint16(ip[2:], uint16(n-ipOff))
 	binary.BigEndian.PutUint16(ip[4:], f.id)
 	f.id++
-	binary.BigEndian.PutUint16(ip[10:], fold(sum(ip, 0)))
+	binary.BigEndian.PutUint16(ip[10:], fold(f.ipSum+uint32(n-ipOff)+uint32(f.id-1)))
 	ulen := uint16(n - udpOff)
 	u := frame[udpOff:]
 	binary.BigEndian.PutUint16(u[4:], ulen)
-	// The pseudo-header's length, then the UDP header (its checksum field
-	// still 0) and the report.
-	c := fold(sum(u, f.pseudo+uint32(ulen)))
+	// The length counts twice: in the pseudo-header and in the UDP
+	// header; then the report.
+	c := fold(sum(frame[PayloadOff:n], f.udpSum+2*uint32(ulen)))
 	if c == 0 {
 		c = 0xffff // 0 means "no checksum" in UDP over IPv4
 	}
