@@ -160,3 +160,34 @@ func FuzzPayload(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkFunction: a frame in, its report translated, the writes out as
+// records.
+func BenchmarkFunction(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		rep  wire.Report
+	}{
+		{"keywrite/N=2", wire.Report{Op: wire.KeyWrite, Redundancy: 2, Key: 7, Data: 9}},
+		{"append/B=4", wire.Report{Op: wire.Append, List: 3, Data: 9}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			f := newFunction(b)
+			f.SetEmit(func(*buffers.Batch) {})
+			p := buffers.NewPBuf(buffers.MaxBatch, 128)
+			in := buffers.NewBatch(p, 0, buffers.MaxBatch, 0)
+			for i := 0; in.Room() > 0; i++ {
+				r := c.rep
+				r.Key, r.Data = uint32(i)*2654435761, uint32(i)
+				fr := frame(report(r), wire.Port, 17, 0, 0)
+				in.Append(fr, uint32(len(fr)), 1)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += buffers.MaxBatch {
+				in.N = buffers.MaxBatch
+				f.Process(in)
+			}
+		})
+	}
+}
