@@ -67,7 +67,7 @@ var Class = &functions.Class{
 			}},
 		{Name: "hop", Type: functions.String, Summary: "the hop, 1 to 255 (postcarding): a packet field, a record field or a number"},
 		{Name: "immediate", Type: functions.Bool, Default: "false", Summary: "set the immediate flag (the collector is to be told at once)"},
-		{Name: "to", Type: functions.String, Summary: "also send each report as a UDP datagram to HOST:PORT (IPv4)",
+		{Name: "to", Type: functions.String, Summary: "also send each report as a UDP datagram to \"HOST:PORT\" (IPv4; quoted: a colon ends a word)",
 			Check: func(v functions.Value) error {
 				if _, _, err := splitHostPort(v.Str); err != nil {
 					return err
