@@ -257,6 +257,8 @@ func (in *Ingester) IngestPayload(b []byte) Reason {
 	return in.Ingest(&r)
 }
 
+func (in *Ingester) truncated() { in.n.dropped[ReasonTrailing]++ }
+
 // Flush adds the ingester's counts to the collector's and zeroes them.
 func (in *Ingester) Flush() {
 	for i, v := range in.n.reports {

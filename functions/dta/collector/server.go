@@ -25,7 +25,16 @@ type ServerConfig struct {
 	RcvBuf  int    // receive buffer of each socket in bytes; 0: 4 MiB (as far as net.core.rmem_max allows, or beyond as root)
 	Batch   int    // datagrams per recvmmsg; 0: 64
 
-	hold chan struct{} // tests: the receivers wait for it to close before reading
+	hold chan struct{}   // tests: the receivers wait for it to close before reading
+	sink func() ingester // benchmarks: where the receivers put payloads (nil: the collector)
+}
+
+// ingester is where a receiver puts what it reads: an Ingester, or in
+// benchmarks another collector to compare with.
+type ingester interface {
+	IngestPayload(b []byte) Reason
+	Flush()
+	truncated() // a datagram longer than any report
 }
 
 // msgLen is the room for one datagram: more than any report, so that a
@@ -77,7 +86,11 @@ func Serve(c *Collector, cfg ServerConfig) (*Server, error) {
 	s := &Server{c: c}
 	addr := cfg.Listen
 	for i := range cfg.Sockets {
-		r, err := listen(addr, cfg.RcvBuf, cfg.Batch, c)
+		var in ingester = c.NewIngester()
+		if cfg.sink != nil {
+			in = cfg.sink()
+		}
+		r, err := listen(addr, cfg.RcvBuf, cfg.Batch, in)
 		if err != nil {
 			s.closeSockets()
 			return nil, fmt.Errorf("cannot listen on udp %s: %v", addr, opErr(err))
@@ -187,7 +200,7 @@ func (s *Server) closeSockets() {
 type receiver struct {
 	conn *net.UDPConn
 	rc   syscall.RawConn
-	in   *Ingester
+	in   ingester
 
 	hdrs []unix.Mmsghdr
 	iovs []unix.Iovec
@@ -197,7 +210,7 @@ type receiver struct {
 	recv func(fd uintptr) bool // r.recvmmsg, bound once: no allocation per call
 }
 
-func listen(addr string, rcvbuf, batch int, c *Collector) (*receiver, error) {
+func listen(addr string, rcvbuf, batch int, in ingester) (*receiver, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
@@ -224,7 +237,7 @@ func listen(addr string, rcvbuf, batch int, c *Collector) (*receiver, error) {
 		conn.Close()
 		return nil, err
 	}
-	r := &receiver{conn: conn, rc: rc, in: c.NewIngester(),
+	r := &receiver{conn: conn, rc: rc, in: in,
 		hdrs: make([]unix.Mmsghdr, batch), iovs: make([]unix.Iovec, batch), bufs: make([]byte, batch*msgLen)}
 	for i := range r.hdrs {
 		r.iovs[i].Base = &r.bufs[i*msgLen]
@@ -266,7 +279,7 @@ func (r *receiver) run(datagrams *atomic.Uint64) {
 		for i := range r.n {
 			h := &r.hdrs[i]
 			if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
-				r.in.n.dropped[ReasonTrailing]++
+				r.in.truncated()
 				continue
 			}
 			r.in.IngestPayload(r.bufs[i*msgLen : i*msgLen+int(h.Len)])
