@@ -28,6 +28,8 @@ func isLibrary(md []byte) bool {
 // file or interface are run on 2000 packets.
 func TestReadmeExamples(t *testing.T) {
 	readmes, _ := filepath.Glob("../*/README.md")
+	nested, _ := filepath.Glob("../*/*/README.md") // a family's classes: dta/collector
+	readmes = append(readmes, nested...)
 	if len(readmes) < 6 {
 		t.Fatalf("found %d class READMEs", len(readmes))
 	}

@@ -18,6 +18,8 @@ import (
 // some targets have, a targets column.
 func TestReadmeStateMatchesDeclarations(t *testing.T) {
 	readmes, _ := filepath.Glob("../*/README.md")
+	nested, _ := filepath.Glob("../*/*/README.md") // a family's classes: dta/collector
+	readmes = append(readmes, nested...)
 	owner := map[string]string{} // class → README
 	for _, path := range readmes {
 		md, err := os.ReadFile(path)
@@ -138,7 +140,9 @@ func stateRows(t *testing.T, path, md string, classes []string) []string {
 // keep their state in the MBuf the Go function gives too.
 func TestFunctionsKeepTheirDeclaredState(t *testing.T) {
 	// Arguments for the classes that have required parameters.
-	args := map[string][]functions.Arg{}
+	args := map[string][]functions.Arg{
+		"dta-collector": {{Key: "keywrite", Value: functions.Raw{Kind: functions.RawString, Text: "slots=1009"}}},
+	}
 	n := 0
 	for _, c := range functions.Default.All() {
 		if c.State == nil || c.IsSource() {
