@@ -6,12 +6,18 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
 
 	"github.com/ffpf-go/ffpf/functions/dta/collector"
 	"github.com/ffpf-go/ffpf/functions/dta/wire"
@@ -151,5 +157,45 @@ func TestDTACollectAndQuery(t *testing.T) {
 	if st.Reports["keywrite"] != 3 || st.Reports["append"] != 12 || st.Reports["keyincrement"] != 2 ||
 		st.Reports["postcarding"] != 2 || st.Dropped["short"] != 1 || st.Dropped["socket"] != 0 {
 		t.Errorf("final counters %+v", st)
+	}
+}
+
+// A capture of reports is a source: ffpf run -r reports.pcap
+// '(dta-collector,...)' ingests them and shows the counters in --json.
+func TestDTACollectorReadsCapture(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "reports.pcap")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := pcapgo.NewWriter(f)
+	w.WriteFileHeader(65535, layers.LinkTypeEthernet)
+	add := func(r wire.Report, dport uint16) {
+		pl, _ := r.Append(nil)
+		eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
+		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
+		udp := &layers.UDP{SrcPort: 5000, DstPort: layers.UDPPort(dport)}
+		udp.SetNetworkLayerForChecksum(ip)
+		buf := gopacket.NewSerializeBuffer()
+		gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, udp, gopacket.Payload(pl))
+		b := buf.Bytes()
+		w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(1700000000, 0), CaptureLength: len(b), Length: len(b)}, b)
+	}
+	for i := range 100 {
+		add(wire.Report{Op: wire.KeyWrite, Redundancy: 2, Key: uint32(i), Data: uint32(1000 + i)}, 40040)
+	}
+	add(wire.Report{Op: wire.Append, List: 0, Data: 1}, 40040) // not hosted: disabled
+	add(wire.Report{Op: wire.KeyWrite, Redundancy: 2, Key: 1, Data: 1}, 53)
+	f.Close()
+	r := ffpf(t, "run", "-r", file, "--json", `(dta-collector,keywrite="slots=1M")`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	doc := parseRun(t, r)
+	st := doc.Functions[len(doc.Functions)-1].State
+	for k, v := range map[string]float64{"frames": 102, "keywrite": 100, "reports": 100, "disabled": 1, "other": 1} {
+		if st[k] != v {
+			t.Errorf("%s = %v, want %v (state %v)", k, st[k], v, st)
+		}
 	}
 }
