@@ -143,9 +143,12 @@ func BenchmarkIngest(b *testing.B) {
 		})
 	}
 	// Append as the translator writes it: batches of B entries.
-	c := newTest(b, only(wire.Append))
+	var c *Collector
 	for _, batch := range []int{1, 4, 8, 16} {
 		b.Run("append-batch/B"+itoa(batch), func(b *testing.B) {
+			if c == nil {
+				c = newTest(b, only(wire.Append))
+			}
 			entries := make([]uint32, batch)
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -52,7 +52,6 @@ type Server struct {
 	httpLn  net.Listener
 	httpSrv *http.Server
 
-	datagrams atomic.Uint64
 	closeOnce sync.Once
 	closed    atomic.Bool
 	lastDrops atomic.Uint64 // the sockets' drops when they were closed
@@ -118,7 +117,7 @@ func Serve(c *Collector, cfg ServerConfig) (*Server, error) {
 			if cfg.hold != nil {
 				<-cfg.hold
 			}
-			r.run(&s.datagrams)
+			r.run()
 		}()
 	}
 	return s, nil
@@ -151,7 +150,9 @@ func (s *Server) HTTPAddr() net.Addr {
 // those the sockets' queues dropped (Dropped["socket"]).
 func (s *Server) Stats() Stats {
 	st := s.c.Stats()
-	st.Datagrams = s.datagrams.Load()
+	for _, r := range s.rx {
+		st.Datagrams += r.datagrams.Load()
+	}
 	st.Dropped["socket"] = s.socketDrops()
 	return st
 }
@@ -208,6 +209,8 @@ type receiver struct {
 	n    int
 	err  syscall.Errno
 	recv func(fd uintptr) bool // r.recvmmsg, bound once: no allocation per call
+
+	datagrams atomic.Uint64 // received on this socket
 }
 
 func listen(addr string, rcvbuf, batch int, in ingester) (*receiver, error) {
@@ -266,7 +269,7 @@ func (r *receiver) recvmmsg(fd uintptr) bool {
 }
 
 // run ingests until the socket is closed.
-func (r *receiver) run(datagrams *atomic.Uint64) {
+func (r *receiver) run() {
 	for {
 		if err := r.rc.Read(r.recv); err != nil {
 			return // closed
@@ -284,7 +287,7 @@ func (r *receiver) run(datagrams *atomic.Uint64) {
 			}
 			r.in.IngestPayload(r.bufs[i*msgLen : i*msgLen+int(h.Len)])
 		}
-		datagrams.Add(uint64(r.n))
+		r.datagrams.Add(uint64(r.n))
 		r.in.Flush()
 	}
 }

@@ -81,6 +81,26 @@ func TestServer(t *testing.T) {
 		t.Errorf("dropped %v", st.Dropped)
 	}
 
+	// Reporters are spread over the sockets, each read on its own
+	// goroutine: 32 reporters all on one of two sockets is a chance of 2^-31.
+	for i := range 32 {
+		c, err := net.DialUDP("udp", nil, s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(payload(wire.Report{Op: wire.KeyIncrement, Redundancy: 1, Key: 1000, Counter: uint64(i)}))
+		c.Close()
+	}
+	waitFor(t, "32 reporters' reports", func() bool { return s.Stats().Datagrams == sent+32 })
+	for i, r := range s.rx {
+		if r.datagrams.Load() == 0 {
+			t.Errorf("socket %d received nothing", i)
+		}
+	}
+	if n, _ := s.Collector().KeyIncrement(1000, 1); n != 31*32/2 {
+		t.Errorf("the 32 reporters' increments sum to %d", n)
+	}
+
 	cl := &Client{Server: s.HTTPAddr().String()}
 	ctx := context.Background()
 	q := func(p string, kv ...string) *Answer {
@@ -133,7 +153,7 @@ func TestServer(t *testing.T) {
 		`dta_collector_reports_total{primitive="keywrite"} 1`,
 		`dta_collector_dropped_total{reason="trailing"} 2`,
 		`dta_collector_dropped_total{reason="socket"} 0`,
-		`dta_collector_datagrams_total 30`,
+		`dta_collector_datagrams_total 62`,
 		`dta_collector_memory_bytes{primitive="keywrite"} 800024`,
 	} {
 		if !strings.Contains(string(body), want+"\n") {
