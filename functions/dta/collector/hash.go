@@ -32,17 +32,27 @@ func (t *crcTable) step(crc uint32, b byte) uint32 { return t[byte(crc)^b] ^ crc
 // ieee is the CRC-32 the reference translator's Hash<>(CRC32) computes.
 var ieee = makeTable(0x04C11DB7)
 
+// ieee4 are slicing-by-4 tables of ieee: ieee4[k][b] is the register
+// after byte b and k zero bytes, so that four bytes take four independent
+// lookups instead of a chain of four.
+var ieee4 = func() (t [4]crcTable) {
+	t[0] = *ieee
+	for k := 1; k < 4; k++ {
+		for i := range t[k] {
+			t[k][i] = t[k-1][i]>>8 ^ ieee[byte(t[k-1][i])]
+		}
+	}
+	return t
+}()
+
 // keyState is the CRC-32 register after the key's four bytes in
 // little-endian order, before the final inversion: the reference
 // translator hashes key[7:0] ++ key[15:8] ++ key[23:16] ++ key[31:24]
 // (Translator/p4src/dta_translator.p4, ControlPrepareKeyWrite), and its
 // collector the key's bytes as x86 memory holds them.
 func keyState(key uint32) uint32 {
-	s := ^uint32(0)
-	s = ieee.step(s, byte(key))
-	s = ieee.step(s, byte(key>>8))
-	s = ieee.step(s, byte(key>>16))
-	return ieee.step(s, byte(key>>24))
+	s := ^key // the register ^0 XOR the key's little-endian bytes
+	return ieee4[3][byte(s)] ^ ieee4[2][byte(s>>8)] ^ ieee4[1][byte(s>>16)] ^ ieee4[0][s>>24]
 }
 
 // Checksum is Key-Write's 32-bit key checksum h1(K): CRC-32 of the key's
