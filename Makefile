@@ -45,6 +45,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzFields -fuzztime 60s ./functions/record/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./functions/match/
 	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 60s ./functions/match/
+	$(GO) test -run '^$$' -fuzz FuzzIngestPayload -fuzztime 60s ./functions/dta/collector/
 
 clean:
 	rm -rf bin $(OUT)

@@ -87,16 +87,15 @@ func classConfig(p functions.Params) (Config, error) {
 }
 
 func init() {
-	parse := func(f func(string) error) func(string) error { return f }
 	functions.Register(&functions.Class{
 		Name:      "dta-collector",
 		Summary:   "a DTA collector: ingest the DTA reports among the frames (UDP to port 40040) into Key-Write, Append, Key-Increment and Postcarding memory, and answer queries (handlers)",
 		MinInputs: 1, MaxInputs: -1,
 		Params: []functions.Param{
-			specParam("keywrite", "slots=M[,redundancy=N]", parse(func(s string) error { _, err := ParseKeyWrite(s); return err })),
-			specParam("append", "lists=L,size=S", parse(func(s string) error { _, err := ParseAppend(s); return err })),
-			specParam("keyincrement", "slots=M[,redundancy=N]", parse(func(s string) error { _, err := ParseKeyIncrement(s); return err })),
-			specParam("postcarding", "chunks=C[,hops=B][,redundancy=N][,values=V]", parse(func(s string) error { _, err := ParsePostcarding(s); return err })),
+			specParam("keywrite", "slots=M[,redundancy=N]", func(s string) error { _, err := ParseKeyWrite(s); return err }),
+			specParam("append", "lists=L,size=S", func(s string) error { _, err := ParseAppend(s); return err }),
+			specParam("keyincrement", "slots=M[,redundancy=N]", func(s string) error { _, err := ParseKeyIncrement(s); return err }),
+			specParam("postcarding", "chunks=C[,hops=B][,redundancy=N][,values=V]", func(s string) error { _, err := ParsePostcarding(s); return err }),
 			{Name: "port", Type: functions.Int, Default: "40040", Summary: "the UDP destination port of the reports",
 				Check: func(v functions.Value) error {
 					if v.Int < 1 || v.Int > 65535 {
@@ -198,7 +197,7 @@ func (f *Function) Summary() map[string]any {
 	for i, fd := range classFields {
 		v := f.m.Load64(8 * i)
 		s[fd.name] = v
-		if i >= 2 && i <= 5 {
+		if i >= 2 && i <= 5 { // keywrite, append, keyincrement, postcarding
 			total += v
 		}
 	}

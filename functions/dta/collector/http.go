@@ -130,10 +130,10 @@ func (c *Collector) Query(primitive string, q url.Values) (*Answer, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.Key, a.Status, a.Value, a.Slots = fmt.Sprintf("%#08x", k), Found.String(), &v, max(n, c.cfg.KeyIncrement.Redundancy)
-		if n > 0 {
-			a.Slots = n
+		if n == 0 {
+			n = c.cfg.KeyIncrement.Redundancy
 		}
+		a.Key, a.Status, a.Value, a.Slots = fmt.Sprintf("%#08x", k), Found.String(), &v, n
 	case "postcarding":
 		k, err := key()
 		if err != nil {
