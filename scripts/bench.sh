@@ -165,3 +165,29 @@ if [ "$(id -u)" = 0 ] && command -v ip >/dev/null; then
 else
 	echo "   skipped: needs root and ip(8) to create network namespaces"
 fi
+
+echo
+echo "== 10. DTA collector: reports ingested per second on one core, against a collector on Go maps (same run)"
+$GO test -run '^$' -bench 'BenchmarkIngest' -benchtime 3000000x -count "$COUNT" ./functions/dta/collector/ > "$OUT/dta.txt"
+$GO test -run '^$' -bench 'BenchmarkUDP' -benchtime 2000000x -count "$COUNT" ./functions/dta/collector/ >> "$OUT/dta.txt"
+awk '/^Benchmark(Ingest|UDP)\// { name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+       for (i=1;i<=NF;i++) { if ($(i+1)=="Mreports/s" || $(i+1)=="Mentries/s") { s[name]+=$i; n[name]++ }
+                             if ($(i+1)=="allocs/op" && $i+0 > a[name]) a[name]=$i
+                             if ($(i+1)=="dropped/sent") { d[name]+=$i } } }
+     function avg(k) { return n[k] ? s[k]/n[k] : 0 }
+     function row(p, label, target) {
+       printf "   %-28s %8.1f M/s %8.1f M/s %7.1fx   %s\n", label, avg(p"/dta"), avg(p"/map"), avg(p"/map") ? avg(p"/dta")/avg(p"/map") : 0, target }
+     END {
+       printf "   %-28s %12s %12s %8s   %s\n", "in memory, one core", "dta", "Go maps", "dta/map", "target"
+       row("Ingest/keywrite-N2", "Key-Write N=2", ">= 20 M/s, >= 3x")
+       row("Ingest/append", "Append (one entry a report)", ">= 3x")
+       row("Ingest/keyincrement-N2", "Key-Increment N=2", "")
+       row("Ingest/postcarding", "Postcarding (a postcard)", "")
+       for (b = 1; b <= 16; b *= 2) if (n["Ingest/append-batch/B"b])
+         printf "   %-28s %8.1f M entries/s%s\n", "Append, batches of "b, avg("Ingest/append-batch/B"b), b == 16 ? "   (target >= 100 M/s)" : ""
+       printf "   %-28s %12s %12s %8s   %s\n", "loopback UDP (sender shares the cores)", "dta", "Go maps", "dta/map", "dropped/sent (dta, map)"
+       for (p in n) if (p ~ /^UDP\/.*\/dta$/) { q=p; sub(/\/dta$/, "", q)
+         printf "   %-28s %8.2f M/s %8.2f M/s %7.1fx   %.2f, %.2f\n", q, avg(q"/dta"), avg(q"/map"), avg(q"/map") ? avg(q"/dta")/avg(q"/map") : 0, d[q"/dta"]/n[q"/dta"], d[q"/map"]/n[q"/map"] }
+       m=0; for (k in a) if (k ~ /^Ingest\/.*dta$/ || k ~ /append-batch/) if (a[k] > m) m=a[k]
+       printf "   (the collector allocates at most %d times per report in memory; Go maps: working set of 1M keys in place)\n", m
+     }' "$OUT/dta.txt"

@@ -8,6 +8,7 @@ import (
 	_ "github.com/ffpf-go/ffpf/functions/bpf"            // bpf: pcap-filter expressions
 	_ "github.com/ffpf-go/ffpf/functions/counters"       // pktcount, bytecount, counter
 	_ "github.com/ffpf-go/ffpf/functions/dev"            // dev: live interface
+	_ "github.com/ffpf-go/ffpf/functions/dta/collector"  // dta-collector: a DTA collector of the reports among the frames
 	_ "github.com/ffpf-go/ffpf/functions/dta/reporter"   // dta: DTA reports as frames and UDP datagrams
 	_ "github.com/ffpf-go/ffpf/functions/dta/translator" // dta-translator: reports into collector memory writes
 	_ "github.com/ffpf-go/ffpf/functions/export"         // export: write pcap, pcapng, JSON lines
