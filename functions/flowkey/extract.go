@@ -249,6 +249,53 @@ func ipv6(b []byte, off int, r *ip) bool {
 // vlan is absent (VLANPresent clear) on an untagged frame. Extract reads
 // nothing beyond len(pkt) and does not allocate.
 func (sp *Spec) Extract(lt functions.LinkType, pkt []byte, k *Key) bool {
+	if lt == functions.LinkEthernet && sp.extractEthIPv4(pkt, k) {
+		return true
+	}
+	return sp.extract(lt, pkt, k)
+}
+
+// extractEthIPv4 is Extract's fast path, for the commonest packet: an
+// untagged Ethernet frame with a valid IPv4 header, as ipv4 defines it. It
+// returns false, having written nothing, for any other packet, which
+// extract reads; on the packets it takes, it gives extract's key (a test
+// checks it on every frame of the differential tests).
+func (sp *Spec) extractEthIPv4(b []byte, k *Key) bool {
+	if len(b) < 34 || be16(b, 12) != ethTypeIPv4 || b[14]>>4 != 4 {
+		return false
+	}
+	ihl := int(b[14]&0x0f) * 4
+	tot := int(be16(b, 16))
+	if tot == 0 {
+		tot = len(b) - 14
+	}
+	if ihl < 20 || tot < ihl {
+		return false
+	}
+	*k = Key{}
+	proto := b[23]
+	h := uint64(4)<<FamilyShift | uint64(proto)<<ProtoShift
+	if be16(b, 20)&0x1fff == 0 && isL4(proto) && 14+ihl+4 <= min(14+tot, len(b)) {
+		h |= uint64(be16(b, 14+ihl))<<SrcPortShift | uint64(be16(b, 16+ihl))<<DstPortShift | PortsPresent
+	}
+	if sp.srcW >= 0 {
+		k[sp.srcW] = uint64(binary.BigEndian.Uint32(b[26:])) << 32 & sp.pfx[0].m4
+	}
+	if sp.dstW >= 0 {
+		k[sp.dstW] = uint64(binary.BigEndian.Uint32(b[30:])) << 32 & sp.pfx[1].m4
+	}
+	if sp.smacW >= 0 {
+		k[sp.smacW] = mac(b, 6)
+	}
+	if sp.dmacW >= 0 {
+		k[sp.dmacW] = mac(b, 0)
+	}
+	k[0] = h & sp.header
+	return true
+}
+
+// extract is Extract for any packet.
+func (sp *Spec) extract(lt functions.LinkType, pkt []byte, k *Key) bool {
 	*k = Key{}
 	l, ok := link(lt, pkt)
 	if !ok {
