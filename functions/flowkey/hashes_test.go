@@ -84,14 +84,14 @@ func TestSame(t *testing.T) {
 	}
 }
 
-// Extract's fast path (untagged Ethernet, IPv4) gives the key of the
-// general path on every frame it takes, whole or cut short, and takes the
-// common ones.
+// Extract's fast paths (untagged Ethernet, IPv4 or IPv6) give the key of
+// the general path on every frame they take, whole, cut short or with a
+// bit flipped, and take the common ones.
 func TestExtractFastPath(t *testing.T) {
 	frames := keyFrames()
-	for i := range frames[:200] { // IPv4 headers with every bit of a byte flipped
+	for i := range frames[:300] { // IP headers with each bit flipped
 		f := append([]byte(nil), frames[i]...)
-		for off := 14; off < min(len(f), 42); off++ {
+		for off := 12; off < min(len(f), 62); off++ {
 			for bit := range 8 {
 				g := append([]byte(nil), f...)
 				g[off] ^= 1 << bit
@@ -104,7 +104,7 @@ func TestExtractFastPath(t *testing.T) {
 		sp := mustParse(t, spec)
 		for _, f := range frames {
 			var fast, general Key
-			if !sp.extractEthIPv4(f, &fast) {
+			if !sp.extractEthIPv4(f, &fast) && !sp.extractEthIPv6(f, &fast) {
 				continue
 			}
 			taken++
