@@ -71,6 +71,11 @@ type Options struct {
 	// Budget limits the packets the sources of every flowspace sharing it
 	// may read (ffpf run -c); nil means no limit.
 	Budget *flowspaces.Budget
+	// PerFunctionKeys makes each keyed function (flowkey.Keyed) parse and
+	// hash its packets itself, as it does alone, instead of sharing one
+	// hash per packet with the functions keyed alike on its route: the
+	// simple path, kept to measure the shared one against.
+	PerFunctionKeys bool
 }
 
 // Flowspace is a Go flowspace.

@@ -277,7 +277,12 @@ func (r *route) process(w *worker) {
 		}
 		st.mu.Lock()
 		w.held, w.in, w.at, w.atN = st.mu, r, i, n
-		st.node.Function.Process(out)
+		if st.keyed != nil {
+			st.hashes.Fill(out)
+			st.keyed.ProcessHashes(out, st.hashes)
+		} else {
+			st.node.Function.Process(out)
+		}
 		w.held, w.in = nil, nil
 		st.mu.Unlock()
 		st.node.Counters.Add(n, out.N, out.Dropped)
