@@ -46,8 +46,12 @@ type Config struct {
 	// Words is the summary words a flow keeps per epoch parity (the units
 	// of the triggers it matches, together); 0 is 16, at most MaxUnits.
 	Words int
-	// DoS is the bytes a new 5-tuple must send, counted in the filter
-	// table, before it enters the flow table; 0 admits every flow.
+	// DoS is the bytes a new 5-tuple must have sent, counted in the filter
+	// table with the packet at hand, to enter the flow table; 0 admits
+	// every flow. The filter table is 65,536 byte counters indexed by the
+	// flow's hash (colliding flows add up), each forgotten after two
+	// epochs without a new flow's packet: a flood of one-packet 5-tuples
+	// never reaches the flow table, the trigger index or the sweep.
 	DoS      int
 	BurstGap int64 // ns: packets of a flow closer than this are a run
 	BurstLen int   // the run length from which a packet is in a burst
@@ -254,37 +258,58 @@ func (m *Monitor) Events() []*Trigger {
 	return out
 }
 
+// Check reports whether an event can be installed on a monitor of this
+// epoch whose flows keep words summary words: its interval is a multiple
+// of the epoch, its aggregates are known and fit, its filters are sound.
+func Check(ev *event.Event, epoch int64, words int) error {
+	_, err := compile(ev, epoch, words)
+	return err
+}
+
+func compile(ev *event.Event, epoch int64, words int) (*Trigger, error) {
+	if ev.Interval <= 0 || int64(ev.Interval)%epoch != 0 {
+		return nil, fmt.Errorf("the interval %v of event %s is not a multiple of the epoch %v", ev.Interval, ev.Name, time.Duration(epoch))
+	}
+	if ev.Predicate == nil {
+		return nil, fmt.Errorf("event %s has no predicate", ev.Name)
+	}
+	t := &Trigger{Event: *ev, alive: true, m: int64(ev.Interval) / epoch, head: -1, tail: -1, bhead: -1,
+		aggs: event.Aggregates(ev.Predicate), rep: event.Reported(ev.Predicate), gran: compileGran(ev.Granularity)}
+	for _, a := range t.aggs {
+		u, err := aggUnits(a)
+		if err != nil {
+			return nil, fmt.Errorf("event %s: %v", ev.Name, err)
+		}
+		t.units |= u
+	}
+	if n := bits.OnesCount64(t.units); n > words {
+		return nil, fmt.Errorf("event %s needs %d summary words, more than the %d a flow keeps", ev.Name, n, words)
+	}
+	for _, f := range ev.Filters {
+		if f.SrcIP.IsValid() && f.DstIP.IsValid() && f.SrcIP.Addr().Is4() != f.DstIP.Addr().Is4() {
+			return nil, fmt.Errorf("event %s: a filter mixes IPv4 and IPv6 addresses", ev.Name)
+		}
+	}
+	if len(t.Event.Filters) == 0 {
+		t.Event.Filters = []event.Filter{{SrcPort: event.AnyPort, DstPort: event.AnyPort, Proto: -1}}
+	} else {
+		t.Event.Filters = append([]event.Filter(nil), t.Event.Filters...)
+	}
+	return t, nil
+}
+
 // Add installs an event. It starts with the first whole interval after
 // the current epoch (at once before the first packet), and the flows
 // already in the table that its filters match join it.
 func (m *Monitor) Add(ev event.Event) error {
-	if ev.Interval <= 0 || int64(ev.Interval)%m.cfg.Epoch != 0 {
-		return fmt.Errorf("event %s: the interval %v is not a multiple of the epoch %v", ev.Name, ev.Interval, time.Duration(m.cfg.Epoch))
-	}
 	for _, t := range m.trigs {
 		if t != nil && t.alive && t.Event.Name == ev.Name {
 			return fmt.Errorf("event %s is already installed", ev.Name)
 		}
 	}
-	if ev.Predicate == nil {
-		return fmt.Errorf("event %s has no predicate", ev.Name)
-	}
-	t := &Trigger{Event: ev, alive: true, m: int64(ev.Interval) / m.cfg.Epoch, head: -1, tail: -1, bhead: -1,
-		aggs: event.Aggregates(ev.Predicate), rep: event.Reported(ev.Predicate), gran: compileGran(ev.Granularity)}
-	for _, a := range t.aggs {
-		u, err := aggUnits(a)
-		if err != nil {
-			return fmt.Errorf("event %s: %v", ev.Name, err)
-		}
-		t.units |= u
-	}
-	if n := bits.OnesCount64(t.units); n > m.cfg.Words {
-		return fmt.Errorf("event %s needs %d summary words, more than the %d a flow keeps", ev.Name, n, m.cfg.Words)
-	}
-	for _, f := range ev.Filters {
-		if f.SrcIP.IsValid() && f.DstIP.IsValid() && f.SrcIP.Addr().Is4() != f.DstIP.Addr().Is4() {
-			return fmt.Errorf("event %s: a filter mixes IPv4 and IPv6 addresses", ev.Name)
-		}
+	t, err := compile(&ev, m.cfg.Epoch, m.cfg.Words)
+	if err != nil {
+		return err
 	}
 	t.start = math.MinInt64
 	if m.started {
@@ -303,21 +328,16 @@ func (m *Monitor) Add(ev event.Event) error {
 		m.trigs = append(m.trigs, t)
 	}
 	m.ntrig++
-	filters := t.Event.Filters
-	if len(filters) == 0 {
-		filters = []event.Filter{{SrcPort: event.AnyPort, DstPort: event.AnyPort, Proto: -1}}
-		t.Event.Filters = filters
-	}
 	for i := range t.Event.Filters {
 		m.ix.add(t.id, &t.Event.Filters[i])
 	}
 	// The flows already here.
-	m.seq++
 	for i := range m.ft.pool {
 		f := &m.ft.pool[i]
 		if !f.used || m.dead(f) {
 			continue
 		}
+		m.seq++
 		for j := range t.Event.Filters {
 			if matchFilter(&t.Event.Filters[j], &f.key) {
 				m.join(t, int32(i))
@@ -719,8 +739,8 @@ func (m *Monitor) newFlow(p *Packet, h uint64) int32 {
 			m.dosCount[i] = 0
 		}
 		m.dosStamp[i] = uint32(m.cur)
+		m.dosCount[i] = min(m.dosCount[i]+p.WireLen, 1<<30)
 		if m.dosCount[i] < uint32(m.cfg.DoS) {
-			m.dosCount[i] += p.WireLen
 			m.Stats.DoSFiltered++
 			return -1
 		}
