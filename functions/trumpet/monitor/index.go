@@ -267,7 +267,7 @@ func compileGran(fs []event.Field) gran {
 	g := gran{fields: fs, src: [2]int{-1, -1}, dst: [2]int{-1, -1}, hdr: 0xff << flowkey.FamilyShift}
 	if len(fs) == 0 {
 		g.five = true
-		g.fields = []event.Field{{Name: "srcip", Bits: 32}, {Name: "dstip", Bits: 32}, {Name: "srcport"}, {Name: "dstport"}, {Name: "proto"}}
+		g.fields = []event.Field{{Name: "srcip", Bits: 128}, {Name: "dstip", Bits: 128}, {Name: "srcport"}, {Name: "dstport"}, {Name: "proto"}}
 		fs = g.fields
 	}
 	var has = map[string]bool{}
@@ -292,15 +292,17 @@ func compileGran(fs []event.Field) gran {
 	return g
 }
 
-// Whole returns whether an address field of Bits keeps the whole address.
-func Whole(bits int) bool { return bits == 0 || bits == 32 || bits == 128 }
-
-func addrBits(b int) [2]int {
-	if Whole(b) {
-		return [2]int{32, 128}
+// Kept is how many bits of an address of family fam (4 or 6) a
+// granularity field of Bits keeps: an IPv4 address min(Bits, 32), an IPv6
+// one Bits (128, event.WholeAddress, for a bare srcip).
+func Kept(bits int, fam uint8) int {
+	if fam == 4 {
+		return min(bits, 32)
 	}
-	return [2]int{min(b, 32), b}
+	return min(bits, 128)
 }
+
+func addrBits(b int) [2]int { return [2]int{Kept(b, 4), Kept(b, 6)} }
 
 // bucket returns the key of k's bucket.
 func (g *gran) bucket(k *Key) Key {

@@ -782,29 +782,18 @@ func (m *Monitor) reset(idx int32) {
 
 func unwrap(last uint64, v uint32) uint64 { return last + uint64(int64(int32(v-uint32(last)))) }
 
-var unitVar, unitStat [nUnits]int8
-
-func init() {
-	for u := 1; u < nUnits; u++ {
-		unitVar[u], unitStat[u] = int8((u-1)/nStats), int8((u-1)%nStats)
-	}
-}
-
-// update computes the flow's variables of the packet and adds them to the
+// update computes the flow's values of the packet and adds them to the
 // current epoch's summary.
 func (m *Monitor) update(f *flow, idx int32, p *Packet) {
-	var val [NVars]float64
-	var def uint16
+	var val [nValues]float64
 	vars := f.vars
-	const all = 1<<VVolume | 1<<VECN | 1<<VTTL
-	if vars&all != 0 {
-		val[VVolume], val[VECN], val[VTTL] = float64(p.Payload), 0, float64(p.TTL)
-		if p.ECN == 3 {
-			val[VECN] = 1
-		}
-		def |= all
+	w := m.epochWords(f, idx)
+	val[VVolume], val[VTTL] = float64(p.Payload), float64(p.TTL)
+	if p.ECN == 3 {
+		val[VECN] = 1
 	}
-	if vars&(1<<VBurst) != 0 {
+	def := uint32(1<<VVolume | 1<<VECN | 1<<VTTL)
+	if vars&(1<<VBurst|1<<VECNBurst|1<<VLostBurst) != 0 {
 		if f.burstInit && p.TS-f.burstLast < m.cfg.BurstGap {
 			f.burstRun++
 		} else {
@@ -814,43 +803,93 @@ func (m *Monitor) update(f *flow, idx int32, p *Packet) {
 		if int(f.burstRun) >= m.cfg.BurstLen {
 			val[VBurst] = 1
 		}
-		def |= 1 << VBurst
+		def |= 1<<VBurst | 1<<VECNBurst
+		val[VECNBurst] = val[VECN] * val[VBurst]
 	}
 	if p.TCP {
 		m.tcp(f, p, vars, &val, &def)
 	}
-	w := m.words(idx, m.cur)
-	if f.stamp[m.cur&1] != m.cur {
-		resetUnits(f.units, w)
-		f.stamp[m.cur&1] = m.cur
+	if def&(1<<VLost) != 0 {
+		def |= 1 << VECNLost
+		val[VECNLost] = val[VECN] * val[VLost]
+		if def&(1<<VBurst) != 0 {
+			def |= 1 << VLostBurst
+			val[VLostBurst] = val[VLost] * val[VBurst]
+		}
 	}
 	i := 0
 	for u := f.units; u != 0; u &= u - 1 {
 		k := bits.TrailingZeros64(u)
 		if k == unitCount {
 			w[i]++
-		} else if v := unitVar[k]; def&(1<<v) != 0 {
-			x := val[v]
-			switch unitStat[k] {
-			case sN:
-				w[i]++
-			case sSum:
-				w[i] += x
-			case sSq:
-				w[i] += x * x
-			case sMin:
-				w[i] = min(w[i], x)
-			case sMax:
-				w[i] = max(w[i], x)
+			i++
+			continue
+		}
+		d := units[k]
+		switch d.s {
+		case sLast:
+			w[i] = m.state(f, int(d.v))
+		case sPrev:
+		default:
+			if def&(1<<d.v) != 0 {
+				add(&w[i], int(d.s), val[d.v])
 			}
 		}
 		i++
 	}
 }
 
-const seqVars = 1<<VSeq | 1<<VLost | 1<<VRTT
+func add(w *float64, s int, x float64) {
+	switch s {
+	case sN:
+		*w++
+	case sSum:
+		*w += x
+	case sSq:
+		*w += x * x
+	case sMin:
+		*w = min(*w, x)
+	case sMax:
+		*w = max(*w, x)
+	}
+}
 
-func (m *Monitor) tcp(f *flow, p *Packet, vars uint16, val *[NVars]float64, def *uint16) {
+// epochWords returns the flow's summary of the current epoch, emptied at
+// its first use in the epoch, when the state variables' previous values
+// are taken.
+func (m *Monitor) epochWords(f *flow, idx int32) []float64 {
+	w := m.words(idx, m.cur)
+	if f.stamp[m.cur&1] != m.cur {
+		resetUnits(f.units, w)
+		f.stamp[m.cur&1] = m.cur
+		i := 0
+		for u := f.units; u != 0; u &= u - 1 {
+			if d := units[bits.TrailingZeros64(u)]; d.s == sPrev {
+				w[i] = m.state(f, int(d.v))
+			}
+			i++
+		}
+	}
+	return w
+}
+
+// state is the current value of a state variable, NaN before the flow
+// had it.
+func (m *Monitor) state(f *flow, v int) float64 {
+	switch {
+	case v == SSeq && f.seqInit:
+		return float64(f.seqMax)
+	case v == SAck && f.ackInit:
+		return float64(f.ackLast)
+	case v == SDup && f.ackInit:
+		return float64(f.dup)
+	}
+	return math.NaN()
+}
+
+const seqVars = 1<<VSeq | 1<<VLost | 1<<VRTT | 1<<SSeq | 1<<VECNLost | 1<<VLostBurst
+
+func (m *Monitor) tcp(f *flow, p *Packet, vars uint32, val *[nValues]float64, def *uint32) {
 	if vars&(1<<VRwnd) != 0 {
 		if p.Flags&FlagSYN != 0 {
 			f.wscale = max(p.WScale, 0)
@@ -864,6 +903,9 @@ func (m *Monitor) tcp(f *flow, p *Packet, vars uint16, val *[NVars]float64, def 
 		s := uint64(p.Seq)
 		if f.seqInit {
 			s = unwrap(f.seqLast, p.Seq)
+			f.seqMax = max(f.seqMax, s)
+		} else {
+			f.seqMax = s
 		}
 		f.seqInit, f.seqLast = true, s
 		val[VSeq] = float64(s)
@@ -886,7 +928,7 @@ func (m *Monitor) tcp(f *flow, p *Packet, vars uint16, val *[NVars]float64, def 
 		}
 		*def |= 1<<VSeq | 1<<VLost
 	}
-	if p.Flags&FlagACK != 0 && vars&(1<<VAck|1<<VDup) != 0 {
+	if p.Flags&FlagACK != 0 && vars&(1<<VAck|1<<VDup|1<<SAck|1<<SDup) != 0 {
 		a := uint64(p.Ack)
 		if f.ackInit {
 			a = unwrap(f.ackLast, p.Ack)
@@ -907,34 +949,19 @@ func (m *Monitor) tcp(f *flow, p *Packet, vars uint16, val *[NVars]float64, def 
 // ackRTT takes an RTT sample for the other direction's timed segment when
 // p acknowledges all of it.
 func (m *Monitor) ackRTT(f *flow, p *Packet) {
-	r := &m.ft.pool[f.rev]
+	ri := f.rev
+	r := &m.ft.pool[ri]
 	if r.gen != f.revGen || !r.used || !r.rttOn || m.dead(r) || int32(p.Ack-r.rttEnd) < 0 {
 		return
 	}
 	r.rttOn = false
 	r.last = m.cur // a flow with a sample is alive in the epoch
 	x := float64(p.TS - r.rttTS)
-	w := m.words(f.rev, m.cur)
-	if r.stamp[m.cur&1] != m.cur {
-		resetUnits(r.units, w)
-		r.stamp[m.cur&1] = m.cur
-	}
+	w := m.epochWords(r, ri)
 	i := 0
 	for u := r.units; u != 0; u &= u - 1 {
-		k := bits.TrailingZeros64(u)
-		if k != unitCount && unitVar[k] == VRTT {
-			switch unitStat[k] {
-			case sN:
-				w[i]++
-			case sSum:
-				w[i] += x
-			case sSq:
-				w[i] += x * x
-			case sMin:
-				w[i] = min(w[i], x)
-			case sMax:
-				w[i] = max(w[i], x)
-			}
+		if d := units[bits.TrailingZeros64(u)]; d.v == VRTT {
+			add(&w[i], int(d.s), x)
 		}
 		i++
 	}

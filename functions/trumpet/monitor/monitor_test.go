@@ -51,7 +51,7 @@ func table2() []event.Event {
 		{Name: "spike", Filters: []event.Filter{filter("", "10.0.128.0/24", -1, event.PortRange{Lo: 80, Hi: 80})},
 			Predicate: bin(">", agg("sum", "volume"), num(30000)), Granularity: []event.Field{{Name: "dstip", Bits: 24}}, Interval: 10 * ms},
 		{Name: "reach", Filters: []event.Filter{filter("10.0.128.0/24", "10.20.93.0/24", -1, any)},
-			Predicate: bin(">", agg("sum", "is_lost"), num(0)), Granularity: []event.Field{{Name: "srcip", Bits: 32}, {Name: "dstip", Bits: 32}}, Interval: 10 * ms},
+			Predicate: bin(">", agg("sum", "is_lost"), num(0)), Granularity: []event.Field{{Name: "srcip", Bits: 128}, {Name: "dstip", Bits: 128}}, Interval: 10 * ms},
 		{Name: "deps", Filters: []event.Filter{filter("10.0.128.0/20", "", -1, any)},
 			Predicate: bin(">", agg("sum", "volume"), num(60000)), Granularity: []event.Field{{Name: "dstip", Bits: 24}, {Name: "srcip", Bits: 24}}, Interval: 50 * ms},
 		{Name: "slow", Filters: []event.Filter{filter("", "", 6, any)},
@@ -63,7 +63,7 @@ func table2() []event.Event {
 		{Name: "ports", Filters: []event.Filter{filter("", "", 17, event.PortRange{Lo: 80, Hi: 85})},
 			Predicate: bin(">", agg("count", ""), num(8)), Granularity: []event.Field{{Name: "dstport"}, {Name: "proto"}}, Interval: 10 * ms},
 		{Name: "dups", Filters: []event.Filter{filter("", "", 6, any)},
-			Predicate: bin(">=", agg("max", "dup"), num(1460)), Granularity: []event.Field{{Name: "srcip", Bits: 32}, {Name: "dstip", Bits: 32}}, Interval: 10 * ms},
+			Predicate: bin(">=", agg("max", "dup"), num(1460)), Granularity: []event.Field{{Name: "srcip", Bits: 128}, {Name: "dstip", Bits: 128}}, Interval: 10 * ms},
 		{Name: "v6", Filters: []event.Filter{filter("", "2001:db8::/32", 6, any)},
 			Predicate: bin(">", agg("max", "rwnd"), num(0)), Granularity: []event.Field{{Name: "srcip", Bits: 48}}, Interval: 10 * ms},
 	}

@@ -111,12 +111,11 @@ func needs(e *event.Event, v string) bool {
 }
 
 func addrString(a netip.Addr, bits int) string {
-	whole := bits == 0 || bits == 32 || bits == 128
-	if whole {
-		return a.String()
-	}
 	if a.Is4() {
 		bits = min(bits, 32)
+	}
+	if bits >= a.BitLen() {
+		return a.String()
 	}
 	pf, _ := a.Prefix(bits)
 	return pf.String()
@@ -144,7 +143,7 @@ func portString(p int) string {
 func bucketOf(e *event.Event, p *opkt) string {
 	fs := e.Granularity
 	if len(fs) == 0 {
-		fs = []event.Field{{Name: "srcip"}, {Name: "dstip"}, {Name: "srcport"}, {Name: "dstport"}, {Name: "proto"}}
+		fs = []event.Field{{Name: "srcip", Bits: 128}, {Name: "dstip", Bits: 128}, {Name: "srcport"}, {Name: "dstport"}, {Name: "proto"}}
 	}
 	var parts []string
 	for _, f := range fs {

@@ -11,7 +11,7 @@ type flow struct {
 	last  int64    // epoch of its last packet
 	stamp [2]int64 // epoch whose summary each parity holds
 	units uint64   // summary units kept
-	vars  uint16   // variables computed for it (those of units)
+	vars  uint32   // values computed for it (those of units)
 
 	rev    int32 // the flow of the other direction, or -1
 	revGen uint32
@@ -19,6 +19,7 @@ type flow struct {
 	// TCP state (unwrapped sequence space; see Monitor's doc).
 	seqInit bool
 	seqLast uint64
+	seqMax  uint64
 	maxEnd  uint64 // highest seq+payload seen
 	ackInit bool
 	ackLast uint64
