@@ -86,6 +86,7 @@ type Trigger struct {
 	start int64 // first epoch it accumulates
 	units uint64
 	aggs  []event.Agg
+	aggv  []int // the value each aggregate reads
 	rep   event.Expr
 	gran  gran
 	stamp uint64 // match dedupe
@@ -157,9 +158,9 @@ type Monitor struct {
 	sw sweepState
 
 	pkt     Packet
-	scratch [MaxUnits]float64
-	evalT   *Trigger
-	evalW   []float64
+	evalT    *Trigger
+	evalMask uint64
+	evalW    []float64
 	evalFn  func(event.Agg) float64
 	matchFn func(int32)
 	matchF  int32
@@ -280,7 +281,9 @@ func compile(ev *event.Event, epoch int64, words int) (*Trigger, error) {
 		if err != nil {
 			return nil, fmt.Errorf("event %s: %v", ev.Name, err)
 		}
+		v, _ := aggSpec(a)
 		t.units |= u
+		t.aggv = append(t.aggv, v)
 	}
 	if n := bits.OnesCount64(t.units); n > words {
 		return nil, fmt.Errorf("event %s needs %d summary words, more than the %d a flow keeps", ev.Name, n, words)
@@ -332,7 +335,7 @@ func (m *Monitor) Add(ev event.Event) error {
 		m.ix.add(t.id, &t.Event.Filters[i])
 	}
 	// The flows already here.
-	for i := range m.ft.pool {
+	for i := 0; m.ft.len() > 0 && i < len(m.ft.pool); i++ {
 		f := &m.ft.pool[i]
 		if !f.used || m.dead(f) {
 			continue
@@ -565,10 +568,7 @@ func (m *Monitor) step(bounded bool) bool {
 // granularity and a one-epoch interval, tests it at once).
 func (m *Monitor) gather(t *Trigger, f *flow, w []float64) {
 	if t.gran.five && t.m == 1 {
-		s := m.scratch[:bits.OnesCount64(t.units)]
-		resetUnits(t.units, s)
-		mergeUnits(t.units, s, f.units, w)
-		m.test(t, (m.sw.e)*m.cfg.Epoch, &f.key, s)
+		m.test(t, m.sw.e*m.cfg.Epoch, &f.key, f.units, w)
 		return
 	}
 	k := t.gran.bucket(&f.key)
@@ -581,10 +581,21 @@ func (m *Monitor) gather(t *Trigger, f *flow, w []float64) {
 	mergeUnits(t.units, m.bvals[o:o+m.cfg.Words], f.units, w)
 }
 
-func (m *Monitor) aggOf(a event.Agg) float64 { return aggValue(a, m.evalT.units, m.evalW) }
+// aggOf is the value of one of the trigger's aggregates, for event.Eval.
+func (m *Monitor) aggOf(a event.Agg) float64 {
+	t := m.evalT
+	for i := range t.aggs {
+		if t.aggs[i] == a {
+			return aggValue(a, t.aggv[i], m.evalMask, m.evalW)
+		}
+	}
+	return math.NaN()
+}
 
-func (m *Monitor) test(t *Trigger, start int64, k *Key, w []float64) {
-	m.evalT, m.evalW = t, w
+// test evaluates t's predicate on the words w (of units mask) and reports
+// a satisfied bucket.
+func (m *Monitor) test(t *Trigger, start int64, k *Key, mask uint64, w []float64) {
+	m.evalT, m.evalMask, m.evalW = t, mask, w
 	if event.Eval(t.Event.Predicate, m.evalFn) != 0 {
 		m.Stats.Reports++
 		if m.report != nil {
@@ -601,7 +612,7 @@ func (m *Monitor) evaluate(t *Trigger, startEpoch int64) {
 		bk := &m.buckets[b]
 		next := bk.next
 		o := int(b) * m.cfg.Words
-		m.test(t, start, &bk.key, m.bvals[o:o+m.cfg.Words])
+		m.test(t, start, &bk.key, t.units, m.bvals[o:o+m.cfg.Words])
 		m.freeBucket(b)
 		b = next
 	}

@@ -203,9 +203,8 @@ func aggUnits(a event.Agg) (uint64, error) {
 // (packed in unit order). An aggregate of no sample is 0 for sum and
 // count, NaN (undefined: comparisons with it are false) for the others,
 // and so is a state variable the flow has not had.
-func aggValue(a event.Agg, mask uint64, w []float64) float64 {
+func aggValue(a event.Agg, v int, mask uint64, w []float64) float64 {
 	at := func(u int8) float64 { return w[bits.OnesCount64(mask&(1<<u-1))] }
-	v, _ := aggSpec(a)
 	if v < 0 {
 		return at(unitCount)
 	}
