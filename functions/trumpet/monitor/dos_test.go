@@ -1,34 +1,16 @@
 package monitor_test
 
 import (
-	"math/rand"
-	"net/netip"
-	"sort"
 	"strconv"
 	"testing"
 
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/trumpet/event"
+	"github.com/ffpf-go/ffpf/functions/trumpet/internal/oracle"
 	"github.com/ffpf-go/ffpf/functions/trumpet/monitor"
 )
 
-// flood adds n packets of new 5-tuples (one small UDP packet each, to
-// addresses no event watches) spread over the trace's time.
-func flood(trace []tpkt, n int, seed int64) []tpkt {
-	tb := &traceBuilder{rng: rand.New(rand.NewSource(seed))}
-	t0, t1 := trace[0].ts, trace[len(trace)-1].ts
-	for range n {
-		r := tb.rng
-		src := netip.AddrFrom4([4]byte{172, 31, byte(r.Intn(256)), byte(r.Intn(256))})
-		dst := netip.AddrFrom4([4]byte{10, 99, byte(r.Intn(256)), byte(r.Intn(256))})
-		tb.udp(t0+r.Int63n(t1-t0), src, dst, uint16(r.Intn(65536)), 53, 18, 64)
-	}
-	out := append(append([]tpkt(nil), trace...), tb.pkts...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].ts < out[j].ts })
-	return out
-}
-
-func runCfg(t *testing.T, cfg monitor.Config, events []event.Event, trace []tpkt) (map[string]float64, *monitor.Monitor) {
+func runCfg(t *testing.T, cfg monitor.Config, events []event.Event, trace []oracle.Packet) (map[string]float64, *monitor.Monitor) {
 	t.Helper()
 	out := map[string]float64{}
 	var clock int64
@@ -46,16 +28,16 @@ func runCfg(t *testing.T, cfg monitor.Config, events []event.Event, trace []tpkt
 	}
 	peak := 0
 	for i, p := range trace {
-		for p.ts >= m.Deadline() {
-			m.Tick(p.ts)
+		for p.TS >= m.Deadline() {
+			m.Tick(p.TS)
 		}
-		m.Process(p.data, p.ts, uint32(len(p.data)))
+		m.Process(p.Data, p.TS, uint32(len(p.Data)))
 		peak = max(peak, m.Flows())
 		if i%5 == 0 && m.Pending() {
 			m.Sweep(1)
 		}
 	}
-	m.Flush(trace[len(trace)-1].ts)
+	m.Flush(trace[len(trace)-1].TS)
 	t.Logf("peak flows %d, %+v", peak, m.Stats)
 	return out, m
 }
@@ -66,7 +48,7 @@ func runCfg(t *testing.T, cfg monitor.Config, events []event.Event, trace []tpkt
 // real flows, and the volume events report what the oracle reports on the
 // trace without the flood; no sweep is late.
 func TestDoSFlood(t *testing.T) {
-	trace := buildTrace(2)
+	trace := oracle.Trace(2)
 	var events []event.Event
 	for _, e := range table2() {
 		switch e.Name {
@@ -74,8 +56,8 @@ func TestDoSFlood(t *testing.T) {
 			events = append(events, e)
 		}
 	}
-	want := oracle(oracleConfig{epoch: epoch, burstGap: burstGap, burstLen: burstLen}, events, trace)
-	flooded := flood(trace, 60000, 3)
+	want := oracle.Evaluate(ocfg, events, trace)
+	flooded := oracle.Flood(trace, 60000, 3)
 	cfg := monitor.Config{LinkType: functions.LinkEthernet, Epoch: epoch, Flows: 2048, Buckets: 4096, Words: 32,
 		BurstGap: burstGap, BurstLen: burstLen}
 

@@ -157,13 +157,13 @@ type Monitor struct {
 
 	sw sweepState
 
-	pkt     Packet
+	pkt      Packet
 	evalT    *Trigger
 	evalMask uint64
 	evalW    []float64
-	evalFn  func(event.Agg) float64
-	matchFn func(int32)
-	matchF  int32
+	evalFn   func(event.Agg) float64
+	matchFn  func(int32)
+	matchF   int32
 
 	Stats Stats
 }

@@ -10,63 +10,42 @@ import (
 	"time"
 
 	"github.com/ffpf-go/ffpf/functions"
-	"github.com/ffpf-go/ffpf/functions/flowkey"
 	"github.com/ffpf-go/ffpf/functions/trumpet/event"
+	"github.com/ffpf-go/ffpf/functions/trumpet/internal/oracle"
 	"github.com/ffpf-go/ffpf/functions/trumpet/monitor"
 )
 
-func agg(f, v string) event.Expr                { return event.Agg{Func: f, Var: v} }
-func num(x float64) event.Expr                  { return event.Num(x) }
-func bin(op string, l, r event.Expr) event.Expr { return event.Binary{Op: op, L: l, R: r} }
-
-func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
-
-func filter(src, dst string, proto int, dport event.PortRange) event.Filter {
-	f := event.Filter{SrcPort: event.AnyPort, DstPort: dport, Proto: proto}
-	if src != "" {
-		f.SrcIP = pfx(src)
-	}
-	if dst != "" {
-		f.DstIP = pfx(dst)
-	}
-	return f
+// table2 is Table 2's six events as the paper writes them, thresholds
+// scaled to the test trace (epoch 10ms; the last event's 1 s interval
+// scaled to 50 ms), and events that read what Table 2 does not (rtt, ecn,
+// rwnd, ttl, the other aggregates, flag products, state over several
+// epochs, a port range, an OR of filters, IPv6).
+var table2Lines = []string{
+	"heavy: dstip=10.0.128.0/24; sum(volume) > 12KB; 5-tuple; 10ms",
+	"burstloss: srcip=10.0.128.0/24; sum(is_lost & is_burst) > 10%; 5-tuple; 10ms",
+	"congestion: proto=tcp; 1 - (ack - ack_lastepoch + dup) / (seq_lastepoch - ack_lastepoch) > 0.5; 5-tuple; 10ms",
+	"spike: dstip=10.0.128.0/24, dstport=80; sum(volume) > 30KB; dstip/24; 10ms",
+	"reach: srcip=10.0.128.0/24, dstip=10.20.93.0/24; sum(is_lost) > 0; srcip,dstip; 10ms",
+	"deps: srcip=10.0.128.0/20; sum(volume) > 60KB; dstip/24,srcip/24; 50ms",
+	"slow: proto=tcp; avg(rtt) > 150us or stddev(rtt) > 80us; srcip/24,proto; 20ms",
+	"marks: dstip=10.0.128.0/24, proto=tcp | srcip=10.0.128.0/24, proto=tcp; sum(ecn) >= 1 and min(rwnd) < 200000 and max(ttl) > 60; 5-tuple; 20ms",
+	"ports: proto=udp, dstport=80-85; count() > 8; dstport,proto; 10ms",
+	"dups: proto=tcp; max(dup) >= 1460; srcip,dstip; 10ms",
+	"v6: dstip=2001:db8::/32, proto=tcp; max(rwnd) > 0; srcip/48; 10ms",
+	"flags: proto=tcp; avg(ecn & is_burst) > 0.2 or max(is_lost & ecn) == 1 or stddev(is_burst) > 0.45 or min(ecn) == 1; srcip/24; 20ms",
+	"state: proto=tcp; seq - seq_lastepoch > 5000 and dup_lastepoch >= 0 and avg(seq) > 0; 5-tuple; 20ms",
 }
 
-var any = event.AnyPort
-
-// table2 is Table 2's six events with thresholds scaled to the test trace
-// (epoch 10ms; the last event's 1 s interval scaled to 50 ms), and events
-// that read the variables Table 2 does not (rtt, ecn, rwnd, ttl, a port
-// range, IPv6).
 func table2() []event.Event {
-	const ms = time.Millisecond
-	return []event.Event{
-		{Name: "heavy", Filters: []event.Filter{filter("", "10.0.128.0/24", -1, any)},
-			Predicate: bin(">", agg("sum", "volume"), num(12000)), Interval: 10 * ms},
-		{Name: "burstloss", Filters: []event.Filter{filter("10.0.128.0/24", "", -1, any)},
-			Predicate: bin("and", bin(">", agg("avg", "is_lost"), num(0.02)), bin(">", agg("sum", "is_burst"), num(2))), Interval: 10 * ms},
-		{Name: "congestion", Filters: []event.Filter{filter("", "", 6, any)},
-			Predicate: bin(">", bin("-", num(1), bin("/", bin("+", bin("-", agg("max", "ack"), agg("min", "ack")), agg("max", "dup")),
-				bin("+", bin("-", agg("max", "seq"), agg("min", "seq")), num(1)))), num(0.5)), Interval: 10 * ms},
-		{Name: "spike", Filters: []event.Filter{filter("", "10.0.128.0/24", -1, event.PortRange{Lo: 80, Hi: 80})},
-			Predicate: bin(">", agg("sum", "volume"), num(30000)), Granularity: []event.Field{{Name: "dstip", Bits: 24}}, Interval: 10 * ms},
-		{Name: "reach", Filters: []event.Filter{filter("10.0.128.0/24", "10.20.93.0/24", -1, any)},
-			Predicate: bin(">", agg("sum", "is_lost"), num(0)), Granularity: []event.Field{{Name: "srcip", Bits: 128}, {Name: "dstip", Bits: 128}}, Interval: 10 * ms},
-		{Name: "deps", Filters: []event.Filter{filter("10.0.128.0/20", "", -1, any)},
-			Predicate: bin(">", agg("sum", "volume"), num(60000)), Granularity: []event.Field{{Name: "dstip", Bits: 24}, {Name: "srcip", Bits: 24}}, Interval: 50 * ms},
-		{Name: "slow", Filters: []event.Filter{filter("", "", 6, any)},
-			Predicate:   bin("or", bin(">", agg("avg", "rtt"), num(150_000)), bin(">", agg("stddev", "rtt"), num(80_000))),
-			Granularity: []event.Field{{Name: "srcip", Bits: 24}, {Name: "proto"}}, Interval: 20 * ms},
-		{Name: "marks", Filters: []event.Filter{filter("", "10.0.128.0/24", 6, any), filter("10.0.128.0/24", "", 6, any)},
-			Predicate: bin("and", bin(">=", agg("sum", "ecn"), num(1)), bin("and", bin("<", agg("min", "rwnd"), num(200_000)), bin(">", agg("max", "ttl"), num(60)))),
-			Interval:  20 * ms},
-		{Name: "ports", Filters: []event.Filter{filter("", "", 17, event.PortRange{Lo: 80, Hi: 85})},
-			Predicate: bin(">", agg("count", ""), num(8)), Granularity: []event.Field{{Name: "dstport"}, {Name: "proto"}}, Interval: 10 * ms},
-		{Name: "dups", Filters: []event.Filter{filter("", "", 6, any)},
-			Predicate: bin(">=", agg("max", "dup"), num(1460)), Granularity: []event.Field{{Name: "srcip", Bits: 128}, {Name: "dstip", Bits: 128}}, Interval: 10 * ms},
-		{Name: "v6", Filters: []event.Filter{filter("", "2001:db8::/32", 6, any)},
-			Predicate: bin(">", agg("max", "rwnd"), num(0)), Granularity: []event.Field{{Name: "srcip", Bits: 48}}, Interval: 10 * ms},
+	var evs []event.Event
+	for _, l := range table2Lines {
+		ev, err := event.ParseLine(l)
+		if err != nil {
+			panic(err)
+		}
+		evs = append(evs, ev)
 	}
+	return evs
 }
 
 // keyString formats a report's key as the oracle does.
@@ -83,7 +62,7 @@ func keyString(t *monitor.Trigger, k *monitor.Key) string {
 			}
 			a = netip.AddrFrom16(b)
 		}
-		return addrString(a, bits)
+		return oracle.AddrString(a, bits)
 	}
 	sp, dp, ok := k.Ports()
 	for _, f := range t.Fields() {
@@ -102,7 +81,7 @@ func keyString(t *monitor.Trigger, k *monitor.Key) string {
 				}
 			}
 		case "proto":
-			v = protoString(int(k.Proto()))
+			v = oracle.ProtoString(int(k.Proto()))
 		}
 		parts = append(parts, f.Name+"="+v)
 	}
@@ -115,10 +94,12 @@ const (
 	burstLen = 3
 )
 
+var ocfg = oracle.Config{Epoch: epoch, BurstGap: burstGap, BurstLen: burstLen}
+
 // run feeds the trace to a monitor; sliced runs the sweep between every
 // few packets in steps of a few flows (a clock that moves one tick per
 // read and a budget of one tick).
-func run(t *testing.T, events []event.Event, trace []tpkt, sliced bool) (map[string]float64, *monitor.Monitor) {
+func run(t *testing.T, events []event.Event, trace []oracle.Packet, sliced bool) (map[string]float64, *monitor.Monitor) {
 	t.Helper()
 	out := map[string]float64{}
 	var clock int64
@@ -144,11 +125,11 @@ func run(t *testing.T, events []event.Event, trace []tpkt, sliced bool) (map[str
 	}
 	var last int64
 	for i, p := range trace {
-		for p.ts >= m.Deadline() {
-			m.Tick(p.ts)
+		for p.TS >= m.Deadline() {
+			m.Tick(p.TS)
 		}
-		m.Process(p.data, p.ts, uint32(len(p.data)))
-		last = p.ts
+		m.Process(p.Data, p.TS, uint32(len(p.Data)))
+		last = p.TS
 		if sliced && i%5 == 0 && m.Pending() {
 			m.Sweep(1)
 		}
@@ -190,9 +171,9 @@ func compare(t *testing.T, name string, got, want map[string]float64) {
 // evaluation of the trace reports, whether the sweep runs at the epoch's
 // end or in slices between packets.
 func TestTable2AgainstOracle(t *testing.T) {
-	trace := buildTrace(1)
+	trace := oracle.Trace(1)
 	events := table2()
-	want := oracle(oracleConfig{epoch: epoch, burstGap: burstGap, burstLen: burstLen}, events, trace)
+	want := oracle.Evaluate(ocfg, events, trace)
 	per := map[string]int{}
 	for k := range want {
 		per[strings.SplitN(k, "|", 2)[0]]++
@@ -215,5 +196,4 @@ func TestTable2AgainstOracle(t *testing.T) {
 		}
 		t.Logf("sliced=%v: %+v", sliced, st)
 	}
-	_ = flowkey.MaxWords
 }

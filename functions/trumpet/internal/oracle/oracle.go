@@ -1,4 +1,4 @@
-package monitor_test
+package oracle
 
 import (
 	"fmt"
@@ -12,6 +12,9 @@ import (
 	"github.com/ffpf-go/ffpf/functions/trumpet/event"
 )
 
+// Package oracle is the tests' brute-force evaluation of Trumpet events,
+// written apart from the monitor, and the trace they run on.
+//
 // The oracle: a brute-force evaluation of events over a trace, written
 // apart from the monitor. Packets are decoded by gopacket; every variable
 // of every packet is computed from the definitions in the class README;
@@ -110,7 +113,8 @@ func needs(e *event.Event, v string) bool {
 	return false
 }
 
-func addrString(a netip.Addr, bits int) string {
+// AddrString writes an address kept to bits as a report's key does.
+func AddrString(a netip.Addr, bits int) string {
 	if a.Is4() {
 		bits = min(bits, 32)
 	}
@@ -121,7 +125,8 @@ func addrString(a netip.Addr, bits int) string {
 	return pf.String()
 }
 
-func protoString(p int) string {
+// ProtoString writes a protocol as a report's key does.
+func ProtoString(p int) string {
 	switch p {
 	case 6:
 		return "tcp"
@@ -150,15 +155,15 @@ func bucketOf(e *event.Event, p *opkt) string {
 		var v string
 		switch f.Name {
 		case "srcip":
-			v = addrString(p.src, f.Bits)
+			v = AddrString(p.src, f.Bits)
 		case "dstip":
-			v = addrString(p.dst, f.Bits)
+			v = AddrString(p.dst, f.Bits)
 		case "srcport":
 			v = portString(p.sp)
 		case "dstport":
 			v = portString(p.dp)
 		case "proto":
-			v = protoString(p.proto)
+			v = ProtoString(p.proto)
 		}
 		parts = append(parts, f.Name+"="+v)
 	}
@@ -170,6 +175,7 @@ type ostate struct {
 	last            int64
 	seqInit         bool
 	seqLast, maxEnd uint64
+	seqMax          uint64
 	ackInit         bool
 	ackLast, dup    uint64
 	wscale          int
@@ -182,14 +188,36 @@ type ostate struct {
 }
 
 type obucket struct {
-	packets float64
-	vals    map[string][]float64
+	packets    float64
+	vals       map[string][]float64
+	prev, last map[string]float64 // state variables
 }
 
-type oracleConfig struct {
-	epoch    int64
-	burstGap int64
-	burstLen int
+// stateVals is a direction's state as predicates read it bare.
+func stateVals(s *ostate) map[string]float64 {
+	nan := math.NaN()
+	v := map[string]float64{"ack": nan, "seq": nan, "dup": nan}
+	if s.seqInit {
+		v["seq"] = float64(s.seqMax)
+	}
+	if s.ackInit {
+		v["ack"], v["dup"] = float64(s.ackLast), float64(s.dup)
+	}
+	return v
+}
+
+func pairName(a, b string) string {
+	if a > b {
+		a, b = b, a
+	}
+	return a + "&" + b
+}
+
+// Config is the monitor's configuration the oracle follows.
+type Config struct {
+	Epoch    int64
+	BurstGap int64
+	BurstLen int
 }
 
 func unwrapO(prev uint64, v uint32) uint64 {
@@ -197,11 +225,11 @@ func unwrapO(prev uint64, v uint32) uint64 {
 	return uint64(int64(prev) + d)
 }
 
-// oracle returns the reports, as "event|start|key|value" with the value
+// Evaluate returns the reports, as "event|start|key|value" with the value
 // formatted to 9 significant digits, of the intervals that end by the
 // start of the last packet's epoch.
-func oracle(cfg oracleConfig, events []event.Event, trace []tpkt) map[string]float64 {
-	T := cfg.epoch
+func Evaluate(cfg Config, events []event.Event, trace []Packet) map[string]float64 {
+	T := cfg.Epoch
 	states := map[string]*ostate{}
 	type bkey struct {
 		ev    int
@@ -213,7 +241,7 @@ func oracle(cfg oracleConfig, events []event.Event, trace []tpkt) map[string]flo
 		k := bkey{ev, start, key}
 		b := buckets[k]
 		if b == nil {
-			b = &obucket{vals: map[string][]float64{}}
+			b = &obucket{vals: map[string][]float64{}, last: map[string]float64{}}
 			buckets[k] = b
 		}
 		return b
@@ -228,11 +256,11 @@ func oracle(cfg oracleConfig, events []event.Event, trace []tpkt) map[string]flo
 	}
 	var lastTS int64
 	for _, tp := range trace {
-		p, ok := decode(tp.data, tp.ts)
+		p, ok := decode(tp.Data, tp.TS)
 		if !ok {
 			continue
 		}
-		lastTS = tp.ts
+		lastTS = tp.TS
 		c := floorDivO(p.ts, T)
 		s := states[p.key()]
 		if s == nil || s.last < c-1 {
@@ -240,30 +268,32 @@ func oracle(cfg oracleConfig, events []event.Event, trace []tpkt) map[string]flo
 			states[p.key()] = s
 		}
 		s.last = c
+		before := stateVals(s)
 		vals := map[string]float64{"volume": float64(p.payload), "ttl": float64(p.ttl), "ecn": 0}
 		if p.ecn == 3 {
 			vals["ecn"] = 1
 		}
 		// is_burst
-		if s.burstInit && p.ts-s.burstLast < cfg.burstGap {
+		if s.burstInit && p.ts-s.burstLast < cfg.BurstGap {
 			s.run++
 		} else {
 			s.run = 1
 		}
 		s.burstInit, s.burstLast = true, p.ts
 		vals["is_burst"] = 0
-		if s.run >= cfg.burstLen {
+		if s.run >= cfg.BurstLen {
 			vals["is_burst"] = 1
 		}
 		// RTT sample for the other direction
 		var rttFor *opkt
 		var rtt float64
+		var rttState map[string]float64
 		if p.tcp && p.ackF {
 			if r := states[p.rkey()]; r != nil && r.last >= c-1 && r.rttOn && int32(p.ack-r.rttEnd) >= 0 {
 				r.rttOn = false
 				r.last = c
 				rev := opkt{src: p.dst, dst: p.src, sp: p.dp, dp: p.sp, proto: p.proto}
-				rttFor, rtt = &rev, float64(p.ts-r.rttTS)
+				rttFor, rtt, rttState = &rev, float64(p.ts-r.rttTS), stateVals(r)
 			}
 		}
 		if p.tcp {
@@ -276,6 +306,9 @@ func oracle(cfg oracleConfig, events []event.Event, trace []tpkt) map[string]flo
 			sq := uint64(p.seq)
 			if s.seqInit {
 				sq = unwrapO(s.seqLast, p.seq)
+				s.seqMax = max(s.seqMax, sq)
+			} else {
+				s.seqMax = sq
 			}
 			s.seqInit, s.seqLast = true, sq
 			vals["seq"] = float64(sq)
@@ -318,6 +351,17 @@ func oracle(cfg oracleConfig, events []event.Event, trace []tpkt) map[string]flo
 				vals["ack"], vals["dup"] = float64(a), float64(s.dup)
 			}
 		}
+		flags := []string{"ecn", "is_lost", "is_burst"}
+		for i, a := range flags {
+			for _, b := range flags[i+1:] {
+				x, okA := vals[a]
+				y, okB := vals[b]
+				if okA && okB {
+					vals[pairName(a, b)] = x * y
+				}
+			}
+		}
+		after := stateVals(s)
 		for i := range events {
 			e := &events[i]
 			I := int64(e.Interval)
@@ -325,11 +369,18 @@ func oracle(cfg oracleConfig, events []event.Event, trace []tpkt) map[string]flo
 			if rttFor != nil && needs(e, "rtt") && eventMatch(e, rttFor) {
 				b := add(i, start, bucketOf(e, rttFor))
 				b.vals["rtt"] = append(b.vals["rtt"], rtt)
+				if b.prev == nil {
+					b.prev = rttState
+				}
 			}
 			if !eventMatch(e, &p) {
 				continue
 			}
 			b := add(i, start, bucketOf(e, &p))
+			if b.prev == nil {
+				b.prev = before
+			}
+			b.last = after
 			b.packets++
 			for v, x := range vals {
 				b.vals[v] = append(b.vals[v], x)
@@ -344,10 +395,24 @@ func oracle(cfg oracleConfig, events []event.Event, trace []tpkt) map[string]flo
 			continue
 		}
 		val := func(a event.Agg) float64 {
+			if a.Func == "" { // a state variable
+				m := b.last
+				if a.Prev {
+					m = b.prev
+				}
+				if x, ok := m[a.Var]; ok {
+					return x
+				}
+				return math.NaN()
+			}
 			if a.Var == "" {
 				return b.packets
 			}
-			xs := b.vals[a.Var]
+			name := a.Var
+			if a.And != "" {
+				name = pairName(a.Var, a.And)
+			}
+			xs := b.vals[name]
 			switch a.Func {
 			case "count":
 				return float64(len(xs))

@@ -1,4 +1,4 @@
-package monitor_test
+package oracle
 
 import (
 	"math/rand"
@@ -14,14 +14,15 @@ import (
 // ACKs, ECN marks, window changes, idle gaps longer than an epoch), UDP
 // flows and an IPv6 connection, as Ethernet frames in time order.
 
-type tpkt struct {
-	data []byte
-	ts   int64
+// Packet is one frame of a trace and its time.
+type Packet struct {
+	Data []byte
+	TS   int64
 }
 
 type traceBuilder struct {
 	rng  *rand.Rand
-	pkts []tpkt
+	pkts []Packet
 }
 
 func mac(b byte) []byte { return []byte{2, 0, 0, 0, 0, b} }
@@ -40,7 +41,7 @@ func (tb *traceBuilder) frame(ts int64, ip gopacket.SerializableLayer, l4 gopack
 	if err := gopacket.SerializeLayers(buf, opts, eth, ip, l4, gopacket.Payload(pl)); err != nil {
 		panic(err)
 	}
-	tb.pkts = append(tb.pkts, tpkt{data: append([]byte(nil), buf.Bytes()...), ts: ts})
+	tb.pkts = append(tb.pkts, Packet{Data: append([]byte(nil), buf.Bytes()...), TS: ts})
 }
 
 type seg struct {
@@ -151,8 +152,8 @@ func (tb *traceBuilder) conn(c, s netip.Addr, cport, sport uint16, t0, dur int64
 	}
 }
 
-// buildTrace returns the test trace, in time order.
-func buildTrace(seed int64) []tpkt {
+// Trace returns the test trace, in time order.
+func Trace(seed int64) []Packet {
 	tb := &traceBuilder{rng: rand.New(rand.NewSource(seed))}
 	a := netip.MustParseAddr
 	const ms = int64(1_000_000)
@@ -182,6 +183,23 @@ func buildTrace(seed int64) []tpkt {
 		dst := netip.AddrFrom4([4]byte{10, 0, 128, byte(1 + r.Intn(4))})
 		tb.udp(ts, netip.AddrFrom4([4]byte{172, 16, 0, byte(r.Intn(8))}), dst, uint16(5000+r.Intn(4)), uint16(80+r.Intn(3)*5), 200+r.Intn(1200), 60)
 	}
-	sort.SliceStable(tb.pkts, func(i, j int) bool { return tb.pkts[i].ts < tb.pkts[j].ts })
+	sort.SliceStable(tb.pkts, func(i, j int) bool { return tb.pkts[i].TS < tb.pkts[j].TS })
 	return tb.pkts
 }
+
+// Flood adds n packets of new 5-tuples (one small UDP packet each, to
+// addresses no event watches) spread over the trace's time.
+func Flood(trace []Packet, n int, seed int64) []Packet {
+	tb := &traceBuilder{rng: rand.New(rand.NewSource(seed))}
+	t0, t1 := trace[0].TS, trace[len(trace)-1].TS
+	for range n {
+		r := tb.rng
+		src := netip.AddrFrom4([4]byte{172, 31, byte(r.Intn(256)), byte(r.Intn(256))})
+		dst := netip.AddrFrom4([4]byte{10, 99, byte(r.Intn(256)), byte(r.Intn(256))})
+		tb.udp(t0+r.Int63n(t1-t0), src, dst, uint16(r.Intn(65536)), 53, 18, 64)
+	}
+	out := append(append([]Packet(nil), trace...), tb.pkts...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TS < out[j].TS })
+	return out
+}
+
