@@ -202,4 +202,3 @@ func Flood(trace []Packet, n int, seed int64) []Packet {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TS < out[j].TS })
 	return out
 }
-
