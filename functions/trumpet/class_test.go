@@ -265,3 +265,17 @@ func TestBadEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestTable2File: examples/trumpet/table2.yaml, Table 2 as the paper
+// writes it, is a valid events file.
+func TestTable2File(t *testing.T) {
+	evs, err := event.ParseFile("../../examples/trumpet/table2.yaml")
+	if err != nil || len(evs) != 6 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	rt := flowgraph.New(flowgraph.Config{Limit: 1000})
+	defer rt.Close()
+	if _, err := rt.Populate(`(gen) > (trumpet,events="../../examples/trumpet/table2.yaml")`, flowgraph.RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
