@@ -65,7 +65,7 @@ var stateFields = []functions.StateField{
 	{Name: "newflows", Type: buffers.U64, Merge: functions.MergeSum, Summary: "flows that entered the flow table (again, after an idle epoch)"},
 	{Name: "overflow", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets of new flows the full flow table had no room for"},
 	{Name: "dosfiltered", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets of new flows the filter table held back (DoS defence)"},
-	{Name: "unmatched", Type: buffers.U64, Merge: functions.MergeSum, Summary: "flow-event matches dropped for want of summary words or flow-list room"},
+	{Name: "unmatched", Type: buffers.U64, Merge: functions.MergeSum, Summary: "flow-event matches dropped: the flow had no summary words left or 16 events already"},
 	{Name: "bucketfull", Type: buffers.U64, Merge: functions.MergeSum, Summary: "flow summaries the full bucket table could not take"},
 	{Name: "events", Type: buffers.U64, Merge: functions.MergeShared, Summary: "events installed"},
 	{Name: "patterns", Type: buffers.U64, Merge: functions.MergeShared, Summary: "wildcard patterns in the trigger index"},

@@ -4,15 +4,19 @@
 // Phase 1, match and scatter, runs per packet: the packet's 5-tuple is
 // looked up in the flow table (open addressing, preallocated, the last
 // lookup cached); a new flow is matched once against the trigger index (a
-// tuple-space search: one hash table per wildcard pattern) and joins the
-// flow list of each trigger it matches; then the flow's summary for the
+// tuple-space search: one hash table per wildcard pattern) and keeps the
+// list of the triggers it matched; then the flow's summary for the
 // current epoch is updated. A summary keeps only the units (count, sum,
 // sum of squares, minimum, maximum of a variable) that some trigger the
 // flow matched needs, and it is double-buffered by epoch parity.
 //
 // Phase 2, gather, test and report, runs at each epoch's end (a deadline
-// on the packet clock): each trigger's flows are swept into its
-// granularity's buckets, and at the end of a trigger's interval each
+// on the packet clock): the flow table is walked in memory order and each
+// flow's summary gathered into the buckets of its triggers' granularities
+// (the reference's sweep over the flow table, receiver/flatreport.c,
+// flatreport_sweep and triggertable_update; its other mode walks each
+// trigger's list of flows, which visits the flows in no memory order and
+// measured twice as slow here); at the end of a trigger's interval each
 // bucket's predicate is evaluated and the satisfied ones reported. The
 // sweep of epoch e reads the parity packets of epoch e+1 do not write, so
 // it runs in bounded slices between batches (Algorithms 2 and 3), its
@@ -42,7 +46,6 @@ type Config struct {
 	Epoch    int64 // ns; every trigger's interval is a multiple of it
 	Flows    int   // flow table entries
 	Buckets  int   // granularity buckets, all triggers together
-	Refs     int   // trigger-flow references, all triggers together (0: 8 per flow)
 	// Words is the summary words a flow keeps per epoch parity (the units
 	// of the triggers it matches, together); 0 is 16, at most MaxUnits.
 	Words int
@@ -67,7 +70,7 @@ type Stats struct {
 	NewFlows    uint64 // flows that entered the flow table
 	Overflow    uint64 // packets of new flows the full flow table had no room for
 	DoSFiltered uint64 // packets of new flows the filter table held back
-	Unmatched   uint64 // trigger-flow matches dropped for want of summary words or references
+	Unmatched   uint64 // trigger-flow matches dropped for want of summary words or room in the flow's list
 	BucketFull  uint64 // flow contributions the full bucket table had no room for
 	Reports     uint64
 	Sweeps      uint64 // epochs swept to the end
@@ -91,8 +94,7 @@ type Trigger struct {
 	gran  gran
 	stamp uint64 // match dedupe
 
-	head, tail int32 // flow references, in chunks
-	bhead      int32 // its buckets
+	bhead int32 // its buckets
 }
 
 // Fields is the trigger's granularity as its reports' keys hold it.
@@ -102,19 +104,6 @@ func (t *Trigger) Fields() []event.Field { return t.gran.fields }
 // start, the bucket's key (a flow's key with the fields the granularity
 // drops cleared) and the value the report carries.
 type ReportFunc func(t *Trigger, start int64, key *Key, value float64)
-
-const chunkRefs = 32
-
-type ref struct {
-	idx int32
-	gen uint32
-}
-
-type chunk struct {
-	refs [chunkRefs]ref
-	n    int32
-	next int32
-}
 
 type bucket struct {
 	key  Key
@@ -133,9 +122,6 @@ type Monitor struct {
 	ix     index
 	trigs  []*Trigger
 	ntrig  int
-
-	chunks    []chunk
-	freeChunk []int32
 
 	btab    []int32 // bucket+1
 	bmask   uint64
@@ -171,11 +157,8 @@ type Monitor struct {
 type sweepState struct {
 	on       bool
 	e        int64
-	ti       int
-	inList   bool
-	r, rp    int32
-	w, wp    int32
-	gc       int
+	fi       int // the next flow entry
+	ti       int // the next trigger to test, once the flows are gathered
 	work     int64
 	deadline int64
 }
@@ -194,9 +177,6 @@ func New(cfg Config, report ReportFunc) (*Monitor, error) {
 	if cfg.Words < 1 || cfg.Words > MaxUnits {
 		return nil, fmt.Errorf("a flow keeps 1 to %d summary words", MaxUnits)
 	}
-	if cfg.Refs == 0 {
-		cfg.Refs = 8 * cfg.Flows
-	}
 	if cfg.Clock == nil {
 		base := time.Now()
 		cfg.Clock = func() int64 { return int64(time.Since(base)) }
@@ -206,12 +186,6 @@ func New(cfg Config, report ReportFunc) (*Monitor, error) {
 	}
 	m := &Monitor{cfg: cfg, report: report, ft: newFlowTable(cfg.Flows), lastIdx: -1}
 	m.sums = make([]float64, 2*cfg.Words*cfg.Flows)
-	nc := cfg.Refs/chunkRefs + 64
-	m.chunks = make([]chunk, nc)
-	m.freeChunk = make([]int32, nc)
-	for i := range m.freeChunk {
-		m.freeChunk[i] = int32(nc - 1 - i)
-	}
 	size := 1
 	for size < 2*cfg.Buckets {
 		size <<= 1
@@ -274,7 +248,7 @@ func compile(ev *event.Event, epoch int64, words int) (*Trigger, error) {
 	if ev.Predicate == nil {
 		return nil, fmt.Errorf("event %s has no predicate", ev.Name)
 	}
-	t := &Trigger{Event: *ev, alive: true, m: int64(ev.Interval) / epoch, head: -1, tail: -1, bhead: -1,
+	t := &Trigger{Event: *ev, alive: true, m: int64(ev.Interval) / epoch, bhead: -1,
 		aggs: event.Aggregates(ev.Predicate), rep: event.Reported(ev.Predicate), gran: compileGran(ev.Granularity)}
 	for _, a := range t.aggs {
 		u, err := aggUnits(a)
@@ -318,18 +292,10 @@ func (m *Monitor) Add(ev event.Event) error {
 	if m.started {
 		t.start = (m.cur/t.m + 1) * t.m
 	}
-	t.id = -1
-	for i, x := range m.trigs {
-		if x == nil {
-			t.id = int32(i)
-			m.trigs[i] = t
-			break
-		}
-	}
-	if t.id < 0 {
-		t.id = int32(len(m.trigs))
-		m.trigs = append(m.trigs, t)
-	}
+	// A slot is never reused, so that a flow's list of triggers needs no
+	// generation: a removed trigger's slot stays nil.
+	t.id = int32(len(m.trigs))
+	m.trigs = append(m.trigs, t)
 	m.ntrig++
 	for i := range t.Event.Filters {
 		m.ix.add(t.id, &t.Event.Filters[i])
@@ -358,11 +324,6 @@ func (m *Monitor) Remove(name string) error {
 			continue
 		}
 		m.ix.remove(t.id)
-		for c := t.head; c >= 0; {
-			next := m.chunks[c].next
-			m.freeChunk = append(m.freeChunk, c)
-			c = next
-		}
 		for b := t.bhead; b >= 0; {
 			next := m.buckets[b].next
 			m.freeBucket(b)
@@ -371,10 +332,6 @@ func (m *Monitor) Remove(name string) error {
 		t.alive = false
 		m.trigs[i] = nil
 		m.ntrig--
-		if m.sw.on && m.sw.ti == i {
-			m.sw.ti++
-			m.sw.inList = false
-		}
 		return nil
 	}
 	return fmt.Errorf("no event named %s is installed", name)
@@ -491,73 +448,52 @@ func (m *Monitor) words(idx int32, parity int64) []float64 {
 }
 
 // step runs the sweep; bounded, it returns at the budget with its state
-// kept, and reports whether it is done.
+// kept, and reports whether it is done. It walks the flow table in order
+// (memory order: the summaries stream through the cache), frees the flows
+// without a packet in the epoch, and gathers each other flow's summary
+// into the triggers it matched; then it tests the triggers whose interval
+// ends with the epoch.
 func (m *Monitor) step(bounded bool) bool {
 	sw := &m.sw
 	n := 0
-	for ; sw.ti < len(m.trigs); sw.ti++ {
-		t := m.trigs[sw.ti]
-		if t == nil || sw.e < t.start {
-			sw.inList = false
+	for ; sw.fi < len(m.ft.pool); sw.fi++ {
+		if n++; bounded && n&63 == 0 && m.cfg.Clock() >= sw.deadline {
+			return false
+		}
+		f := &m.ft.pool[sw.fi]
+		if !f.used {
 			continue
 		}
-		if !sw.inList {
-			sw.inList = true
-			sw.r, sw.rp, sw.w, sw.wp = t.head, 0, t.head, 0
+		if f.last < sw.e { // no packet in the epoch: dead
+			m.ft.remove(int32(sw.fi))
+			continue
 		}
-		for sw.r >= 0 {
-			c := &m.chunks[sw.r]
-			if sw.rp >= c.n {
-				if c.next < 0 {
-					break
-				}
-				sw.r, sw.rp = c.next, 0
-				continue
+		if f.stamp[sw.e&1] != sw.e {
+			continue
+		}
+		w := m.words(int32(sw.fi), sw.e)
+		k := 0
+		for _, id := range f.tl[:f.ntl] {
+			t := m.trigs[id]
+			if t == nil {
+				continue // removed: forgotten here
 			}
-			rf := c.refs[sw.rp]
-			sw.rp++
-			f := &m.ft.pool[rf.idx]
-			if f.gen != rf.gen || !f.used || f.last < sw.e {
-				continue // gone, or without a packet in the epoch: dead
-			}
-			// keep the reference
-			if sw.wp == chunkRefs {
-				sw.w, sw.wp = m.chunks[sw.w].next, 0
-			}
-			m.chunks[sw.w].refs[sw.wp] = rf
-			sw.wp++
-			if f.stamp[sw.e&1] == sw.e {
-				m.gather(t, f, m.words(rf.idx, sw.e))
-			}
-			if n++; bounded && n&63 == 0 && m.cfg.Clock() >= sw.deadline {
-				return false
+			f.tl[k] = id
+			k++
+			if sw.e >= t.start {
+				m.gather(t, f, w)
 			}
 		}
-		// The list is read: cut it after the references kept.
-		if t.head >= 0 {
-			w := &m.chunks[sw.w]
-			w.n = sw.wp
-			for c := w.next; c >= 0; {
-				next := m.chunks[c].next
-				m.freeChunk = append(m.freeChunk, c)
-				c = next
-			}
-			w.next = -1
-			t.tail = sw.w
-		}
-		sw.inList = false
-		if (sw.e+1)%t.m == 0 {
-			m.evaluate(t, sw.e+1-t.m)
-		}
+		f.ntl = uint8(k)
 	}
-	// Free the flows of the epoch that had no packet in it.
-	for ; sw.gc < len(m.ft.pool); sw.gc++ {
-		f := &m.ft.pool[sw.gc]
-		if f.used && f.last < sw.e {
-			m.ft.remove(int32(sw.gc))
+	for ; sw.ti < len(m.trigs); sw.ti++ {
+		t := m.trigs[sw.ti]
+		if t == nil || sw.e < t.start || (sw.e+1)%t.m != 0 || t.bhead < 0 {
+			continue
 		}
-		if n++; bounded && n&255 == 0 && m.cfg.Clock() >= sw.deadline {
-			sw.gc++
+		m.evaluate(t, sw.e+1-t.m)
+		if n += 64; bounded && m.cfg.Clock() >= sw.deadline {
+			sw.ti++
 			return false
 		}
 	}
@@ -658,7 +594,7 @@ func (m *Monitor) freeBucket(b int32) {
 	m.bfree = append(m.bfree, b)
 }
 
-// join adds flow idx to t's list and t's units to the flow's summary.
+// join adds t to flow idx's triggers and t's units to its summary.
 func (m *Monitor) join(t *Trigger, idx int32) {
 	if t.stamp == m.seq {
 		return // another filter of t matched already
@@ -666,28 +602,12 @@ func (m *Monitor) join(t *Trigger, idx int32) {
 	t.stamp = m.seq
 	f := &m.ft.pool[idx]
 	units := f.units | t.units
-	if bits.OnesCount64(units) > m.cfg.Words {
+	if bits.OnesCount64(units) > m.cfg.Words || int(f.ntl) == len(f.tl) {
 		m.Stats.Unmatched++
 		return
 	}
-	if t.tail < 0 || m.chunks[t.tail].n == chunkRefs {
-		if len(m.freeChunk) == 0 {
-			m.Stats.Unmatched++
-			return
-		}
-		c := m.freeChunk[len(m.freeChunk)-1]
-		m.freeChunk = m.freeChunk[:len(m.freeChunk)-1]
-		m.chunks[c].n, m.chunks[c].next = 0, -1
-		if t.tail < 0 {
-			t.head = c
-		} else {
-			m.chunks[t.tail].next = c
-		}
-		t.tail = c
-	}
-	c := &m.chunks[t.tail]
-	c.refs[c.n] = ref{idx, f.gen}
-	c.n++
+	f.tl[f.ntl] = t.id
+	f.ntl++
 	if units != f.units {
 		for p := range int64(2) {
 			if f.stamp[p] >= m.cur-1 {

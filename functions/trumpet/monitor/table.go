@@ -1,5 +1,9 @@
 package monitor
 
+// MaxTriggers is the most triggers a flow joins (the reference's
+// FLOWENTRY_TRIGGER_SIZE); a match beyond is counted in unmatched.
+const MaxTriggers = 16
+
 // flow is one entry of the flow table: a 5-tuple, the epochs it was seen
 // in, the summary units its triggers need, and the per-flow state of the
 // TCP variables (which outlives an epoch).
@@ -11,7 +15,9 @@ type flow struct {
 	last  int64    // epoch of its last packet
 	stamp [2]int64 // epoch whose summary each parity holds
 	units uint64   // summary units kept
-	vars  uint32   // values computed for it (those of units)
+	ntl   uint8
+	tl    [MaxTriggers]int32 // the triggers it matched
+	vars  uint32             // values computed for it (those of units)
 
 	rev    int32 // the flow of the other direction, or -1
 	revGen uint32
