@@ -70,7 +70,16 @@ func be32(b []byte, off int) uint32 { return binary.BigEndian.Uint32(b[off:]) }
 // not from the captured length, so a capture cut by a snap length measures
 // the same volume. It reads nothing beyond len(pkt) and does not allocate.
 func Parse(lt functions.LinkType, pkt []byte, ts int64, wirelen uint32, p *Packet) bool {
-	off, ver := flowkey.Network(lt, pkt)
+	var off int
+	var ver uint8
+	if lt == functions.LinkEthernet && len(pkt) >= 14 && (pkt[12] == 0x08 && pkt[13] == 0x00 || pkt[12] == 0x86 && pkt[13] == 0xdd) {
+		off, ver = 14, 4 // untagged Ethernet, the common case, without the general walk
+		if pkt[12] == 0x86 {
+			ver = 6
+		}
+	} else {
+		off, ver = flowkey.Network(lt, pkt)
+	}
 	*p = Packet{TS: ts, WireLen: wirelen, WScale: -1}
 	var l4, end int // where the L4 header starts; where the datagram ends
 	var proto uint8
