@@ -142,7 +142,7 @@ func BenchmarkMonitor(b *testing.B) {
 			cfg := monitor.Config{LinkType: functions.LinkEthernet, Epoch: int64(10 * time.Millisecond),
 				Flows: 1 << 15, Buckets: 1 << 12, BurstGap: 5000, BurstLen: 5}
 			if c.flood {
-				cfg.DoS = 128
+				cfg.DoS = 256 // four of the flood's 64-byte packets
 			}
 			var now int64
 			var delay int64

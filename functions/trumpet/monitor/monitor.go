@@ -51,10 +51,11 @@ type Config struct {
 	Words int
 	// DoS is the bytes a new 5-tuple must have sent, counted in the filter
 	// table with the packet at hand, to enter the flow table; 0 admits
-	// every flow. The filter table is 65,536 byte counters indexed by the
-	// flow's hash (colliding flows add up), each forgotten after two
-	// epochs without a new flow's packet: a flood of one-packet 5-tuples
-	// never reaches the flow table, the trigger index or the sweep.
+	// every flow. The filter table is 4·Flows byte counters (at least
+	// 65,536) indexed by the flow's hash (colliding flows add up), each
+	// forgotten after two epochs without a new flow's packet: a flood of
+	// one-packet 5-tuples never reaches the flow table, the trigger index
+	// or the sweep.
 	DoS      int
 	BurstGap int64 // ns: packets of a flow closer than this are a run
 	BurstLen int   // the run length from which a packet is in a burst
@@ -198,8 +199,12 @@ func New(cfg Config, report ReportFunc) (*Monitor, error) {
 		m.bfree[i] = int32(cfg.Buckets - 1 - i)
 	}
 	if cfg.DoS > 0 {
-		m.dosCount = make([]uint32, 1<<16)
-		m.dosStamp = make([]uint32, 1<<16)
+		n := 1 << 16
+		for n < 4*cfg.Flows {
+			n <<= 1
+		}
+		m.dosCount = make([]uint32, n)
+		m.dosStamp = make([]uint32, n)
 	}
 	m.evalFn = m.aggOf
 	m.matchFn = m.matchOne
@@ -665,7 +670,7 @@ func (m *Monitor) Packet(p *Packet) {
 
 func (m *Monitor) newFlow(p *Packet, h uint64) int32 {
 	if m.dosCount != nil {
-		i := h & 0xffff
+		i := h & uint64(len(m.dosCount)-1)
 		if uint32(m.cur)-m.dosStamp[i] > 1 {
 			m.dosCount[i] = 0
 		}
