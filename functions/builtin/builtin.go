@@ -17,4 +17,5 @@ import (
 	_ "github.com/ffpf-go/ffpf/functions/pcap"           // pcap: capture files
 	_ "github.com/ffpf-go/ffpf/functions/sample"         // sample: 1 in N, or with probability P
 	_ "github.com/ffpf-go/ffpf/functions/sketch"         // cms, hll, pcsa, bloom
+	_ "github.com/ffpf-go/ffpf/functions/trumpet"        // trumpet: event triggers
 )
