@@ -9,7 +9,10 @@
 // The files follow the concerns: placement and the verifier's say
 // (place.go), program generation and verdicts (prog.go), attaching
 // (attach.go: XDP, TCX, clsact), state sync from the per-CPU counter map
-// into the nodes' counters and MBufs every 100 ms (sync.go), and the way
+// into the nodes' counters and MBufs every 100 ms (sync.go), windows
+// double-buffered by epoch parity and closed by the functions' Go halves
+// in this process (window.go), whose records (report=) go up as streams of
+// their own (records.go), and the way
 // up (up.go): packets a flowspace above asks for cross the barrier through
 // the ring-buffer bridge (bridges/ringbuf) or, when the capture steals
 // them, the AF_XDP bridge (bridges/afxdp). The verdict lets the packet on

@@ -11,7 +11,10 @@
 // maps of the function's own (Mapped): one array map per MBuf field, one
 // u64 element per value, per-CPU or shared as the class declares the
 // field's merge, which the flowspace applies when it copies the map into
-// the MBuf (sum, max, or; shared: as it is).
+// the MBuf (sum, max, or; shared: as it is). A function with window= is
+// the same code: the flowspace keeps its slots and maps once per epoch
+// parity and the Emitter's AddState and Lookup choose the packet's
+// (Emitter.Half).
 //
 // The sharp edge: the code runs under the kernel's verifier. Every packet
 // access must be bounds-checked against PacketEnd, loops are not allowed,
