@@ -169,25 +169,41 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		}
 		in = append(in, asm.StoreImm(asm.RFP, flag(i), 0, asm.Word), asm.JEq.Imm(asm.R1, 0, next))
 		in = append(in, add(n.slot, asm.R1)...) // in += 1 (r1 is 1: flags are 0 or 1)
-		state := p.addState(fmt.Sprintf("n%d_state", i))
-		e := &ebpfgen.Emitter{Prefix: fmt.Sprintf("n%d", i), Pass: pass, Drop: drop, Outgoing: p.egress,
-			StackOffset: -int(flag(len(p.nodes) - 1)), // the flags end here
-			AddState:    func(k int, r asm.Register) asm.Instructions { return state(n.slot+2+k, r) },
-			Map:         fds(n.maps), KeySlot: stackKey}
+		// emit generates the function's code on the maps and slots of one
+		// epoch parity (the only ones without window=).
+		emit := func(prefix string, maps func(string) int, slot0 int) (asm.Instructions, error) {
+			state := p.addState(prefix + "_state")
+			e := &ebpfgen.Emitter{Prefix: prefix, Pass: pass, Drop: drop, Outgoing: p.egress,
+				StackOffset: -int(flag(len(p.nodes) - 1)), // the flags end here
+				AddState:    func(k int, r asm.Register) asm.Instructions { return state(slot0+k, r) },
+				Map:         maps, KeySlot: stackKey}
+			if err := n.fn.Emit(e); err != nil {
+				return nil, fmt.Errorf("%s: %v", n.node.ID, err)
+			}
+			return e.Insns, nil
+		}
 		late := fmt.Sprintf("n%d_late", i)
+		code, err := emit(fmt.Sprintf("n%d", i), fds(n.maps), n.slot+2)
+		if err != nil {
+			return nil, err
+		}
 		if n.win != nil {
+			// Windowed: the code twice, on the maps and slots of each
+			// parity, so that each copy's map lookups are the kernel's
+			// inlined array lookups of one known map.
 			if p.clock == nil {
 				return nil, fmt.Errorf("%s: a window needs the flowspace's clock", n.node.ID)
 			}
+			oddCode, err := emit(fmt.Sprintf("n%do", i), oddFds(n.maps), n.slot+2+n.win.slots)
+			if err != nil {
+				return nil, err
+			}
+			odd := fmt.Sprintf("n%d_odd", i)
 			in = append(in, p.prologue(n.win, late)...)
-			half := p.addHalf(fmt.Sprintf("n%d_state", i), n.win)
-			e.AddState = func(k int, r asm.Register) asm.Instructions { return half(n.slot+2+k, r) }
-			e.Half, e.OddMap = stackHalf, oddFds(n.maps)
+			in = append(in, asm.LoadMem(asm.R1, asm.RFP, stackHalf, asm.Word), asm.JNE.Imm(asm.R1, 0, odd))
+			code = append(append(code, asm.Mov.Imm(asm.R0, 0).WithSymbol(odd)), oddCode...)
 		}
-		if err := n.fn.Emit(e); err != nil {
-			return nil, fmt.Errorf("%s: %v", n.node.ID, err)
-		}
-		in = append(in, e.Insns...)
+		in = append(in, code...)
 		if n.node != nil && n.node.Class != nil && n.node.Producer() {
 			// A producer's output is its records (its Go half's), as in
 			// Go: the packets it measured end here.
@@ -196,7 +212,7 @@ func (p *progSpec) build() (asm.Instructions, error) {
 			in = append(in, asm.StoreImm(asm.RFP, flag(i), 1, asm.Word).WithSymbol(pass), asm.Mov.Imm(asm.R1, 1))
 			in = append(in, add(n.slot+1, asm.R1)...) // out += 1
 		}
-		if _, dropped := e.Insns.ReferenceOffsets()[drop]; dropped {
+		if _, dropped := code.ReferenceOffsets()[drop]; dropped {
 			// The verifier refuses dead code: only a function that can
 			// filter gets a drop block.
 			in = append(in, asm.Ja.Label(next), asm.Mov.Imm(asm.R0, 0).WithSymbol(drop))

@@ -168,33 +168,6 @@ func (p *progSpec) prologue(w *epochs, late string) asm.Instructions {
 	)
 }
 
-// addHalf returns code that adds register r to counter slot (of half 0)
-// in the packet's half.
-func (p *progSpec) addHalf(label string, w *epochs) func(slot int, r asm.Register) asm.Instructions {
-	n := 0
-	return func(slot int, r asm.Register) asm.Instructions {
-		n++
-		skip := fmt.Sprintf("%s_addh%d", label, n)
-		return asm.Instructions{
-			asm.StoreMem(asm.RFP, stackValue, r, asm.DWord),
-			asm.LoadMem(asm.R1, asm.RFP, stackHalf, asm.Word),
-			asm.Mul.Imm(asm.R1, int32(w.slots)),
-			asm.Add.Imm(asm.R1, int32(slot)),
-			asm.StoreMem(asm.RFP, stackKey, asm.R1, asm.Word),
-			asm.LoadMapPtr(asm.R1, p.counters.FD()),
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, stackKey),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, skip),
-			asm.LoadMem(asm.R1, asm.RFP, stackValue, asm.DWord),
-			asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
-			asm.Add.Reg(asm.R2, asm.R1),
-			asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord),
-			asm.Mov.Imm(asm.R0, 0).WithSymbol(skip),
-		}
-	}
-}
-
 // epochOf is the epoch of time t (ns since the Unix epoch).
 func (w *epochs) epochOf(t int64) int64 { return t / w.interval }
 

@@ -12,9 +12,8 @@
 // u64 element per value, per-CPU or shared as the class declares the
 // field's merge, which the flowspace applies when it copies the map into
 // the MBuf (sum, max, or; shared: as it is). A function with window= is
-// the same code: the flowspace keeps its slots and maps once per epoch
-// parity and the Emitter's AddState and Lookup choose the packet's
-// (Emitter.Half).
+// the same code, emitted twice by the flowspace: once on the maps and
+// slots of the even epochs, once on those of the odd.
 //
 // The sharp edge: the code runs under the kernel's verifier. Every packet
 // access must be bounds-checked against PacketEnd, loops are not allowed,
@@ -23,7 +22,6 @@
 package ebpfgen
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/cilium/ebpf/asm"
@@ -92,47 +90,22 @@ type Emitter struct {
 	// Outgoing is set in a program at an egress hook: its packets are
 	// sent ones (libpcap's outbound), where others' are received.
 	Outgoing bool
-	// Half, when not 0, is the stack offset of a u32 that holds the
-	// packet's epoch parity (0 or 1), set before the function's code runs
-	// (a function with window= double-buffers by epoch, DESIGN.md §11).
-	// Each map field then has a map per parity, Map's for the even epochs
-	// and OddMap's for the odd, and Lookup chooses the packet's; AddState
-	// does the same for the counter slots. The class's code is the same
-	// either way.
-	Half   int16
-	OddMap func(field string) int
 
 	Insns asm.Instructions
-
-	maps int // Lookups with a map per parity, for their labels
 }
 
 // Lookup returns code that sets R0 to the address of element idx (a
 // register) of the map that keeps field, and goes to miss when there is
 // none (idx beyond the field). It clobbers R1 to R5; idx may be one of them.
 func (e *Emitter) Lookup(field string, idx asm.Register, miss string) asm.Instructions {
-	in := asm.Instructions{asm.StoreMem(asm.RFP, e.KeySlot, idx, asm.Word)}
-	if e.Half != 0 {
-		// The map of the packet's parity.
-		odd, found := e.Label(field+"_odd"), e.Label(field+"_map")
-		e.maps++
-		odd, found = fmt.Sprintf("%s%d", odd, e.maps), fmt.Sprintf("%s%d", found, e.maps)
-		in = append(in,
-			asm.LoadMem(asm.R1, asm.RFP, e.Half, asm.Word),
-			asm.JNE.Imm(asm.R1, 0, odd),
-			asm.LoadMapPtr(asm.R1, e.Map(field)),
-			asm.Ja.Label(found),
-			asm.LoadMapPtr(asm.R1, e.OddMap(field)).WithSymbol(odd),
-			asm.Mov.Reg(asm.R2, asm.RFP).WithSymbol(found),
-		)
-	} else {
-		in = append(in, asm.LoadMapPtr(asm.R1, e.Map(field)), asm.Mov.Reg(asm.R2, asm.RFP))
-	}
-	return append(in,
+	return asm.Instructions{
+		asm.StoreMem(asm.RFP, e.KeySlot, idx, asm.Word),
+		asm.LoadMapPtr(asm.R1, e.Map(field)),
+		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, int32(e.KeySlot)),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, miss),
-	)
+	}
 }
 
 // Label returns a label private to the function.
