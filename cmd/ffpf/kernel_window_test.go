@@ -19,7 +19,9 @@ import (
 // window that had packets the records, byte for byte, that the same
 // requests report in userspace on the frames that were sent (with their
 // send times); the windows in between are reported too, without keys, as
-// the clock passes them; no packet is dropped for a half not ready.
+// the clock passes them; no packet is dropped for a half not ready. A
+// report of the whole run (report= without window=) comes up when the
+// capture stops, with the keys and values of the file's.
 func TestWindowsInEBPF(t *testing.T) {
 	nsA, nsB, ifA, ifB := netnsPair(t)
 	dir := t.TempDir()
@@ -31,7 +33,10 @@ func TestWindowsInEBPF(t *testing.T) {
 		`(bpf,"tcp or udp") > (hll,key="srcip,srcport",precision=10,window=1s,report=1) > (export,format=jsonl,file=%s)`,
 		`(bpf,"tcp or udp") > (pcsa,key="dstip,dstport",bitmaps=64,window=1s,report=1) > (export,format=jsonl,file=%s)`,
 		`(bpf,"tcp or udp") > (bloom,key="dstip",bits=4096,hashes=3,window=1s,report=1) > (export,format=jsonl,file=%s)`,
+		// The whole run: one report when the capture stops.
+		`(bpf,"tcp or udp") > (counter,key="dstport",size=4096,report=7) > (export,format=jsonl,file=%s)`,
 	}
+	const wholeRun = 5
 	args := func(run string) (out []string, files []string) {
 		for i, x := range exprs {
 			f := filepath.Join(dir, fmt.Sprintf("%s%d.jsonl", run, i))
@@ -67,6 +72,17 @@ func TestWindowsInEBPF(t *testing.T) {
 	waitPrograms(t, 0)
 	for i := range exprs {
 		want := readLines(t, fFiles[i])
+		if i == wholeRun {
+			// Its report's time is the run's start: the first packet's
+			// for a file, the capture's start for a live run.
+			for place, files := range map[string][]string{"xdp": xFiles, "kernel": kFiles} {
+				got := readLines(t, files[i])
+				if len(want) != 7 || !slices.Equal(withoutTS(t, got), withoutTS(t, want)) {
+					t.Errorf("%s in %s reports at the end\n %s\nfrom the file:\n %s", exprs[i], place, strings.Join(got, "\n "), strings.Join(want, "\n "))
+				}
+			}
+			continue
+		}
 		if len(want) < 4 {
 			t.Fatalf("%s: the file run reports %d records for 4 bursts", exprs[i], len(want))
 		}
@@ -159,6 +175,16 @@ func readLines(t *testing.T, path string) []string {
 		if l != "" {
 			out = append(out, l)
 		}
+	}
+	return out
+}
+
+// withoutTS returns the JSON lines without their "ts".
+func withoutTS(t *testing.T, lines []string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range lines {
+		out = append(out, strings.Replace(l, `"ts":`+fieldOf(t, l, "ts")+",", "", 1))
 	}
 	return out
 }
