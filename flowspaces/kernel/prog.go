@@ -48,6 +48,7 @@ type progNode struct {
 	inputs []int                // indices of its inputs among the program's nodes
 	slot   int                  // first counter slot: in, out, then state
 	maps   map[string]*stateMap // its state maps by field (ebpfgen.Mapped)
+	win    *epochs              // with window=: its state double-buffers (window.go)
 }
 
 // progSpec is everything one program needs.
@@ -63,7 +64,11 @@ type progSpec struct {
 	ring     *ebpf.Map // nil without exports
 	xsk      *ebpf.Map // set when exported packets leave through AF_XDP (XDP only)
 	budget   *ebpf.Map // the run's packet limit (-c), when it has one
+	clock    *ebpf.Map // the packet clock, for windows (window.go)
 	progName string    // the kernel's name for the program: "ffpf" when empty
+	// testClock makes windows read the time from the clock map (set by a
+	// test), not from bpf_ktime_get_ns.
+	testClock bool
 
 	hooks []hookSlots // the sources on iface: their state counts verdicts and losses
 	drop  bool        // filtered packets are dropped: every source on iface asks for it
@@ -164,21 +169,59 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		}
 		in = append(in, asm.StoreImm(asm.RFP, flag(i), 0, asm.Word), asm.JEq.Imm(asm.R1, 0, next))
 		in = append(in, add(n.slot, asm.R1)...) // in += 1 (r1 is 1: flags are 0 or 1)
-		state := p.addState(fmt.Sprintf("n%d_state", i))
-		e := &ebpfgen.Emitter{Prefix: fmt.Sprintf("n%d", i), Pass: pass, Drop: drop, Outgoing: p.egress,
-			StackOffset: -int(flag(len(p.nodes) - 1)), // the flags end here
-			AddState:    func(k int, r asm.Register) asm.Instructions { return state(n.slot+2+k, r) },
-			Map:         fds(n.maps), KeySlot: stackKey}
-		if err := n.fn.Emit(e); err != nil {
-			return nil, fmt.Errorf("%s: %v", n.node.ID, err)
+		// emit generates the function's code on the maps and slots of one
+		// epoch parity (the only ones without window=).
+		emit := func(prefix string, maps func(string) int, slot0 int) (asm.Instructions, error) {
+			state := p.addState(prefix + "_state")
+			e := &ebpfgen.Emitter{Prefix: prefix, Pass: pass, Drop: drop, Outgoing: p.egress,
+				StackOffset: -int(flag(len(p.nodes) - 1)), // the flags end here
+				AddState:    func(k int, r asm.Register) asm.Instructions { return state(slot0+k, r) },
+				Map:         maps, KeySlot: stackKey}
+			if err := n.fn.Emit(e); err != nil {
+				return nil, fmt.Errorf("%s: %v", n.node.ID, err)
+			}
+			return e.Insns, nil
 		}
-		in = append(in, e.Insns...)
-		in = append(in, asm.StoreImm(asm.RFP, flag(i), 1, asm.Word).WithSymbol(pass), asm.Mov.Imm(asm.R1, 1))
-		in = append(in, add(n.slot+1, asm.R1)...) // out += 1
-		if _, dropped := e.Insns.ReferenceOffsets()[drop]; dropped {
+		late := fmt.Sprintf("n%d_late", i)
+		code, err := emit(fmt.Sprintf("n%d", i), fds(n.maps), n.slot+2)
+		if err != nil {
+			return nil, err
+		}
+		if n.win != nil {
+			// Windowed: the code twice, on the maps and slots of each
+			// parity, so that each copy's map lookups are the kernel's
+			// inlined array lookups of one known map.
+			if p.clock == nil {
+				return nil, fmt.Errorf("%s: a window needs the flowspace's clock", n.node.ID)
+			}
+			oddCode, err := emit(fmt.Sprintf("n%do", i), oddFds(n.maps), n.slot+2+n.win.slots)
+			if err != nil {
+				return nil, err
+			}
+			odd := fmt.Sprintf("n%d_odd", i)
+			in = append(in, p.prologue(n.win, late)...)
+			in = append(in, asm.LoadMem(asm.R1, asm.RFP, stackHalf, asm.Word), asm.JNE.Imm(asm.R1, 0, odd))
+			code = append(append(code, asm.Mov.Imm(asm.R0, 0).WithSymbol(odd)), oddCode...)
+		}
+		in = append(in, code...)
+		if n.node != nil && n.node.Class != nil && n.node.Producer() {
+			// A producer's output is its records (its Go half's), as in
+			// Go: the packets it measured end here.
+			in = append(in, asm.Mov.Imm(asm.R0, 0).WithSymbol(pass))
+		} else {
+			in = append(in, asm.StoreImm(asm.RFP, flag(i), 1, asm.Word).WithSymbol(pass), asm.Mov.Imm(asm.R1, 1))
+			in = append(in, add(n.slot+1, asm.R1)...) // out += 1
+		}
+		if _, dropped := code.ReferenceOffsets()[drop]; dropped {
 			// The verifier refuses dead code: only a function that can
 			// filter gets a drop block.
 			in = append(in, asm.Ja.Label(next), asm.Mov.Imm(asm.R0, 0).WithSymbol(drop))
+		}
+		if n.win != nil {
+			// Its half was not ready: the packet is not measured, and
+			// counts as the function's dropped.
+			in = append(in, asm.Ja.Label(next), asm.Mov.Imm(asm.R1, 1).WithSymbol(late))
+			in = append(in, add(n.slot+n.win.lateSlot(), asm.R1)...)
 		}
 		in = append(in, asm.Mov.Imm(asm.R0, 0).WithSymbol(next))
 	}
@@ -451,7 +494,7 @@ func ifaces(nodes []*node) []string {
 // an XDP flowspace too sees the packets the interface sends.
 func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*progSpec, error) {
 	p := &progSpec{kind: fs.opts.Kind, iface: iface, egress: egress, port: port, counters: fs.counters, ring: fs.ring,
-		progName: fs.progName, budget: fs.budgetM}
+		progName: fs.progName, budget: fs.budgetM, clock: fs.clock}
 	if egress {
 		p.kind = flowspaces.KindKernel
 	}
@@ -459,7 +502,7 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*
 	snap := 0 // the longest snap length of the captures on iface
 	for i, k := range nodes {
 		idx[k.Node] = i
-		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot, maps: k.maps}
+		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot, maps: k.maps, win: k.win}
 		if k.iface != "" {
 			pn.in, pn.out = directions(k.Node)
 		}
@@ -475,7 +518,7 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*
 		}
 		p.nodes = append(p.nodes, pn)
 	}
-	for _, w := range fs.want {
+	for _, w := range packetsOf(fs.want) {
 		if i, ok := idx[w]; ok {
 			p.exports = append(p.exports, i)
 		}

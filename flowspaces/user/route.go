@@ -293,7 +293,13 @@ func (fs *Flowspace) Connect() error {
 	streams := map[*flowspaces.Node][]*flowspaces.Node{}
 	var streamOrder []*flowspaces.Node
 	for _, x := range ghosts {
-		for _, s := range reach.Sources(x) {
+		srcs := reach.Sources(x)
+		if x.Producer() {
+			// A producer beneath (a sketch in eBPF with report=): its
+			// records come up as a stream of their own.
+			srcs = []*flowspaces.Node{x}
+		}
+		for _, s := range srcs {
 			if _, ok := streams[s]; !ok {
 				streamOrder = append(streamOrder, s)
 			}

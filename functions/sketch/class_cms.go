@@ -40,7 +40,7 @@ var cmsClass = &functions.Class{
 	State:    cmsState,
 	Readable: cmsReads,
 	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
-	Runs:     ebpfRuns(nil),
+	Runs:     ebpfRuns(cmsRuns),
 	Code:     functions.EBPFCode(ebpfCMSCode),
 	Produces: measure.Reports,
 	Validate: measure.CheckLinkType,
