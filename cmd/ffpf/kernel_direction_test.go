@@ -435,7 +435,11 @@ func TestClsactQdiscRemoved(t *testing.T) {
 	if out, err := exec.Command("tc", "-n", nsB, "qdisc", "add", "dev", ifB, "clsact").CombinedOutput(); err != nil {
 		t.Fatalf("tc qdisc add: %v: %s", err, out)
 	}
-	start("before").stop(t)
+	// A signal before the programs are attached ends a run in set-up (as
+	// killed by it): wait until it captures.
+	before := start("before")
+	waitPrograms(t, one)
+	before.stop(t)
 	waitPrograms(t, 0)
 	if !clsact(t) {
 		t.Error("the run removed a clsact qdisc it did not add")
