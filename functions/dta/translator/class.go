@@ -33,7 +33,7 @@ var stateFields = []struct{ name, unit, summary string }{
 	{"trailing", "packets", "UDP payloads longer than their report (dropped)"},
 	{"redundancy", "packets", "Key-Write or Key-Increment reports of redundancy 0 (dropped)"},
 	{"list", "packets", "Append reports to a list beyond lists= (dropped)"},
-	{"hop", "packets", "postcards of a hop outside 1..hops (dropped)"},
+	{"hop", "packets", "postcards of a hop offset at or past hops= (dropped; hops count from 0)"},
 	{"lost", "records", "write records that did not fit their slot"},
 }
 

@@ -113,7 +113,7 @@ type Reason uint8
 const (
 	BadRedundancy Reason = iota + 1 // Key-Write or Key-Increment with N = 0
 	BadList                         // an Append list id ≥ Lists
-	BadHop                          // a postcard hop outside 1..Hops
+	BadHop                          // a postcard hop offset at or past Hops
 )
 
 func (r Reason) String() string {
@@ -141,7 +141,7 @@ func (e *Error) Error() string {
 	case BadList:
 		return fmt.Sprintf("dta: append to list %d, beyond the lists", e.Report.List)
 	case BadHop:
-		return fmt.Sprintf("dta: postcard of hop %d, outside the hops", e.Report.Hop)
+		return fmt.Sprintf("dta: postcard of hop %d, past the hops (0 first)", e.Report.Hop)
 	}
 	return "dta: report refused"
 }
@@ -163,7 +163,7 @@ type Stats struct {
 // line is a postcard cache line: one flow's postcards so far.
 type line struct {
 	key   uint32
-	seen  uint8 // bit h-1 for hop h
+	seen  uint8 // bit i for hop offset i
 	valid bool
 	words [layout.MaxHops]uint32 // layout.PostcardWord of each seen hop
 }
@@ -241,7 +241,7 @@ func (t *Translator) Translate(r *wire.Report) error {
 			t.writeBatch(r.List, l)
 		}
 	case wire.Postcarding:
-		if r.Hop < 1 || int(r.Hop) > t.cfg.Hops {
+		if int(r.Hop) >= t.cfg.Hops {
 			return t.refuse(BadHop, r)
 		}
 		t.postcard(r.Key, r.Hop, r.Data)
@@ -290,12 +290,12 @@ func (t *Translator) postcard(key uint32, hop uint8, v uint32) {
 	if !c.valid {
 		*c = line{key: key, valid: true}
 	}
-	bit := uint8(1) << (hop - 1)
+	bit := uint8(1) << hop
 	if c.seen&bit != 0 {
 		t.stats.Duplicates++
 	}
 	c.seen |= bit
-	c.words[hop-1] = layout.PostcardWord(key, hop, v)
+	c.words[hop] = layout.PostcardWord(key, int(hop), v)
 	if c.seen == t.full {
 		t.writeChunk(c)
 		t.stats.Complete++
@@ -309,7 +309,7 @@ func (t *Translator) writeChunk(c *line) {
 	for h := range t.cfg.Hops {
 		w := c.words[h]
 		if c.seen&(1<<h) == 0 {
-			w = layout.PostcardWord(c.key, uint8(h+1), layout.Blank)
+			w = layout.PostcardWord(c.key, h, layout.Blank)
 		}
 		layout.PutWord(b[h*4:], w)
 	}
