@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ffpf-go/ffpf/functions/dta/translator"
 	"github.com/ffpf-go/ffpf/functions/dta/wire"
 )
 
@@ -56,6 +57,8 @@ type counts struct {
 	reports   [5]uint64 // by opcode; Append counts entries, Postcarding postcards
 	dropped   [numReasons]uint64
 	immediate uint64
+	writes    [5]uint64 // a translator's writes (Apply), by translator.Region
+	outside   uint64    // a translator's writes outside the memory
 }
 
 // Collector is a DTA collector's memory and its counters. Ingest and the
@@ -288,6 +291,10 @@ type Stats struct {
 	Dropped   map[string]uint64 `json:"dropped"`
 	Immediate uint64            `json:"immediate"` // reports that asked for an ACK (none is sent)
 	Datagrams uint64            `json:"datagrams,omitempty"`
+	// Writes is a translator's writes into the collector (Apply), by
+	// region, and "outside", those that fit no slot, counter, chunk or
+	// list of its memory (dropped).
+	Writes map[string]uint64 `json:"writes,omitempty"`
 }
 
 // Total is the reports ingested, all primitives.
@@ -306,6 +313,20 @@ func (c *Collector) Stats() Stats {
 	}
 	for _, r := range Reasons {
 		s.Dropped[r.String()] = atomic.LoadUint64(&c.n.dropped[r])
+	}
+	for _, r := range []translator.Region{translator.KeyWrite, translator.KeyIncrement, translator.Postcards, translator.Append} {
+		if n := atomic.LoadUint64(&c.n.writes[r]); n != 0 {
+			if s.Writes == nil {
+				s.Writes = map[string]uint64{}
+			}
+			s.Writes[r.String()] = n
+		}
+	}
+	if n := atomic.LoadUint64(&c.n.outside); n != 0 {
+		if s.Writes == nil {
+			s.Writes = map[string]uint64{}
+		}
+		s.Writes["outside"] = n
 	}
 	return s
 }
