@@ -7,7 +7,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ffpf-go/ffpf/functions/dta/translator"
 	"github.com/ffpf-go/ffpf/functions/dta/wire"
 )
 
@@ -57,8 +56,7 @@ type counts struct {
 	reports   [5]uint64 // by opcode; Append counts entries, Postcarding postcards
 	dropped   [numReasons]uint64
 	immediate uint64
-	writes    [5]uint64 // a translator's writes (Apply), by translator.Region
-	outside   uint64    // a translator's writes outside the memory
+	outside   uint64 // a translator's writes outside the memory (Apply)
 }
 
 // Collector is a DTA collector's memory and its counters. Ingest and the
@@ -291,10 +289,9 @@ type Stats struct {
 	Dropped   map[string]uint64 `json:"dropped"`
 	Immediate uint64            `json:"immediate"` // reports that asked for an ACK (none is sent)
 	Datagrams uint64            `json:"datagrams,omitempty"`
-	// Writes is a translator's writes into the collector (Apply), by
-	// region, and "outside", those that fit no slot, counter, chunk or
-	// list of its memory (dropped).
-	Writes map[string]uint64 `json:"writes,omitempty"`
+	// Outside is a translator's writes (Apply) that fit no slot, counter,
+	// chunk or list of the memory: dropped.
+	Outside uint64 `json:"outside,omitempty"`
 }
 
 // Total is the reports ingested, all primitives.
@@ -314,20 +311,7 @@ func (c *Collector) Stats() Stats {
 	for _, r := range Reasons {
 		s.Dropped[r.String()] = atomic.LoadUint64(&c.n.dropped[r])
 	}
-	for _, r := range []translator.Region{translator.KeyWrite, translator.KeyIncrement, translator.Postcards, translator.Append} {
-		if n := atomic.LoadUint64(&c.n.writes[r]); n != 0 {
-			if s.Writes == nil {
-				s.Writes = map[string]uint64{}
-			}
-			s.Writes[r.String()] = n
-		}
-	}
-	if n := atomic.LoadUint64(&c.n.outside); n != 0 {
-		if s.Writes == nil {
-			s.Writes = map[string]uint64{}
-		}
-		s.Writes["outside"] = n
-	}
+	s.Outside = atomic.LoadUint64(&c.n.outside)
 	return s
 }
 

@@ -36,8 +36,8 @@ func TestTranslatorWritesCollectorMemory(t *testing.T) {
 				}
 			}
 			tr.Flush()
-			if st := viaT.Stats(); st.Writes["outside"] != 0 || st.Writes["keywrite"] == 0 || st.Writes["append"] == 0 {
-				t.Fatalf("writes %v", st.Writes)
+			if st, ts := viaT.Stats(), tr.Stats(); st.Outside != 0 || ts.Writes == 0 || ts.FetchAdds == 0 {
+				t.Fatalf("collector %+v, translator %+v", st, ts)
 			}
 			if !slices.Equal(direct.kw.slots, viaT.kw.slots) {
 				t.Error("Key-Write slots differ")

@@ -91,8 +91,8 @@ func (c *Config) Check() error {
 	switch {
 	case c.Slots < 1 || c.Counters < 1 || c.Chunks < 1:
 		return errors.New("slots, counters and chunks must be at least 1")
-	case c.Slots > 1<<32 || c.Counters > 1<<32 || c.Chunks > 1<<32:
-		return errors.New("slots, counters and chunks are at most 2^32 (the hash is 32 bits)")
+	case c.Slots > 1<<32-1 || c.Counters > 1<<32-1 || c.Chunks > 1<<32-1:
+		return errors.New("slots, counters and chunks are at most 2^32-1 (the hash is 32 bits)")
 	case c.Copies < 1 || c.Copies > 255:
 		return errors.New("copies is 1 to 255")
 	case c.Hops < 1 || c.Hops > layout.MaxHops:
@@ -179,6 +179,9 @@ type list struct {
 type Translator struct {
 	cfg   Config
 	mem   Memory
+	// slots, counters and chunks reduce a hash modulo each region's size
+	// without a division.
+	slots, counters, chunks layout.Reducer
 	full  uint8 // seen, once all hops are in
 	cache []line
 	lists []list
@@ -193,6 +196,7 @@ func New(cfg Config, mem Memory) (*Translator, error) {
 		return nil, err
 	}
 	return &Translator{cfg: cfg, mem: mem, full: uint8(1<<cfg.Hops - 1),
+		slots: layout.NewReducer(cfg.Slots), counters: layout.NewReducer(cfg.Counters), chunks: layout.NewReducer(cfg.Chunks),
 		cache: make([]line, layout.PostcardCacheSize), lists: make([]list, cfg.Lists)}, nil
 }
 
@@ -217,17 +221,19 @@ func (t *Translator) Translate(r *wire.Report) error {
 		if r.Redundancy == 0 {
 			return t.refuse(BadRedundancy, r)
 		}
+		st := layout.KeyState(r.Key)
 		b := t.buf[:layout.KeyWriteSlotSize]
-		layout.PutKeyWriteSlot(b, layout.Checksum(r.Key), r.Data)
-		for n := range r.Redundancy {
-			t.write(KeyWrite, 0, layout.SlotIndex(r.Key, n, t.cfg.Slots)*layout.KeyWriteSlotSize, b)
+		layout.PutKeyWriteSlot(b, layout.ChecksumOf(st), r.Data)
+		for n := range int(r.Redundancy) {
+			t.write(KeyWrite, 0, uint64(t.slots.Mod(layout.SlotHashOf(st, n)))*layout.KeyWriteSlotSize, b)
 		}
 	case wire.KeyIncrement:
 		if r.Redundancy == 0 {
 			return t.refuse(BadRedundancy, r)
 		}
-		for n := range r.Redundancy {
-			t.w = Write{Region: KeyIncrement, Offset: layout.SlotIndex(r.Key, n, t.cfg.Counters) * layout.CounterSize, Add: r.Counter}
+		st := layout.KeyState(r.Key)
+		for n := range int(r.Redundancy) {
+			t.w = Write{Region: KeyIncrement, Offset: uint64(t.counters.Mod(layout.SlotHashOf(st, n))) * layout.CounterSize, Add: r.Counter}
 			t.stats.FetchAdds++
 			t.mem.Apply(&t.w)
 		}
@@ -313,8 +319,9 @@ func (t *Translator) writeChunk(c *line) {
 		}
 		layout.PutWord(b[h*4:], w)
 	}
+	st := layout.KeyState(c.key)
 	for n := range t.cfg.Copies {
-		t.write(Postcards, 0, layout.ChunkIndex(c.key, uint8(n), t.cfg.Chunks)*layout.ChunkSize, b)
+		t.write(Postcards, 0, uint64(t.chunks.Mod(layout.SlotHashOf(st, n)))*layout.ChunkSize, b)
 	}
 	c.valid = false
 }
