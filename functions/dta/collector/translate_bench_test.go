@@ -12,7 +12,7 @@ import (
 // and a collector share, against the collector's own ingest of the same
 // reports (BenchmarkIngest).
 func BenchmarkTranslateInto(b *testing.B) {
-	cfg := Config{KeyWrite: KeyWriteConfig{Slots: 4000037, Redundancy: 2}, KeyIncrement: KeyIncrementConfig{Slots: 1000003, Redundancy: 2},
+	cfg := Config{KeyWrite: KeyWriteConfig{Slots: 1000003, Redundancy: 2}, KeyIncrement: KeyIncrementConfig{Slots: 1000003, Redundancy: 2},
 		Append: AppendConfig{Lists: 8, Size: 1 << 16}, Postcarding: PostcardingConfig{Chunks: 100003, Hops: 5, Redundancy: 1}}
 	c := newTest(b, cfg)
 	for _, k := range []struct {
