@@ -177,17 +177,17 @@ type list struct {
 // Translator translates reports into writes. It is not safe for
 // concurrent use.
 type Translator struct {
-	cfg   Config
-	mem   Memory
+	cfg Config
+	mem Memory
 	// slots, counters and chunks reduce a hash modulo each region's size
 	// without a division.
 	slots, counters, chunks layout.Reducer
-	full  uint8 // seen, once all hops are in
-	cache []line
-	lists []list
-	w     Write
-	buf   [MaxBatch * layout.AppendEntrySize]byte // the payload of one write
-	stats Stats
+	full                    uint8 // seen, once all hops are in
+	cache                   []line
+	lists                   []list
+	w                       Write
+	buf                     [MaxBatch * layout.AppendEntrySize]byte // the payload of one write
+	stats                   Stats
 }
 
 // New returns a translator writing to mem.
