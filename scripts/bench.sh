@@ -182,7 +182,7 @@ else
 fi
 
 echo
-echo "== 10. DTA collector: reports ingested per second on one core, against a collector on Go maps (same run)"
+echo "== 10. DTA: collector ingest per second on one core against a collector on Go maps (same run); reporter and translator per report"
 $GO test -run '^$' -bench 'BenchmarkIngest' -benchtime 3000000x -count "$COUNT" ./functions/dta/collector/ > "$OUT/dta.txt"
 $GO test -run '^$' -bench 'BenchmarkUDP' -benchtime 2000000x -count "$COUNT" ./functions/dta/collector/ >> "$OUT/dta.txt"
 awk '/^Benchmark(Ingest|UDP)\// { name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
@@ -206,6 +206,19 @@ awk '/^Benchmark(Ingest|UDP)\// { name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benc
        m=0; for (k in a) if (k ~ /^Ingest\/.*dta$/ || k ~ /append-batch/) if (a[k] > m) m=a[k]
        printf "   (the collector allocates at most %d times per report in memory; Go maps: working set of 1M keys in place)\n", m
      }' "$OUT/dta.txt"
+$GO test -run '^$' -bench 'BenchmarkReporter/op=' -benchtime 3000000x -count "$COUNT" ./functions/dta/reporter/ > "$OUT/dta-path.txt"
+$GO test -run '^$' -bench 'BenchmarkTranslate$' -benchtime 3000000x -count "$COUNT" ./functions/dta/translator/ >> "$OUT/dta-path.txt"
+$GO test -run '^$' -bench 'BenchmarkTranslateInto' -benchtime 3000000x -count "$COUNT" ./functions/dta/collector/ >> "$OUT/dta-path.txt"
+awk '/^Benchmark(Reporter|Translate|TranslateInto)\// { name=$1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+       if (!(name in n)) order[k++]=name
+       for (i=1;i<=NF;i++) { if ($(i+1)=="ns/op") { s[name]+=$i; n[name]++ }
+                             if ($(i+1)=="allocs/op" && $i+0 > a[name]) a[name]=$i } }
+     END {
+       printf "   %-70s %10s %10s %9s\n", "reporter (a packet in, a report frame out) / translator, one core", "ns/report", "M/s", "allocs/op"
+       for (j=0;j<k;j++) { p=order[j]; v=s[p]/n[p]
+         printf "   %-70s %10.1f %10.1f %9d\n", p, v, v ? 1000/v : 0, a[p] }
+       printf "   (Translate: into plain memory; TranslateInto: a translator writing into a collector in the same process)\n"
+     }' "$OUT/dta-path.txt"
 
 echo
 echo "== 11. trumpet: the packet monitor, 4,096 triggers (32 patterns, 8 per packet), 64-byte packets at 67 ns on the packet clock, 10 ms epochs, one core"

@@ -56,6 +56,7 @@ type counts struct {
 	reports   [5]uint64 // by opcode; Append counts entries, Postcarding postcards
 	dropped   [numReasons]uint64
 	immediate uint64
+	outside   uint64 // a translator's writes outside the memory (Apply)
 }
 
 // Collector is a DTA collector's memory and its counters. Ingest and the
@@ -288,6 +289,9 @@ type Stats struct {
 	Dropped   map[string]uint64 `json:"dropped"`
 	Immediate uint64            `json:"immediate"` // reports that asked for an ACK (none is sent)
 	Datagrams uint64            `json:"datagrams,omitempty"`
+	// Outside is a translator's writes (Apply) that fit no slot, counter,
+	// chunk or list of the memory: dropped.
+	Outside uint64 `json:"outside,omitempty"`
 }
 
 // Total is the reports ingested, all primitives.
@@ -307,6 +311,7 @@ func (c *Collector) Stats() Stats {
 	for _, r := range Reasons {
 		s.Dropped[r.String()] = atomic.LoadUint64(&c.n.dropped[r])
 	}
+	s.Outside = atomic.LoadUint64(&c.n.outside)
 	return s
 }
 

@@ -6,15 +6,17 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+
+	"github.com/ffpf-go/ffpf/functions/dta/layout"
 )
 
 // Bounds of a configuration.
 const (
-	MaxRedundancy = 8          // copies of a key (N) a report may ask for
-	MaxHops       = 8          // Postcarding's B: a chunk is 8 words (32 bytes), as the reference pads 5 hops to
-	MaxSlots      = 1<<32 - 1  // slots (or chunks, or entries of a list) of one structure: CRC-32 mod M
-	MaxLists      = 1 << 20    // Append lists
-	Blank         = 0xFFFFFFFF // Postcarding's g(⊔): the word of a hop that was not collected
+	MaxRedundancy = 8              // copies of a key (N) a report may ask for
+	MaxHops       = layout.MaxHops // Postcarding's B: a chunk is 8 words (32 bytes), as the reference pads 5 hops to
+	MaxSlots      = 1<<32 - 1      // slots (or chunks, or entries of a list) of one structure: CRC-32 mod M
+	MaxLists      = 1 << 20        // Append lists
+	Blank         = layout.Blank   // Postcarding's g(⊔): the word of a hop that was not collected
 )
 
 // Config is the collector's memory: which primitives it hosts and how

@@ -3,6 +3,8 @@ package collector
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/ffpf-go/ffpf/functions/dta/layout"
 )
 
 // keyIncrement is Key-Increment's memory: a count-min sketch of M 64-bit
@@ -11,7 +13,7 @@ import (
 // places Key-Write), incremented by Fetch-and-Add.
 type keyIncrement struct {
 	counters []uint64
-	red      reducer
+	red      layout.Reducer
 	n        int
 	// ones counts the adds whose counters' bits or'ed were all ones: it
 	// only keeps the compiler from dropping add's loads.
@@ -19,7 +21,7 @@ type keyIncrement struct {
 }
 
 func newKeyIncrement(c KeyIncrementConfig) *keyIncrement {
-	return &keyIncrement{counters: prefault64(make([]uint64, c.Slots)), red: newReducer(c.Slots), n: c.Redundancy}
+	return &keyIncrement{counters: prefault64(make([]uint64, c.Slots)), red: layout.NewReducer(c.Slots), n: c.Redundancy}
 }
 
 // add is the translator's N Fetch-and-Adds: atomic, so that no increment
@@ -32,11 +34,11 @@ func newKeyIncrement(c KeyIncrementConfig) *keyIncrement {
 //
 //go:norace
 func (ki *keyIncrement) add(key uint32, v uint64, n int) {
-	st := keyState(key)
+	st := layout.KeyState(key)
 	var idx [MaxRedundancy]uint32
 	var touch uint64
 	for i := range n {
-		idx[i] = ki.red.mod(slotHash(st, i))
+		idx[i] = ki.red.Mod(layout.SlotHashOf(st, i))
 		touch |= ki.counters[idx[i]]
 	}
 	if touch == 1<<64-1 { // practically never: a use of the loads, so that they stay
@@ -49,10 +51,10 @@ func (ki *keyIncrement) add(key uint32, v uint64, n int) {
 
 // query is Algorithm 6: the minimum of the key's N counters.
 func (ki *keyIncrement) query(key uint32, n int) uint64 {
-	st := keyState(key)
+	st := layout.KeyState(key)
 	m := uint64(math.MaxUint64)
 	for i := range n {
-		m = min(m, atomic.LoadUint64(&ki.counters[ki.red.mod(slotHash(st, i))]))
+		m = min(m, atomic.LoadUint64(&ki.counters[ki.red.Mod(layout.SlotHashOf(st, i))]))
 	}
 	return m
 }

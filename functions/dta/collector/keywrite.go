@@ -1,6 +1,10 @@
 package collector
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/ffpf-go/ffpf/functions/dta/layout"
+)
 
 // keyWrite is Key-Write's memory: M slots of {checksum:32, data:32}, in
 // one 64-bit word each (checksum in the low half, so that a
@@ -8,16 +12,14 @@ import "sync/atomic"
 // Copy n of key K goes to slot CRC-32(K ‖ n) mod M.
 type keyWrite struct {
 	slots []uint64
-	red   reducer
+	red   layout.Reducer
 	n     int    // the redundancy a query assumes by default
 	mask  uint32 // of the checksum's bits: 32 but in tests of the analysis with fewer (b)
 }
 
 func newKeyWrite(c KeyWriteConfig) *keyWrite {
-	return &keyWrite{slots: prefault64(make([]uint64, c.Slots)), red: newReducer(c.Slots), n: c.Redundancy, mask: ^uint32(0)}
+	return &keyWrite{slots: prefault64(make([]uint64, c.Slots)), red: layout.NewReducer(c.Slots), n: c.Redundancy, mask: ^uint32(0)}
 }
-
-func slotWord(checksum, data uint32) uint64 { return uint64(data)<<32 | uint64(checksum) }
 
 // write stores {checksum, data} in the key's n slots, as the translator's
 // n RDMA writes would.
@@ -31,10 +33,10 @@ func slotWord(checksum, data uint32) uint64 { return uint64(data)<<32 | uint64(c
 //
 //go:norace
 func (kw *keyWrite) write(key, data uint32, n int) {
-	st := keyState(key)
-	w := slotWord(^st&kw.mask, data)
+	st := layout.KeyState(key)
+	w := layout.SlotWord(^st&kw.mask, data)
 	for i := range n {
-		kw.slots[kw.red.mod(slotHash(st, i))] = w
+		kw.slots[kw.red.Mod(layout.SlotHashOf(st, i))] = w
 	}
 }
 
@@ -72,14 +74,14 @@ type KeyWriteAnswer struct {
 // candidates; the value most of them hold wins if it has at least
 // consensus votes and no other value has as many (a tie is a collision).
 func (kw *keyWrite) query(key uint32, n, consensus int) KeyWriteAnswer {
-	st := keyState(key)
+	st := layout.KeyState(key)
 	want := ^st & kw.mask
 	a := KeyWriteAnswer{Slots: n}
 	var vals [MaxRedundancy]uint32
 	var votes [MaxRedundancy]int
 	k := 0
 	for i := range n {
-		w := atomic.LoadUint64(&kw.slots[kw.red.mod(slotHash(st, i))])
+		w := atomic.LoadUint64(&kw.slots[kw.red.Mod(layout.SlotHashOf(st, i))])
 		if w == 0 || uint32(w) != want { // an empty slot is no candidate, not even for a checksum of 0
 			continue
 		}

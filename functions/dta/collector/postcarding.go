@@ -1,11 +1,15 @@
 package collector
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/ffpf-go/ffpf/functions/dta/layout"
+)
 
 // chunkWords is the words of a chunk: the reference pads 5 hops of 4
 // bytes to 32 bytes so that a chunk's address is a shift (Collector's
 // postcarderEntry); B ≤ 8 hops use the first B.
-const chunkWords = 8
+const chunkWords = layout.ChunkSize / 4
 
 // postcarding is Postcarding's memory (Figure 5): C chunks of B words,
 // where copy j of flow x is chunk CRC-32(x ‖ j) mod C and hop i's word
@@ -13,19 +17,19 @@ const chunkWords = 8
 // g(⊔) = Blank.
 type postcarding struct {
 	words  []uint32
-	red    reducer
+	red    layout.Reducer
 	hops   int
 	n      int
 	values uint32 // |V|
 }
 
 func newPostcarding(c PostcardingConfig) *postcarding {
-	return &postcarding{words: prefault32(make([]uint32, c.Chunks*chunkWords)), red: newReducer(c.Chunks),
+	return &postcarding{words: prefault32(make([]uint32, c.Chunks*chunkWords)), red: layout.NewReducer(c.Chunks),
 		hops: c.Hops, n: c.Redundancy, values: uint32(c.Values)}
 }
 
 func (p *postcarding) chunk(st uint32, j int) []uint32 {
-	c := int(p.red.mod(slotHash(st, j))) * chunkWords
+	c := int(p.red.Mod(layout.SlotHashOf(st, j))) * chunkWords
 	return p.words[c : c+chunkWords : c+chunkWords]
 }
 
@@ -40,8 +44,8 @@ func (p *postcarding) chunk(st uint32, j int) []uint32 {
 //
 //go:norace
 func (p *postcarding) writeHop(key uint32, hop int, value uint32) {
-	st := keyState(key)
-	w := HopChecksum(key, hop) ^ value
+	st := layout.KeyState(key)
+	w := layout.HopChecksum(key, hop) ^ value
 	if hop != 0 {
 		for j := range p.n {
 			p.chunk(st, j)[hop] = w
@@ -51,7 +55,7 @@ func (p *postcarding) writeHop(key uint32, hop int, value uint32) {
 	var c [chunkWords]uint32
 	c[0] = w
 	for i := 1; i < p.hops; i++ {
-		c[i] = HopChecksum(key, i) ^ Blank
+		c[i] = layout.HopChecksum(key, i) ^ Blank
 	}
 	for j := range p.n {
 		copy(p.chunk(st, j)[:p.hops], c[:p.hops])
@@ -64,14 +68,14 @@ func (p *postcarding) writeHop(key uint32, hop int, value uint32) {
 //
 //go:norace
 func (p *postcarding) writePath(key uint32, values []uint32) {
-	st := keyState(key)
+	st := layout.KeyState(key)
 	var c [chunkWords]uint32
 	for i := range p.hops {
 		v := uint32(Blank)
 		if i < len(values) {
 			v = values[i]
 		}
-		c[i] = HopChecksum(key, i) ^ v
+		c[i] = layout.HopChecksum(key, i) ^ v
 	}
 	for j := range p.n {
 		copy(p.chunk(st, j)[:p.hops], c[:p.hops])
@@ -93,10 +97,10 @@ type PostcardAnswer struct {
 // of its B words decodes to a value in V or the blank, not all blank; the
 // path is output when every valid chunk among the N gives the same one.
 func (p *postcarding) query(key uint32, n int) PostcardAnswer {
-	st := keyState(key)
+	st := layout.KeyState(key)
 	var sums [chunkWords]uint32
 	for i := range p.hops {
-		sums[i] = HopChecksum(key, i)
+		sums[i] = layout.HopChecksum(key, i)
 	}
 	a := PostcardAnswer{Slots: n}
 	var path [chunkWords]uint32

@@ -1,33 +1,41 @@
 // Package layout is where DTA's reports land in a collector's memory: the
 // hash functions that pick a Key-Write slot, a Key-Increment counter and a
 // postcard chunk, the checksums stored beside the data, and the byte layout
-// of slots, chunks and Append entries. The translator (which writes) and the
-// collector (which ingests directly and answers queries) both use it, so the
-// two agree to the bit.
+// of slots, counters, chunks and Append entries. The translator (which
+// writes) and the collector (which ingests directly and answers queries)
+// both use it, so the two agree to the bit.
 //
-// The definitions are the reference implementation's (jonlanglet/DTA,
-// Translator/p4src/dta_translator.p4 and Collector/collector.cpp), all
-// CRC-32 as Tofino and boost::crc_32_type compute it (reflected, initial
-// value and final xor 0xFFFFFFFF):
+// Every hash is a CRC-32 as Tofino's CRCPolynomial(coeff, reversed=true,
+// init=0xFFFFFFFF, xor=0xFFFFFFFF) and boost::crc_32_type compute it:
 //
-//	SlotIndex(key, n, M)   = CRC32(le32(key) ‖ n) mod M          Key-Write slot, Key-Increment counter
-//	Checksum(key)          = CRC32(le32(key))                    stored beside Key-Write data
-//	CacheIndex(key)        = CRC32(be32(key)) mod 32768          the translator's postcard cache line
-//	ChunkIndex(key, n, C)  = SlotIndex(key, n, C)                postcard chunk
-//	PostcardWord(key, h, v)= CRC32_h(be32(key)) XOR g(v)         word h-1 of the chunk, g(v) = v
+//	SlotHash(key, n)        = CRC32(le32(key) ‖ n)            before reduction mod M
+//	SlotIndex(key, n, M)    = SlotHash(key, n) mod M          Key-Write slot, Key-Increment counter
+//	Checksum(key)           = CRC32(le32(key))                stored beside Key-Write data
+//	ChunkIndex(key, j, C)   = SlotHash(key, j) mod C          postcard chunk copy j
+//	CacheIndex(key)         = CRC32(be32(key)) mod 32768      the translator's postcard cache line
+//	PostcardWord(key, i, v) = HopChecksum(key, i) XOR g(v)    word i of the chunk (hop offset i, 0 first)
 //
-// where CRC32_h is CRC-32 with hop h's own polynomial (PostcardPolys).
+// The Key-Write hashes are the reference implementation's (jonlanglet/DTA,
+// Translator/p4src/dta_translator.p4, ControlPrepareKeyWrite). The
+// postcard hashes are not: the reference has one chunk per flow at its
+// cache line's hash, and custom per-hop polynomials whose coefficients are
+// even (0x1e12a700 has no x^0 term: eight of its checksum's bits are
+// constant, measured by TestHopChecksumsUseEveryBit); here a flow has N
+// chunk copies placed as Key-Write places its copies, and hop i's checksum
+// is a standard CRC-32 polynomial (HopPolys). A hop is an offset within
+// the path (DESIGN.md §9): 0 is the first hop.
 //
-// The sharp edge: memory words are little-endian (the reference keeps the
-// Key-Write checksum little-endian but the data in network order; here
-// every word is little-endian, so a Go collector reads them natively), and
-// the postcard value 0 is the blank ⊔ (a hop that sent no postcard), so a
-// real postcard value of 0 reads back as blank.
+// Memory words are little-endian, so a Go collector on a little-endian
+// machine reads them natively: a Key-Write slot is {checksum, data}, one
+// 64-bit word with the checksum in its low half; a counter is 64 bits (the
+// RDMA Fetch&Add's width); a chunk is 8 words (32 bytes, the reference
+// pads 5 hops to 32 so that a chunk's address is a shift); an Append entry
+// is one word. The blank ⊔ (a hop that sent no postcard) is the value
+// 0xFFFFFFFF, so every value 0 to 2^32−2 is a value a postcard can carry.
 package layout
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"math/bits"
 )
 
@@ -36,108 +44,184 @@ const (
 	KeyWriteSlotSize = 8  // {checksum:32, data:32}
 	CounterSize      = 8  // a Key-Increment counter (RDMA Fetch&Add is 64-bit)
 	AppendEntrySize  = 4  // one Append entry
-	ChunkSize        = 32 // a postcard chunk: MaxHops words (the reference pads 5×4 B to 32)
+	ChunkSize        = 32 // a postcard chunk: MaxHops words
 )
 
 // Postcarding limits.
 const (
-	MaxHops           = 8     // words in a chunk
-	DefaultHops       = 5     // the reference's B (a five-hop fat tree)
-	PostcardCacheSize = 32768 // the reference's POSTCARDER_CACHE_SIZE
-	Blank             = 0     // the value of a hop that sent no postcard (⊔)
+	MaxHops           = 8          // words in a chunk
+	DefaultHops       = 5          // the reference's B (a five-hop fat tree)
+	PostcardCacheSize = 32768      // the reference's POSTCARDER_CACHE_SIZE
+	Blank             = 0xFFFFFFFF // g(⊔): the value of a hop that sent no postcard
 )
 
-// PostcardPolys are the CRC-32 polynomials (normal form, x^32 implied) of
-// the per-hop postcard checksums, hop 1 first. Hops 1–5 are the
-// reference's (ControlPostcarder_cache seeds); 6–8, which it does not have,
-// are CRC-32C, CRC-32K and CRC-32Q.
-var PostcardPolys = [MaxHops]uint32{0x1e12a700, 0x65b96595, 0x49cf878b, 0x36518f0d, 0x7a40a908,
-	0x1edc6f41, 0x741b8cd7, 0x814141ab}
+// Table is a reflected CRC-32 table for the polynomial coeff in normal
+// form (0x04C11DB7 is the CRC-32 of Ethernet, zlib and hash/crc32.IEEE).
+type Table [256]uint32
 
-var hopTables [MaxHops]*crc32.Table
-
-func init() {
-	for i, p := range PostcardPolys {
-		// Go's tables take the reflected polynomial.
-		hopTables[i] = crc32.MakeTable(bits.Reverse32(p))
+// MakeTable builds the table of coeff.
+func MakeTable(coeff uint32) *Table {
+	poly := bits.Reverse32(coeff)
+	t := new(Table)
+	for i := range t {
+		c := uint32(i)
+		for range 8 {
+			if c&1 != 0 {
+				c = c>>1 ^ poly
+			} else {
+				c >>= 1
+			}
+		}
+		t[i] = c
 	}
+	return t
 }
 
-// crc runs CRC-32 over b with table t (bytewise: the inputs are 4–5 bytes,
-// where a call into the vectorised crc32.Update costs more than it saves).
-func crc(t *crc32.Table, b []byte) uint32 {
+// Step feeds one byte to the register crc.
+func (t *Table) Step(crc uint32, b byte) uint32 { return t[byte(crc)^b] ^ crc>>8 }
+
+// Checksum is the CRC of b (bytewise: the inputs here are a few bytes,
+// where a call into the vectorised hash/crc32 costs more than it saves).
+func (t *Table) Checksum(b []byte) uint32 {
 	c := ^uint32(0)
 	for _, x := range b {
-		c = t[byte(c)^x] ^ c>>8
+		c = t.Step(c, x)
 	}
 	return ^c
 }
 
-// CRC32 is the IEEE CRC-32 of b, as Tofino's HashAlgorithm_t.CRC32 and
-// boost::crc_32_type compute it.
-func CRC32(b []byte) uint32 { return crc(crc32.IEEETable, b) }
+// IEEE is the CRC-32 the reference translator's Hash<>(CRC32) computes.
+var IEEE = MakeTable(0x04C11DB7)
 
-// SlotIndex is the Key-Write slot (and Key-Increment counter) of key's
-// n-th copy among slots: CRC32 of the key's four bytes little-endian
-// followed by the byte n, modulo slots. The reference bounds with a mask,
-// which is the same for the power-of-two sizes it allows.
+// ieee4 are slicing-by-4 tables of IEEE: ieee4[k][b] is the register
+// after byte b and k zero bytes, so that four bytes take four independent
+// lookups instead of a chain of four.
+var ieee4 = func() (t [4]Table) {
+	t[0] = *IEEE
+	for k := 1; k < 4; k++ {
+		for i := range t[k] {
+			t[k][i] = t[k-1][i]>>8 ^ IEEE[byte(t[k-1][i])]
+		}
+	}
+	return t
+}()
+
+// CRC32 is the IEEE CRC-32 of b.
+func CRC32(b []byte) uint32 { return IEEE.Checksum(b) }
+
+// KeyState is the CRC-32 register after the key's four bytes in
+// little-endian order, before the final inversion: the reference
+// translator hashes key[7:0] ++ key[15:8] ++ key[23:16] ++ key[31:24],
+// and its collector the key's bytes as x86 memory holds them. Checksum
+// and every copy's SlotHash continue from it.
+func KeyState(key uint32) uint32 {
+	s := ^key // the register ^0 XOR the key's little-endian bytes
+	return ieee4[3][byte(s)] ^ ieee4[2][byte(s>>8)] ^ ieee4[1][byte(s>>16)] ^ ieee4[0][s>>24]
+}
+
+// ChecksumOf is Checksum from the key's register.
+func ChecksumOf(state uint32) uint32 { return ^state }
+
+// Checksum is Key-Write's 32-bit key checksum h1(K): CRC-32 of the key's
+// little-endian bytes.
+func Checksum(key uint32) uint32 { return ^KeyState(key) }
+
+// SlotHashOf is SlotHash from the key's register.
+func SlotHashOf(state uint32, n int) uint32 { return ^IEEE.Step(state, byte(n)) }
+
+// SlotHash is h0(n, K) = CRC-32(le32(K) ‖ n), the hash copy n of key K
+// (Key-Write, Key-Increment, a postcard chunk) is placed by, before
+// reduction modulo the slots.
+func SlotHash(key uint32, n int) uint32 { return SlotHashOf(KeyState(key), n) }
+
+// SlotIndex is the Key-Write slot (Key-Increment counter) of key's n-th
+// copy among slots. The reference bounds with a mask, which is the same
+// for the power-of-two sizes it allows.
 func SlotIndex(key uint32, n uint8, slots uint64) uint64 {
-	b := [5]byte{byte(key), byte(key >> 8), byte(key >> 16), byte(key >> 24), n}
-	return uint64(CRC32(b[:])) % slots
+	return uint64(SlotHash(key, int(n))) % slots
 }
 
-// Checksum is the key checksum stored in a Key-Write slot: CRC32 of the
-// key's four bytes little-endian.
-func Checksum(key uint32) uint32 {
-	b := [4]byte{byte(key), byte(key >> 8), byte(key >> 16), byte(key >> 24)}
-	return CRC32(b[:])
-}
+// ChunkIndex is the postcard chunk of a flow's n-th copy among chunks.
+func ChunkIndex(key uint32, n uint8, chunks uint64) uint64 { return SlotIndex(key, n, chunks) }
 
-// CacheIndex is the translator's postcard-cache line of a flow: CRC32 of
-// the key big-endian, modulo the cache size.
+// CacheIndex is the translator's postcard-cache line of a flow: CRC-32 of
+// the key big-endian, modulo the cache size (the reference's; independent
+// of the chunks, which hash the key little-endian).
 func CacheIndex(key uint32) uint32 {
 	b := [4]byte{byte(key >> 24), byte(key >> 16), byte(key >> 8), byte(key)}
 	return CRC32(b[:]) % PostcardCacheSize
 }
 
-// ChunkIndex is the postcard chunk of a flow's n-th copy among chunks. The
-// reference has one copy, at CRC32(be32(key)), the same hash as its cache
-// line (its TODO); here it is SlotIndex, independent of CacheIndex, and it
-// gives the paper's N copies.
-func ChunkIndex(key uint32, n uint8, chunks uint64) uint64 { return SlotIndex(key, n, chunks) }
+// Reducer computes h mod m for a 32-bit h without a division (Lemire,
+// Kaser, Kurz: "Faster remainder by direct computation", 2019): exact for
+// every h and every m from 1 to 2^32−1.
+type Reducer struct {
+	m, mp uint64
+}
 
-// PostcardChecksum is checksum(key, hop) for hop 1..MaxHops: CRC-32 of
-// the key big-endian with hop's polynomial. Other hops give 0.
-func PostcardChecksum(key uint32, hop uint8) uint32 {
-	if hop < 1 || hop > MaxHops {
-		return 0
+// NewReducer returns the reducer modulo m.
+func NewReducer(m uint64) Reducer { return Reducer{m: m, mp: ^uint64(0)/m + 1} }
+
+// Mod is h mod m.
+func (r Reducer) Mod(h uint32) uint32 {
+	hi, _ := bits.Mul64(r.mp*uint64(h), r.m)
+	return uint32(hi)
+}
+
+// HopPolys are the CRC-32 polynomials of Postcarding's per-hop checksums,
+// one per hop offset: standard CRC-32 polynomials, each with an x^0 term,
+// none the chunk hash's before the last.
+var HopPolys = [MaxHops]uint32{
+	0x1EDC6F41, // CRC-32C (Castagnoli)
+	0x741B8CD7, // CRC-32K (Koopman)
+	0x814141AB, // CRC-32Q
+	0xA833982B, // CRC-32D
+	0xF4ACFB13, // CRC-32/AUTOSAR
+	0x32583499, // CRC-32K2 (Koopman)
+	0x8001801B, // CRC-32/CD-ROM-EDC
+	0x04C11DB7, // CRC-32 (IEEE)
+}
+
+var hopTables = func() (t [MaxHops]*Table) {
+	for i, p := range HopPolys {
+		t[i] = MakeTable(p)
 	}
-	b := [4]byte{byte(key >> 24), byte(key >> 16), byte(key >> 8), byte(key)}
-	return crc(hopTables[hop-1], b[:])
+	return t
+}()
+
+// HopChecksum is Postcarding's checksum(x, i) for key x and hop offset i
+// (0 to MaxHops−1): CRC-32 with HopPolys[i] of the key's big-endian bytes.
+func HopChecksum(key uint32, hop int) uint32 {
+	t := hopTables[hop]
+	s := ^uint32(0)
+	s = t.Step(s, byte(key>>24))
+	s = t.Step(s, byte(key>>16))
+	s = t.Step(s, byte(key>>8))
+	return ^t.Step(s, byte(key))
 }
 
 // G maps a postcard value into the word: the identity, as in the
-// reference (whose values are 32-bit switch IDs, the slot width).
+// reference (whose values are 32-bit switch IDs, the word's width), with
+// Blank for ⊔.
 func G(v uint32) uint32 { return v }
 
-// PostcardWord is what the chunk holds for hop's postcard of value v:
-// checksum(key, hop) XOR g(v). A hop without a postcard holds
+// PostcardWord is what a chunk holds at hop offset hop for key's postcard
+// of value v: checksum(key, hop) XOR g(v). A hop without a postcard holds
 // PostcardWord(key, hop, Blank).
-func PostcardWord(key uint32, hop uint8, v uint32) uint32 {
-	return PostcardChecksum(key, hop) ^ G(v)
-}
+func PostcardWord(key uint32, hop int, v uint32) uint32 { return HopChecksum(key, hop) ^ G(v) }
 
 // PostcardValue inverts PostcardWord: the value a chunk word holds for
 // key's hop, if the word is key's (a query checks it against the set of
 // known values).
-func PostcardValue(key uint32, hop uint8, word uint32) uint32 {
-	return word ^ PostcardChecksum(key, hop)
-}
+func PostcardValue(key uint32, hop int, word uint32) uint32 { return word ^ HopChecksum(key, hop) }
+
+// SlotWord is a Key-Write slot as one 64-bit word: the checksum in the low
+// half, so that its little-endian bytes are PutKeyWriteSlot's.
+func SlotWord(checksum, data uint32) uint64 { return uint64(data)<<32 | uint64(checksum) }
 
 // PutKeyWriteSlot writes a Key-Write slot into b[:KeyWriteSlotSize].
 func PutKeyWriteSlot(b []byte, checksum, data uint32) {
-	binary.LittleEndian.PutUint32(b, checksum)
-	binary.LittleEndian.PutUint32(b[4:], data)
+	binary.LittleEndian.PutUint64(b, SlotWord(checksum, data))
 }
 
 // KeyWriteSlot reads a Key-Write slot.

@@ -1,7 +1,9 @@
 package layout
 
 import (
+	"encoding/binary"
 	"hash/crc32"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 )
@@ -35,28 +37,86 @@ func TestKeyWriteHashes(t *testing.T) {
 	}
 }
 
-// Expected values from a bitwise CRC in Python (normal-form polynomial,
-// reflected input and output, init and final xor 0xFFFFFFFF: Tofino's
-// CRCPolynomial(poly, true, false, false, ~0, ~0)) over be32(key).
-func TestPostcardChecksum(t *testing.T) {
-	want := map[uint32][5]uint32{
-		0x0a000105: {0xff2c2750, 0x2bcfadfc, 0xbd6c4f74, 0xde3b6d45, 0xe4f471de},
-		1:          {0xfffdd680, 0x119ca20c, 0x55f952f3, 0xf4b8da4a, 0xfe06c36c},
-	}
-	for key, w := range want {
-		for h := uint8(1); h <= 5; h++ {
-			if got := PostcardChecksum(key, h); got != w[h-1] {
-				t.Errorf("PostcardChecksum(%#x, %d) = %#x, want %#x", key, h, got, w[h-1])
+// The checksum and the slot hash are the reference's: CRC-32 of the key's
+// little-endian bytes, and of those followed by n; the slicing-by-4 path
+// agrees with hash/crc32.
+func TestHashesAreCRC32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		k := rng.Uint32()
+		var b [5]byte
+		binary.LittleEndian.PutUint32(b[:], k)
+		if got, want := Checksum(k), crc32.ChecksumIEEE(b[:4]); got != want {
+			t.Fatalf("Checksum(%#x) = %#x, CRC-32 %#x", k, got, want)
+		}
+		for n := range 8 {
+			b[4] = byte(n)
+			if got, want := SlotHash(k, n), crc32.ChecksumIEEE(b[:]); got != want {
+				t.Fatalf("SlotHash(%#x, %d) = %#x, CRC-32 %#x", k, n, got, want)
 			}
 		}
+		// Hop 7 uses the IEEE polynomial: the generic table agrees with hash/crc32.
+		var be [4]byte
+		binary.BigEndian.PutUint32(be[:], k)
+		if got, want := HopChecksum(k, 7), crc32.ChecksumIEEE(be[:]); got != want {
+			t.Fatalf("HopChecksum(%#x, 7) = %#x, CRC-32 %#x", k, got, want)
+		}
 	}
-	if PostcardChecksum(1, 0) != 0 || PostcardChecksum(1, MaxHops+1) != 0 {
-		t.Error("hops outside 1..MaxHops must give 0")
+	// Castagnoli in normal form is hash/crc32's reversed 0x82F63B78.
+	var be [4]byte
+	binary.BigEndian.PutUint32(be[:], 0x0a000105)
+	if got, want := HopChecksum(0x0a000105, 0), crc32.Checksum(be[:], crc32.MakeTable(crc32.Castagnoli)); got != want {
+		t.Fatalf("hop 0: %#x, CRC-32C %#x", got, want)
 	}
-	for h := uint8(1); h <= MaxHops; h++ {
-		v := uint32(0x01020304) * uint32(h)
+}
+
+// Every hop's checksum is a bijection of the key with no constant bit;
+// the reference's even coefficient 0x1e12a700 would have eight.
+func TestHopChecksumsUseEveryBit(t *testing.T) {
+	check := func(name string, f func(uint32) uint32) (constant uint32) {
+		and, or := ^uint32(0), uint32(0)
+		for k := range uint32(1 << 16) {
+			c := f(k * 2654435761)
+			and &= c
+			or |= c
+		}
+		return and | ^or
+	}
+	for hop := range MaxHops {
+		if c := check("", func(k uint32) uint32 { return HopChecksum(k, hop) }); c != 0 {
+			t.Errorf("hop %d: constant bits %#x", hop, c)
+		}
+	}
+	ref := MakeTable(0x1e12a700)
+	c := check("", func(k uint32) uint32 {
+		b := [4]byte{byte(k >> 24), byte(k >> 16), byte(k >> 8), byte(k)}
+		return ref.Checksum(b[:])
+	})
+	if bits.OnesCount32(c) != 8 {
+		t.Errorf("the reference's hop-1 polynomial has constant bits %#x, not eight", c)
+	}
+	for h := range MaxHops {
+		v := uint32(0x01020304) * uint32(h+1)
 		if w := PostcardWord(77, h, v); PostcardValue(77, h, w) != v || w == v {
 			t.Errorf("hop %d: word %#x does not invert", h, w)
+		}
+	}
+}
+
+func TestReducer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, m := range []uint64{1, 2, 3, 7, 1000, 999983, 4000000, 1<<31 - 1, 1 << 31, 1<<32 - 1} {
+		r := NewReducer(m)
+		for _, h := range []uint32{0, 1, uint32(m - 1), uint32(m), ^uint32(0)} {
+			if got := r.Mod(h); uint64(got) != uint64(h)%m {
+				t.Fatalf("%d mod %d = %d", h, m, got)
+			}
+		}
+		for range 100000 {
+			h := rng.Uint32()
+			if got := r.Mod(h); uint64(got) != uint64(h)%m {
+				t.Fatalf("%d mod %d = %d", h, m, got)
+			}
 		}
 	}
 }

@@ -65,7 +65,7 @@ var Class = &functions.Class{
 				}
 				return nil
 			}},
-		{Name: "hop", Type: functions.String, Summary: "the hop, 1 to 255 (postcarding): a packet field, a record field or a number"},
+		{Name: "hop", Type: functions.String, Summary: "the hop offset, 0 (the first hop) to 255 (postcarding): a packet field, a record field or a number"},
 		{Name: "immediate", Type: functions.Bool, Default: "false", Summary: "set the immediate flag (the collector is to be told at once)"},
 		{Name: "to", Type: functions.String, Summary: "also send each report as a UDP datagram to \"HOST:PORT\" (IPv4; quoted: a colon ends a word)",
 			Check: func(v functions.Value) error {
@@ -299,7 +299,7 @@ func (r *Reporter) report(p *buffers.PBuf, slot uint32, rep *wire.Report) bool {
 	}
 	if r.hasHop {
 		h, _, ok := r.get(&r.hop, rec)
-		if !ok || h < 1 || h > 255 {
+		if !ok || h > 255 {
 			return false
 		}
 		rep.Hop = uint8(h)

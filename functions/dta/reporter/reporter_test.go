@@ -162,7 +162,7 @@ func TestPrimitivesFromPackets(t *testing.T) {
 		}},
 		{"op=postcarding,key=ipv4.src,hop=ipv4.ttl,data=0x01020304", func(p gopacket.Packet) (wire.Report, bool) {
 			ip := ip4(p)
-			if ip == nil || ip.TTL == 0 {
+			if ip == nil {
 				return wire.Report{}, false
 			}
 			return wire.Report{Op: wire.Postcarding, Key: be32(ip.SrcIP.To4()), Hop: ip.TTL, Data: 0x01020304}, true
@@ -246,20 +246,22 @@ func TestTcpdump(t *testing.T) {
 }
 
 // TestRecords reports a sketch's records: key= a report's flow-key object
-// folds into the CRC-32 of its encoding, key.srcip reads the address
-// as a number, data= the estimate.
+// of one address is that address, of several members folds into the
+// CRC-32 of its encoding; key.srcip reads the address as a number; data=
+// the estimate.
 func TestRecords(t *testing.T) {
 	for _, c := range []struct {
-		key  string
-		want func(rec []byte) uint32
+		sketchKey, key string
+		want           func(rec []byte) uint32
 	}{
-		{"key", func(rec []byte) uint32 { f, _ := record.Find(rec, "key"); return layout.CRC32(f.Raw) }},
-		{"key.srcip", func(rec []byte) uint32 { f, _ := record.Find(rec, "key.srcip"); return be32(f.Raw) }},
+		{"5tuple", "key", func(rec []byte) uint32 { f, _ := record.Find(rec, "key"); return layout.CRC32(f.Raw) }},
+		{"srcip", "key", func(rec []byte) uint32 { f, _ := record.Find(rec, "key.srcip"); return be32(f.Raw) }},
+		{"srcip", "key.srcip", func(rec []byte) uint32 { f, _ := record.Find(rec, "key.srcip"); return be32(f.Raw) }},
 	} {
 		dir := t.TempDir()
 		recs, out := filepath.Join(dir, "recs.pcap"), filepath.Join(dir, "out.pcap")
-		st := run(t, fmt.Sprintf("(gen,packets=5000,seed=4,ipv6=0) > (cms,key=srcip,report=20) > (export,file=%q) > (dta,op=keywrite,key=%s,data=estimate,redundancy=4) > (export,file=%q)",
-			recs, c.key, out), "dta")
+		st := run(t, fmt.Sprintf("(gen,packets=5000,seed=4,ipv6=0) > (cms,key=%s,report=20) > (export,file=%q) > (dta,op=keywrite,key=%s,data=estimate,redundancy=4) > (export,file=%q)",
+			c.sketchKey, recs, c.key, out), "dta")
 		rs, lt := readPcap(t, recs)
 		if lt != layers.LinkType(147) || len(rs) != 20 {
 			t.Fatalf("%d records of link type %v", len(rs), lt)
@@ -276,7 +278,7 @@ func TestRecords(t *testing.T) {
 			r := wire.Report{Op: wire.KeyWrite, Redundancy: 4, Key: c.want(rec), Data: uint32(est.Uint())}
 			exp, _ := r.Append(nil)
 			if _, _, payload := decodeFrame(t, frames[i]); !bytes.Equal(payload, exp) {
-				t.Fatalf("key=%s record %d: % x, want % x", c.key, i, payload, exp)
+				t.Fatalf("cms key=%s, key=%s record %d: % x, want % x", c.sketchKey, c.key, i, payload, exp)
 			}
 		}
 	}

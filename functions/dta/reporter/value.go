@@ -30,11 +30,17 @@ func parseValue(s string) value {
 
 // fromRecord turns a record field into a number: integers, booleans and
 // IPv4 addresses (big-endian, so 10.0.1.5 is 0x0a000105) as they are, a
-// float rounded (negative: 0); anything wider (an IPv6 address, a MAC, a
-// string, an object such as a report's key) folds into the CRC-32 of its
-// bytes, wide set. ok is false for a null.
+// float rounded (negative: 0); an object of one member that fits 32 bits
+// (oneMember) as that member, so that a Trumpet event's key
+// {"dstip":"10.0.1.5"} is the key 0x0a000105 a query names; anything
+// wider (an IPv6 address, a MAC, a string, an object of several members)
+// folds into the CRC-32 of its bytes, wide set. ok is false for a null.
 func fromRecord(f record.Field) (v uint64, wide, ok bool) {
 	switch f.Type {
+	case record.Begin:
+		if v, ok := oneMember(f.Raw); ok {
+			return v, false, true
+		}
 	case record.U64, record.I64, record.Bool:
 		return f.Uint(), false, true
 	case record.F64:
@@ -63,4 +69,49 @@ func key32(v uint64) uint32 {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], v)
 	return layout.CRC32(b[:])
+}
+
+// oneMember is the value of an object whose only member is an IPv4
+// address, an integer or boolean of at most 32 bits, or a protocol as
+// Trumpet names it ("tcp", "udp", "icmp": its number); ok is false for
+// any other object. members is the object's encoding (record.Find's Raw
+// of an object): type, name length, name, value; read here without the
+// allocation of record.Fields.
+func oneMember(members []byte) (v uint64, ok bool) {
+	if len(members) < 2 {
+		return 0, false
+	}
+	t, i := record.Type(members[0]), 2+int(members[1])
+	if i > len(members) {
+		return 0, false
+	}
+	val := members[i:]
+	switch t {
+	case record.IPv4:
+		if len(val) == 4 {
+			return uint64(binary.BigEndian.Uint32(val)), true
+		}
+	case record.U64, record.I64:
+		if len(val) == 8 {
+			if x := binary.BigEndian.Uint64(val); x <= math.MaxUint32 {
+				return x, true
+			}
+		}
+	case record.Bool:
+		if len(val) == 1 {
+			return uint64(val[0]), true
+		}
+	case record.String:
+		if len(val) >= 2 && int(binary.BigEndian.Uint16(val)) == len(val)-2 {
+			switch string(val[2:]) {
+			case "tcp":
+				return 6, true
+			case "udp":
+				return 17, true
+			case "icmp":
+				return 1, true
+			}
+		}
+	}
+	return 0, false
 }

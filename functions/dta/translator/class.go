@@ -33,7 +33,7 @@ var stateFields = []struct{ name, unit, summary string }{
 	{"trailing", "packets", "UDP payloads longer than their report (dropped)"},
 	{"redundancy", "packets", "Key-Write or Key-Increment reports of redundancy 0 (dropped)"},
 	{"list", "packets", "Append reports to a list beyond lists= (dropped)"},
-	{"hop", "packets", "postcards of a hop outside 1..hops (dropped)"},
+	{"hop", "packets", "postcards of a hop offset at or past hops= (dropped; hops count from 0)"},
 	{"lost", "records", "write records that did not fit their slot"},
 }
 
@@ -62,13 +62,13 @@ var Class = &functions.Class{
 	Summary:   "DTA translator: reports (frames to UDP port 40040) become the collector memory writes of RDMA, as records",
 	MinInputs: 1, MaxInputs: -1,
 	Params: []functions.Param{
-		intParam("slots", "1M", "slots", "Key-Write slots (M) of the collector", 1, 1<<32),
-		intParam("counters", "1M", "counters", "Key-Increment counters of the collector", 1, 1<<32),
-		intParam("chunks", "64K", "chunks", "postcard chunks (C) of the collector", 1, 1<<32),
+		intParam("slots", "1M", "slots", "Key-Write slots (M) of the collector", 1, 1<<32-1),
+		intParam("counters", "1M", "counters", "Key-Increment counters of the collector", 1, 1<<32-1),
+		intParam("chunks", "64K", "chunks", "postcard chunks (C) of the collector", 1, 1<<32-1),
 		intParam("copies", "1", "chunks", "chunks written per postcard flow (the paper's N)", 1, 255),
 		intParam("hops", "5", "postcards", "postcards per flow (B): a flow is written when all are in", 1, layout.MaxHops),
 		intParam("lists", "16", "lists", "Append lists of the collector", 1, 1<<20),
-		intParam("listsize", "64K", "entries", "entries per Append list", 1, 1<<32),
+		intParam("listsize", "64K", "entries", "entries per Append list", 1, 1<<32-1),
 		{Name: "batch", Type: functions.Int, Default: "4", Unit: "entries", Summary: "Append entries per write (B): 1, 2, 4, 8 or 16",
 			Check: func(v functions.Value) error {
 				if v.Int < 1 || v.Int > MaxBatch || v.Int&(v.Int-1) != 0 {

@@ -91,8 +91,8 @@ func (c *Config) Check() error {
 	switch {
 	case c.Slots < 1 || c.Counters < 1 || c.Chunks < 1:
 		return errors.New("slots, counters and chunks must be at least 1")
-	case c.Slots > 1<<32 || c.Counters > 1<<32 || c.Chunks > 1<<32:
-		return errors.New("slots, counters and chunks are at most 2^32 (the hash is 32 bits)")
+	case c.Slots > 1<<32-1 || c.Counters > 1<<32-1 || c.Chunks > 1<<32-1:
+		return errors.New("slots, counters and chunks are at most 2^32-1 (the hash is 32 bits)")
 	case c.Copies < 1 || c.Copies > 255:
 		return errors.New("copies is 1 to 255")
 	case c.Hops < 1 || c.Hops > layout.MaxHops:
@@ -113,7 +113,7 @@ type Reason uint8
 const (
 	BadRedundancy Reason = iota + 1 // Key-Write or Key-Increment with N = 0
 	BadList                         // an Append list id ≥ Lists
-	BadHop                          // a postcard hop outside 1..Hops
+	BadHop                          // a postcard hop offset at or past Hops
 )
 
 func (r Reason) String() string {
@@ -141,7 +141,7 @@ func (e *Error) Error() string {
 	case BadList:
 		return fmt.Sprintf("dta: append to list %d, beyond the lists", e.Report.List)
 	case BadHop:
-		return fmt.Sprintf("dta: postcard of hop %d, outside the hops", e.Report.Hop)
+		return fmt.Sprintf("dta: postcard of hop %d, past the hops (0 first)", e.Report.Hop)
 	}
 	return "dta: report refused"
 }
@@ -163,7 +163,7 @@ type Stats struct {
 // line is a postcard cache line: one flow's postcards so far.
 type line struct {
 	key   uint32
-	seen  uint8 // bit h-1 for hop h
+	seen  uint8 // bit i for hop offset i
 	valid bool
 	words [layout.MaxHops]uint32 // layout.PostcardWord of each seen hop
 }
@@ -177,14 +177,17 @@ type list struct {
 // Translator translates reports into writes. It is not safe for
 // concurrent use.
 type Translator struct {
-	cfg   Config
-	mem   Memory
-	full  uint8 // seen, once all hops are in
-	cache []line
-	lists []list
-	w     Write
-	buf   [MaxBatch * layout.AppendEntrySize]byte // the payload of one write
-	stats Stats
+	cfg Config
+	mem Memory
+	// slots, counters and chunks reduce a hash modulo each region's size
+	// without a division.
+	slots, counters, chunks layout.Reducer
+	full                    uint8 // seen, once all hops are in
+	cache                   []line
+	lists                   []list
+	w                       Write
+	buf                     [MaxBatch * layout.AppendEntrySize]byte // the payload of one write
+	stats                   Stats
 }
 
 // New returns a translator writing to mem.
@@ -193,6 +196,7 @@ func New(cfg Config, mem Memory) (*Translator, error) {
 		return nil, err
 	}
 	return &Translator{cfg: cfg, mem: mem, full: uint8(1<<cfg.Hops - 1),
+		slots: layout.NewReducer(cfg.Slots), counters: layout.NewReducer(cfg.Counters), chunks: layout.NewReducer(cfg.Chunks),
 		cache: make([]line, layout.PostcardCacheSize), lists: make([]list, cfg.Lists)}, nil
 }
 
@@ -217,17 +221,19 @@ func (t *Translator) Translate(r *wire.Report) error {
 		if r.Redundancy == 0 {
 			return t.refuse(BadRedundancy, r)
 		}
+		st := layout.KeyState(r.Key)
 		b := t.buf[:layout.KeyWriteSlotSize]
-		layout.PutKeyWriteSlot(b, layout.Checksum(r.Key), r.Data)
-		for n := range r.Redundancy {
-			t.write(KeyWrite, 0, layout.SlotIndex(r.Key, n, t.cfg.Slots)*layout.KeyWriteSlotSize, b)
+		layout.PutKeyWriteSlot(b, layout.ChecksumOf(st), r.Data)
+		for n := range int(r.Redundancy) {
+			t.write(KeyWrite, 0, uint64(t.slots.Mod(layout.SlotHashOf(st, n)))*layout.KeyWriteSlotSize, b)
 		}
 	case wire.KeyIncrement:
 		if r.Redundancy == 0 {
 			return t.refuse(BadRedundancy, r)
 		}
-		for n := range r.Redundancy {
-			t.w = Write{Region: KeyIncrement, Offset: layout.SlotIndex(r.Key, n, t.cfg.Counters) * layout.CounterSize, Add: r.Counter}
+		st := layout.KeyState(r.Key)
+		for n := range int(r.Redundancy) {
+			t.w = Write{Region: KeyIncrement, Offset: uint64(t.counters.Mod(layout.SlotHashOf(st, n))) * layout.CounterSize, Add: r.Counter}
 			t.stats.FetchAdds++
 			t.mem.Apply(&t.w)
 		}
@@ -241,7 +247,7 @@ func (t *Translator) Translate(r *wire.Report) error {
 			t.writeBatch(r.List, l)
 		}
 	case wire.Postcarding:
-		if r.Hop < 1 || int(r.Hop) > t.cfg.Hops {
+		if int(r.Hop) >= t.cfg.Hops {
 			return t.refuse(BadHop, r)
 		}
 		t.postcard(r.Key, r.Hop, r.Data)
@@ -290,12 +296,12 @@ func (t *Translator) postcard(key uint32, hop uint8, v uint32) {
 	if !c.valid {
 		*c = line{key: key, valid: true}
 	}
-	bit := uint8(1) << (hop - 1)
+	bit := uint8(1) << hop
 	if c.seen&bit != 0 {
 		t.stats.Duplicates++
 	}
 	c.seen |= bit
-	c.words[hop-1] = layout.PostcardWord(key, hop, v)
+	c.words[hop] = layout.PostcardWord(key, int(hop), v)
 	if c.seen == t.full {
 		t.writeChunk(c)
 		t.stats.Complete++
@@ -309,12 +315,13 @@ func (t *Translator) writeChunk(c *line) {
 	for h := range t.cfg.Hops {
 		w := c.words[h]
 		if c.seen&(1<<h) == 0 {
-			w = layout.PostcardWord(c.key, uint8(h+1), layout.Blank)
+			w = layout.PostcardWord(c.key, h, layout.Blank)
 		}
 		layout.PutWord(b[h*4:], w)
 	}
+	st := layout.KeyState(c.key)
 	for n := range t.cfg.Copies {
-		t.write(Postcards, 0, layout.ChunkIndex(c.key, uint8(n), t.cfg.Chunks)*layout.ChunkSize, b)
+		t.write(Postcards, 0, uint64(t.chunks.Mod(layout.SlotHashOf(st, n)))*layout.ChunkSize, b)
 	}
 	c.valid = false
 }

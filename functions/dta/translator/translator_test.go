@@ -162,7 +162,7 @@ func chunkOf(t *testing.T, w Write, key uint32, hops int) []uint32 {
 	}
 	var vals []uint32
 	for h := range hops {
-		vals = append(vals, layout.PostcardValue(key, uint8(h+1), layout.Word(w.Data[h*4:])))
+		vals = append(vals, layout.PostcardValue(key, h, layout.Word(w.Data[h*4:])))
 	}
 	return vals
 }
@@ -175,7 +175,7 @@ func TestPostcardComplete(t *testing.T) {
 	var r rec
 	tr := newT(t, cfg, &r)
 	key := uint32(0x0a000105)
-	for i, h := range []uint8{3, 1, 5, 2, 4} {
+	for i, h := range []uint8{2, 0, 4, 1, 3} {
 		if err := tr.Translate(&wire.Report{Op: wire.Postcarding, Key: key, Hop: h, Data: 100 + uint32(h)}); err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestPostcardComplete(t *testing.T) {
 		if w.Offset != layout.ChunkIndex(key, uint8(n), cfg.Chunks)*layout.ChunkSize {
 			t.Fatalf("copy %d at %d", n, w.Offset)
 		}
-		if got := fmt.Sprint(chunkOf(t, w, key, 5)); got != "[101 102 103 104 105]" {
+		if got := fmt.Sprint(chunkOf(t, w, key, 5)); got != "[100 101 102 103 104]" {
 			t.Fatalf("chunk %s", got)
 		}
 	}
@@ -214,7 +214,7 @@ func TestPostcardCollision(t *testing.T) {
 	for _, p := range []struct {
 		key uint32
 		hop uint8
-	}{{k1, 1}, {k1, 2}, {k1, 2}, {k2, 4}} {
+	}{{k1, 0}, {k1, 1}, {k1, 1}, {k2, 3}} {
 		if err := tr.Translate(&wire.Report{Op: wire.Postcarding, Key: p.key, Hop: p.hop, Data: p.key<<4 | uint32(p.hop)}); err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestPostcardCollision(t *testing.T) {
 	if len(r.ws) != 1 {
 		t.Fatalf("%d writes after the collision", len(r.ws))
 	}
-	want := fmt.Sprint([]uint32{k1<<4 | 1, k1<<4 | 2, layout.Blank, layout.Blank, layout.Blank})
+	want := fmt.Sprint([]uint32{k1<<4 | 0, k1<<4 | 1, layout.Blank, layout.Blank, layout.Blank})
 	if got := fmt.Sprint(chunkOf(t, r.ws[0], k1, 5)); got != want {
 		t.Fatalf("evicted chunk %s, want %s", got, want)
 	}
@@ -230,7 +230,7 @@ func TestPostcardCollision(t *testing.T) {
 	if len(r.ws) != 2 {
 		t.Fatalf("%d writes after Flush", len(r.ws))
 	}
-	want = fmt.Sprint([]uint32{0, 0, 0, k2<<4 | 4, 0})
+	want = fmt.Sprint([]uint32{layout.Blank, layout.Blank, layout.Blank, k2<<4 | 3, layout.Blank})
 	if got := fmt.Sprint(chunkOf(t, r.ws[1], k2, 5)); got != want {
 		t.Fatalf("flushed chunk %s, want %s", got, want)
 	}
@@ -250,8 +250,8 @@ func TestRefused(t *testing.T) {
 		{wire.Report{Op: wire.KeyIncrement, Redundancy: 0, Key: 1}, BadRedundancy},
 		{wire.Report{Op: wire.Append, List: 4}, BadList},
 		{wire.Report{Op: wire.Append, List: 1 << 31}, BadList},
-		{wire.Report{Op: wire.Postcarding, Hop: 0}, BadHop},
-		{wire.Report{Op: wire.Postcarding, Hop: 6}, BadHop},
+		{wire.Report{Op: wire.Postcarding, Hop: 5}, BadHop},
+		{wire.Report{Op: wire.Postcarding, Hop: 255}, BadHop},
 	} {
 		var e *Error
 		if err := tr.Translate(&c.rep); !errors.As(err, &e) || e.Reason != c.why {
@@ -291,8 +291,8 @@ func ingest(m *Mem, cfg Config, heads []uint64, r *wire.Report) {
 		heads[r.List] = (heads[r.List] + 1) % cfg.ListSize
 	case wire.Postcarding:
 		for n := range cfg.Copies {
-			off := layout.ChunkIndex(r.Key, uint8(n), cfg.Chunks)*layout.ChunkSize + uint64(r.Hop-1)*4
-			layout.PutWord(m.Postcards[off:], layout.PostcardWord(r.Key, r.Hop, r.Data))
+			off := layout.ChunkIndex(r.Key, uint8(n), cfg.Chunks)*layout.ChunkSize + uint64(r.Hop)*4
+			layout.PutWord(m.Postcards[off:], layout.PostcardWord(r.Key, int(r.Hop), r.Data))
 		}
 	}
 }
@@ -320,7 +320,7 @@ func TestAgainstDirectIngest(t *testing.T) {
 				continue
 			}
 			key := rng.Uint32()
-			for h := uint8(1); h <= 5; h++ {
+			for h := range uint8(5) {
 				reps = append(reps, wire.Report{Op: wire.Postcarding, Key: key, Hop: h, Data: rng.Uint32() | 1})
 			}
 		}
@@ -356,7 +356,7 @@ func BenchmarkTranslate(b *testing.B) {
 		}},
 		{"append/B=16", func(i int) wire.Report { return wire.Report{Op: wire.Append, List: uint32(i & 7), Data: uint32(i)} }},
 		{"postcarding/B=5", func(i int) wire.Report {
-			return wire.Report{Op: wire.Postcarding, Key: uint32(i/5) * 2654435761, Hop: uint8(i%5 + 1), Data: uint32(i)}
+			return wire.Report{Op: wire.Postcarding, Key: uint32(i/5) * 2654435761, Hop: uint8(i % 5), Data: uint32(i)}
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
