@@ -141,7 +141,7 @@ func TestFunctionsKeepTheirDeclaredState(t *testing.T) {
 		return functions.Arg{Key: k, Value: functions.Raw{Kind: functions.RawWord, Text: v}}
 	}
 	args := map[string][]functions.Arg{
-		"dta": {word("op", "keywrite"), word("key", "ipv4.src"), word("data", "pkt.len")},
+		"dta":           {word("op", "keywrite"), word("key", "ipv4.src"), word("data", "pkt.len")},
 		"dta-collector": {{Key: "keywrite", Value: functions.Raw{Kind: functions.RawString, Text: "slots=1009"}}},
 	}
 	n := 0
