@@ -62,7 +62,7 @@ func TestReaderSendsRecordsUp(t *testing.T) {
 	tags := []any{"a", "b"}
 	a := &inproc.Stream{Up: up, Source: "src1", Mask: 1, Tags: tags, Snap: Snap, Pool: inproc.NewPool(Snap)}
 	b := &inproc.Stream{Up: up, Source: "src2", Mask: 2, Tags: tags, Snap: Snap, Pool: inproc.NewPool(Snap)}
-	r, err := Start(ring, [][]*inproc.Stream{{a, b}})
+	r, err := Start(ring, [][]*inproc.Stream{{a, b}}, 0, Offset())
 	if err != nil {
 		t.Fatal(err)
 	}

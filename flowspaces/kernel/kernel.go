@@ -61,6 +61,8 @@ type Flowspace struct {
 	slots    int // counter slots handed out
 	counters *ebpf.Map
 	ring     *ebpf.Map
+	clockM   *ebpf.Map // per CPU, when it last sent a clock-only record
+	offset   int64     // CLOCK_REALTIME − CLOCK_MONOTONIC, taken once (ringbuf.Offset)
 	xsks     *ebpf.Map // AF_XDP sockets by receive queue (XDP)
 	want     []*flowspaces.Node
 	up       *inproc.Bridge
@@ -192,6 +194,11 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 			if sum, ok := gofn.(functions.Summarizer); ok {
 				n.Function = summarized{stateOnly{k.mbuf}, sum}
 			}
+		}
+		if r, ok := gofn.(readable); ok && n.Class.Annotates > 0 && k.mbuf == nil {
+			// Its annotation words come up with each packet: a reader
+			// above reads them as the Go function would.
+			n.Function = annotating{noState{}, r}
 		}
 		k.need = 2 + fn.StateSlots()
 		if _, ok := fn.(ebpfgen.Mapped); ok && k.mbuf != nil {
@@ -415,6 +422,10 @@ func (fs *Flowspace) Close() error {
 		fs.counters.Close()
 		fs.ring, fs.counters = nil, nil
 	}
+	if fs.clockM != nil {
+		fs.clockM.Close()
+		fs.clockM = nil
+	}
 	if fs.xsk != nil {
 		// The flowspace above has stopped: the frames it referred to are
 		// released, or will be in a moment.
@@ -472,6 +483,20 @@ type summarized struct {
 }
 
 func (s summarized) Summary() map[string]any { return s.sum.Summary() }
+
+// annotating stands for a function without state that runs in eBPF and
+// annotates the packets: the Go function reads its words, which the
+// packets' records carry up into the slots' annotation areas.
+type annotating struct {
+	noState
+	readable
+}
+
+// readable is what a reader reads annotation words through.
+type readable interface {
+	functions.Readable
+	functions.IntReadable
+}
 
 // noState stands for a function without state that runs in eBPF.
 type noState struct{}

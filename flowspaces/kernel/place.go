@@ -122,6 +122,12 @@ func (fs *Flowspace) verify(n *flowspaces.Node, fn ebpfgen.Function) error {
 	defer closeMaps(maps)
 	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, snap: ringbuf.Snap, progName: "ffpf_verify",
 		nodes: []progNode{{node: n, iface: "probe", in: true, slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2, maps: maps}}}
+	for w := range n.Class.Annotates {
+		p.ann = append(p.ann, n.Ctx.Ann+w)
+	}
+	if t, ok := fn.(ebpfgen.Timed); ok && t.Timed() {
+		p.timed = true
+	}
 	prog, err := p.load(fs.Name())
 	if err == nil {
 		prog.Close()

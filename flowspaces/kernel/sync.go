@@ -68,6 +68,16 @@ func (fs *Flowspace) maps() error {
 		fs.counters = nil
 		return fmt.Errorf("%s: cannot create its ring buffer: %w", fs.Name(), err)
 	}
+	// Per CPU, when it last sent a clock-only record (prog.go clockOnly).
+	fs.clockM, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_clock", Type: ebpf.PerCPUArray,
+		KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	if err != nil {
+		fs.ring.Close()
+		fs.counters.Close()
+		fs.ring, fs.counters = nil, nil
+		return fmt.Errorf("%s: cannot create its clock map: %w", fs.Name(), err)
+	}
+	fs.offset = ringbuf.Offset()
 	if fs.budgetM, err = fs.budgetMap(); err != nil {
 		fs.ring.Close()
 		fs.counters.Close()

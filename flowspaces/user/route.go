@@ -42,7 +42,8 @@ type route struct {
 	orig   []*buffers.Batch
 	head   []buffers.Batch
 
-	stored       bool // the stream's packets are stored in a PBuf here (§6.2)
+	sentNow      int64 // the packet clock the last message up carried
+	stored       bool  // the stream's packets are stored in a PBuf here (§6.2)
 	up           *inproc.Bridge
 	pool         *inproc.Pool // where copies up go
 	zeroCopy     bool         // the bridge up refers to stored packets in place
