@@ -47,6 +47,10 @@ type Options struct {
 	Kind      flowspaces.Kind // KindKernel or KindXDP
 	Interface string          // for KindXDP: the interface whose driver runs it
 	Name      string          // defaults to "kernel" or "xdp:<interface>"
+	// StateLimit bounds the memory of the state maps of the functions
+	// placed here together (flowspaces.StateBudget): 0 is a quarter of
+	// the machine's RAM, < 0 no bound.
+	StateLimit int64
 }
 
 // Flowspace is an eBPF flowspace.
@@ -61,9 +65,10 @@ type Flowspace struct {
 	slots    int // counter slots handed out
 	counters *ebpf.Map
 	ring     *ebpf.Map
-	clockM   *ebpf.Map // per CPU, when it last sent a clock-only record
-	offset   int64     // CLOCK_REALTIME − CLOCK_MONOTONIC, taken once (ringbuf.Offset)
-	xsks     *ebpf.Map // AF_XDP sockets by receive queue (XDP)
+	state    *flowspaces.StateBudget // the memory of the functions' state maps
+	clockM   *ebpf.Map               // per CPU, when it last sent a clock-only record
+	offset   int64                   // CLOCK_REALTIME − CLOCK_MONOTONIC, taken once (ringbuf.Offset)
+	xsks     *ebpf.Map               // AF_XDP sockets by receive queue (XDP)
 	want     []*flowspaces.Node
 	up       *inproc.Bridge
 	sending  *inproc.Bridge         // up, while this flowspace sends through it
@@ -103,7 +108,7 @@ type node struct {
 
 // New returns an eBPF flowspace.
 func New(opts Options) (*Flowspace, error) {
-	fs := &Flowspace{opts: opts}
+	fs := &Flowspace{opts: opts, state: flowspaces.NewStateBudget(opts.StateLimit, flowspaces.MemoryShare(4))}
 	switch opts.Kind {
 	case flowspaces.KindKernel:
 		fs.target = functions.TargetKernel
@@ -224,6 +229,7 @@ func (fs *Flowspace) Remove(n *flowspaces.Node) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.removed = append(fs.removed, n)
+	fs.state.Release(n)
 }
 
 // SetWant implements user.Child: the parent asks for the outputs of want,
@@ -304,6 +310,7 @@ func (fs *Flowspace) Connect() error {
 		}
 	}
 	fs.nodes, fs.removed, fs.offered = keep, nil, nil
+	fs.state.Settle()
 	fs.restartReader(keep)
 	return nil
 }
