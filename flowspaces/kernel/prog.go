@@ -109,7 +109,7 @@ func (p *progSpec) frame() frame {
 		f.time = int16(-f.used)
 	}
 	if len(p.ann) > 0 {
-		f.used += 8 * buffers.AnnWords
+		f.used += 8 * (slices.Max(p.ann) + 1) // words 0 to the last written
 		f.ann = int16(-f.used)
 	}
 	return f
