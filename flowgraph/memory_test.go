@@ -46,7 +46,7 @@ func TestStateBudgetFollowsRequests(t *testing.T) {
 	if _, err := rt.Populate(`(gen,packets=100,seed=3) > (cms,width=300K,depth=2)`, RequestOptions{}); err == nil {
 		t.Fatal("a third request fits in a full budget")
 	}
-	if err := rt.Instantiate(); err != nil { // settles the failed populate
+	if err := rt.Instantiate(); err != nil { // nothing new: the failed request placed nothing
 		t.Fatal(err)
 	}
 	if err := rt.Remove(a); err != nil {

@@ -17,8 +17,7 @@ import (
 //
 // A function counts from the moment a flowspace accepts it, if it is
 // placed there (Node.Flowspace: a request that fails to populate leaves
-// none of its functions placed), until it is removed, or, if it is never
-// instantiated, until the flowspace's next Connect (Settle).
+// none of its functions placed), until it is removed.
 //
 // The sharp edge: the budget bounds the state a class declares (its MBuf,
 // its maps), not the memory a function allocates besides it.
@@ -73,17 +72,16 @@ func (b *StateBudget) Release(n *Node) {
 	b.mu.Unlock()
 }
 
-// Settle stops counting the functions that were accepted but never
-// instantiated; a flowspace calls it in Connect, once everything placed
-// has been instantiated.
-func (b *StateBudget) Settle() {
+// Settle forgets the functions fs accepted that were placed elsewhere (or
+// not at all: their request failed to populate); fs calls it in Connect.
+func (b *StateBudget) Settle(fs Flowspace) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for m := range b.size {
-		if m.Function == nil && m.Source == nil {
+		if m.Flowspace != fs {
 			delete(b.size, m)
 		}
 	}

@@ -540,3 +540,24 @@ func TestLoadBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestStateField: state: bounds a flowspace's state (a size, or none),
+// at the root too; omitted, the default share of the RAM applies.
+func TestStateField(t *testing.T) {
+	src := "state: 64MB\nchildren:\n  - {name: nic0, kind: test, state: none}\n  - {name: nic1, kind: test, state: 1.5KB}\n  - {name: nic2, kind: test}\n  - {kind: kernel, state: 4096}\n"
+	root, err := Parse([]byte(src), "h.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type limited interface{ StateLimit() (int64, int64) }
+	for name, want := range map[string]int64{"user": 64 << 20, "nic0": -1, "nic1": 1536, "nic2": flowspaces.MemoryShare(2), "kernel": 4096} {
+		if got, _ := flowspaces.Find(root, name).(limited).StateLimit(); got != want {
+			t.Errorf("%s: state limit %d, want %d", name, got, want)
+		}
+	}
+	for _, bad := range []string{"state: -1MB\n", "state: 2TB\n", "state: [1]\n", "state: 0.5B\n"} {
+		if _, err := Parse([]byte(bad), "h.yaml", nil); err == nil || !strings.Contains(err.Error(), "state of flowspace user must be") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

@@ -310,7 +310,7 @@ func (fs *Flowspace) Connect() error {
 		}
 	}
 	fs.nodes, fs.removed, fs.offered = keep, nil, nil
-	fs.state.Settle()
+	fs.state.Settle(fs)
 	fs.restartReader(keep)
 	return nil
 }

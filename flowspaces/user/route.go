@@ -97,7 +97,7 @@ func (fs *Flowspace) SetWant(want []*flowspaces.Node, b *inproc.Bridge, parentSt
 func (fs *Flowspace) Connect() error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	fs.state.Settle()
+	fs.state.Settle(fs)
 
 	// First what the new datapath is, without changing anything.
 	var keep []*flowspaces.Node
