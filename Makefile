@@ -29,7 +29,7 @@ demo: build
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -timeout 30m -race ./buffers/ ./bridges/... ./flowspaces/... ./flowgraph/ ./functions/dev/ ./functions/pcap/
+	$(GO) test -count=1 -timeout 30m -race ./buffers/ ./bridges/... ./flowspaces/... ./flowgraph/ ./functions/dev/ ./functions/pcap/ ./functions/dta/...
 
 # Throughput and latency against baselines run in the same script.
 bench: build
@@ -45,6 +45,7 @@ fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzFields -fuzztime 60s ./functions/record/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./functions/match/
 	$(GO) test -run '^$$' -fuzz FuzzFrame -fuzztime 60s ./functions/match/
+	$(GO) test -run '^$$' -fuzz FuzzIngestPayload -fuzztime 60s ./functions/dta/collector/
 
 clean:
 	rm -rf bin $(OUT)

@@ -143,7 +143,8 @@ func (m *MBuf) Uint8(off int) uint8 {
 // update their state in place (a sketch's counters). Only a native-order
 // MBuf has such a view; it panics otherwise. Concurrent readers see the
 // values only if the writer updates them atomically (sync/atomic), as the
-// sketches of functions/sketch do.
+// sketches of functions/sketch do wherever readers may look (a cms adds
+// plainly until a reader of its counters exists).
 func (m *MBuf) Uint64s(f Field) []uint64 {
 	return unsafe.Slice((*uint64)(m.view(f, 8)), max(f.Count, 1))
 }

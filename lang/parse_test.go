@@ -322,3 +322,36 @@ func TestLimits(t *testing.T) {
 		t.Errorf("9 bytes: %v", err)
 	}
 }
+
+// A value written against colons is one word, so an address needs no
+// quotes; a colon after a space, or a label, is not part of it.
+func TestColonInValue(t *testing.T) {
+	for in, want := range map[string]string{
+		`(dta,to=127.0.0.1:40040)`:  `127.0.0.1:40040`,
+		`(dta,to=fe80::1)`:          `fe80::1`,
+		`(dta,to=host:40040)`:       `host:40040`,
+		`(dta,to="127.0.0.1:4004")`: `127.0.0.1:4004`,
+	} {
+		r, err := Parse(in)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", in, err)
+			continue
+		}
+		f := r.Chains[0].Terms[0].(*Func)
+		if got := f.Args[0].Value.Text; got != want {
+			t.Errorf("Parse(%q): value %q, want %q", in, got, want)
+		}
+		back, err := Parse(Format(r))
+		if err != nil || Format(back) != Format(r) {
+			t.Errorf("%q: canonical form %q does not read back (%v)", in, Format(r), err)
+		}
+	}
+	for _, in := range []string{`(dta,to=127.0.0.1: 40040)`, `(dta,to=a :b)`} {
+		if _, err := Parse(in); err == nil {
+			t.Errorf("Parse(%q) succeeded", in)
+		}
+	}
+	if r, err := Parse(`x:(pktcount) > y:(bytecount)`); err != nil || len(r.Chains[0].Terms) != 2 {
+		t.Errorf("labels: %v", err)
+	}
+}

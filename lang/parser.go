@@ -234,8 +234,32 @@ func (p *parser) arg() (*Arg, *Error) {
 	if !isValue(p.tok.kind) {
 		return nil, p.found(`expected a value after "%s="`, first.text)
 	}
-	a := &Arg{Pos: first.pos, Key: first.text, KeyPos: first.pos, Value: valueOf(p.tok)}
-	return a, p.advance()
+	v := p.tok
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	if v.kind != tString && p.tok.kind == tColon && p.tok.pos.Offset == v.pos.Offset+len(v.raw) {
+		var err *Error
+		if v, err = p.colonWord(v); err != nil {
+			return nil, err
+		}
+	}
+	return &Arg{Pos: first.pos, Key: first.text, KeyPos: first.pos, Value: valueOf(v)}, nil
+}
+
+// colonWord joins a value and the colons and words written against it into
+// one word, so that addresses read unquoted as a user writes them:
+// to=127.0.0.1:40040, addr=fe80::1. A colon elsewhere still ends a label.
+func (p *parser) colonWord(v token) (token, *Error) {
+	end := v.pos.Offset + len(v.raw)
+	for p.tok.pos.Offset == end && (p.tok.kind == tColon || p.tok.kind == tWord || p.tok.kind == tNumber) {
+		end += len(p.tok.raw)
+		if err := p.advance(); err != nil {
+			return token{}, err
+		}
+	}
+	raw := p.lx.src[v.pos.Offset:end]
+	return token{kind: tWord, pos: v.pos, raw: raw, text: raw}, nil
 }
 
 func (p *parser) group(label string, labelPos Pos) (*Group, *Error) {

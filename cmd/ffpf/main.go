@@ -6,7 +6,10 @@
 //	ffpf place --hierarchy examples/hierarchy/two-nics.yaml '[(dev,eth0)|(dev,eth1)] > (bpf,"tcp") > (pktcount)'
 //	ffpf hierarchy
 //	ffpf classes
+//	ffpf trumpet check examples/trumpet/table2.yaml
 //	ffpf gen -o trace.pcap --packets 1000000 --seed 1
+//	ffpf dta collect --listen 127.0.0.1:40040 --keywrite slots=4M,redundancy=2 --http 127.0.0.1:9100
+//	ffpf dta query --server 127.0.0.1:9100 keywrite 0x0a000105
 //
 // Exit status: 0 success, 1 runtime error, 2 usage, syntax or validation
 // error.
@@ -37,8 +40,12 @@ Usage:
   ffpf place [--hierarchy FILE.yaml] [--dot | --json] [-e EXPR]... [EXPR]...
   ffpf hierarchy [--hierarchy FILE.yaml] [--json]
   ffpf classes [--json]
+  ffpf trumpet check [--epoch DURATION] [-e EVENT]... [FILE]...
   ffpf gen -o FILE [--packets N] [--seed N] [--malformed F] [--vlan F] [--ipv6 F] [--flows N]
   ffpf gen -i IFACE [--pps N] [-o SENT.pcap] [--packets N] [--seed N] ...
+  ffpf dta collect --listen ADDR [--keywrite slots=M,redundancy=N] [--append lists=L,size=S]
+                   [--keyincrement slots=M] [--postcarding chunks=C,hops=B] [--http ADDR]
+  ffpf dta query --server HTTPADDR keywrite KEY | append LIST [N] | keyincrement KEY | postcarding KEY
   ffpf -D | --list-interfaces
   ffpf --version
 
@@ -88,6 +95,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdClasses(rest, stdout, stderr)
 	case "gen":
 		err = cmdGen(rest, stdout, stderr)
+	case "trumpet":
+		err = cmdTrumpet(rest, stdout, stderr)
+	case "dta":
+		err = cmdDTA(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -103,7 +114,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func suggestCommand(cmd string) string {
-	if s, ok := lang.Suggest(cmd, []string{"run", "check", "place", "hierarchy", "classes", "gen", "help", "version"}); ok {
+	if s, ok := lang.Suggest(cmd, []string{"run", "check", "place", "hierarchy", "classes", "gen", "trumpet", "dta", "help", "version"}); ok {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return ""

@@ -76,7 +76,7 @@ func newClockRig(tb testing.TB, class string, args []functions.Arg, withClock bo
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { r.clock.Close() })
-		p.clock = r.clock
+		p.sent = r.clock
 	}
 	if r.prog, err = p.load("test"); err != nil {
 		tb.Fatal(err)

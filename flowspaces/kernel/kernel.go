@@ -9,7 +9,10 @@
 // The files follow the concerns: placement and the verifier's say
 // (place.go), program generation and verdicts (prog.go), attaching
 // (attach.go: XDP, TCX, clsact), state sync from the per-CPU counter map
-// into the nodes' counters and MBufs every 100 ms (sync.go), and the way
+// into the nodes' counters and MBufs every 100 ms (sync.go), windows
+// double-buffered by epoch parity and closed by the functions' Go halves
+// in this process (window.go), whose records (report=) go up as streams of
+// their own (records.go), and the way
 // up (up.go): packets a flowspace above asks for cross the barrier through
 // the ring-buffer bridge (bridges/ringbuf) or, when the capture steals
 // them, the AF_XDP bridge (bridges/afxdp). The verdict lets the packet on
@@ -30,6 +33,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -65,9 +69,15 @@ type Flowspace struct {
 	slots    int // counter slots handed out
 	counters *ebpf.Map
 	ring     *ebpf.Map
+	// The packet clock: offset is CLOCK_REALTIME − CLOCK_MONOTONIC, taken
+	// once (ringbuf.Offset), the one offset of the flowspace: the clock
+	// map holds it for the windows' epochs (window.go), timestamps have it
+	// compiled in, and the ring buffer's reader adds it to the records'
+	// times. sent is, per CPU, when it last sent a clock-only record.
+	clock    *ebpf.Map
+	offset   int64
+	sent     *ebpf.Map
 	state    *flowspaces.StateBudget // the memory of the functions' state maps
-	clockM   *ebpf.Map               // per CPU, when it last sent a clock-only record
-	offset   int64                   // CLOCK_REALTIME − CLOCK_MONOTONIC, taken once (ringbuf.Offset)
 	xsks     *ebpf.Map               // AF_XDP sockets by receive queue (XDP)
 	want     []*flowspaces.Node
 	up       *inproc.Bridge
@@ -104,6 +114,13 @@ type node struct {
 	mbuf  *buffers.MBuf        // its state, summed from the counter map
 	maps  map[string]*stateMap // its state maps (statemap.go)
 	lost  uint64               // a source's: ring buffer overflows already counted
+	slots int                  // its state slots (of one half, windowed)
+	gofn  functions.Function   // the Go half: the layout, the window's reports
+	win   *epochs              // with window=: the double-buffering (window.go)
+	recs  *records             // a producer's: its records on their way up (records.go)
+	// started is set once its Go half's clock (and window) started, before
+	// its program saw a packet.
+	started atomic.Bool
 }
 
 // New returns an eBPF flowspace.
@@ -178,7 +195,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 			buffers.Field{Name: "stolen", Type: buffers.U64, Offset: 0},
 			buffers.Field{Name: "discarded", Type: buffers.U64, Offset: 8})
 		n.Source = hookSource{fs.Name(), k.iface, k.mbuf, captureSnap(n)}
-		k.need = 2 + hookStateSlots
+		k.need, k.slots = 2+hookStateSlots, hookStateSlots
 	} else {
 		fn, err := n.Class.EBPF(fs.target, &n.Ctx)
 		if err != nil {
@@ -191,7 +208,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		if err != nil {
 			return err
 		}
-		k.fn = fn
+		k.fn, k.gofn, k.slots = fn, gofn, fn.StateSlots()
 		n.Function = noState{}
 		if st, ok := gofn.(functions.Stateful); ok {
 			k.mbuf = st.MBuf()
@@ -205,9 +222,23 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 			// above reads them as the Go function would.
 			n.Function = annotating{noState{}, r}
 		}
-		k.need = 2 + fn.StateSlots()
+		if pr, ok := gofn.(functions.Producer); ok && n.Producer() {
+			sum, ok := n.Function.(summarized)
+			if !ok {
+				return fmt.Errorf("%s: class %s produces records in eBPF but summarizes no state", n.ID, n.Class.Name)
+			}
+			k.recs = &records{node: n}
+			pr.SetEmit(k.recs.emit)
+			n.Function = producing{sum, pr}
+		}
+		if k.win, err = windowOf(n, fn); err != nil {
+			n.Source, n.Function = nil, nil
+			return fmt.Errorf("%s: %v", n.ID, err)
+		}
+		k.need = k.win.need(k.slots)
 		if _, ok := fn.(ebpfgen.Mapped); ok && k.mbuf != nil {
-			if k.maps, err = newStateMaps(n.Class, k.mbuf.Fields(), fn); err != nil {
+			if k.maps, err = newStateMaps(n.Class, k.mbuf.Fields(), fn, k.win.halves()); err != nil {
+				k.win.close()
 				n.Source, n.Function = nil, nil
 				return fmt.Errorf("%s: %v", n.ID, err)
 			}
@@ -216,6 +247,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 	slot, err := fs.allocSlots(k.need)
 	if err != nil {
 		closeMaps(k.maps)
+		k.win.close()
 		n.Source, n.Function = nil, nil
 		return fmt.Errorf("%s: %s", n.ID, err)
 	}
@@ -294,6 +326,10 @@ func (fs *Flowspace) Connect() error {
 			release()
 			return err
 		}
+		if err := fs.startWindows(keep); err != nil {
+			release()
+			return err
+		}
 		if err := fs.attach(progs); err != nil {
 			release()
 			return err
@@ -307,11 +343,13 @@ func (fs *Flowspace) Connect() error {
 		if slices.Contains(fs.removed, k.Node) {
 			fs.free = append(fs.free, slotRange{k.slot, k.need})
 			closeMaps(k.maps)
+			k.win.close()
 		}
 	}
 	fs.nodes, fs.removed, fs.offered = keep, nil, nil
 	fs.state.Settle(fs)
 	fs.restartReader(keep)
+	fs.restartRecords(keep)
 	return nil
 }
 
@@ -330,6 +368,9 @@ func (fs *Flowspace) Activate(ctx context.Context) error {
 	if err := fs.openXSK(fs.nodes); err != nil {
 		return err
 	}
+	if err := fs.startWindows(fs.nodes); err != nil {
+		return err
+	}
 	if err := fs.attach(pending); err != nil {
 		return err
 	}
@@ -342,6 +383,7 @@ func (fs *Flowspace) Activate(ctx context.Context) error {
 	fs.synced.Add(1)
 	go fs.syncLoop()
 	fs.restartReader(fs.nodes)
+	fs.restartRecords(fs.nodes)
 	// The end of the run detaches the programs and closes the bridge up,
 	// which the flowspace above waits for.
 	context.AfterFunc(fs.ctx, fs.Stop)
@@ -422,16 +464,18 @@ func (fs *Flowspace) Close() error {
 	}
 	for _, k := range fs.nodes {
 		closeMaps(k.maps)
+		k.win.close()
 		k.maps = nil
 	}
 	if fs.ring != nil {
 		fs.ring.Close()
 		fs.counters.Close()
-		fs.ring, fs.counters = nil, nil
+		fs.clock.Close()
+		fs.ring, fs.counters, fs.clock = nil, nil, nil
 	}
-	if fs.clockM != nil {
-		fs.clockM.Close()
-		fs.clockM = nil
+	if fs.sent != nil {
+		fs.sent.Close()
+		fs.sent = nil
 	}
 	if fs.xsk != nil {
 		// The flowspace above has stopped: the frames it referred to are

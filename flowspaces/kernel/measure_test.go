@@ -18,8 +18,8 @@ import (
 	_ "github.com/ffpf-go/ffpf/functions/sketch"
 )
 
-// bindArgs binds "k=v" arguments: digits are numbers, key= a string,
-// anything else a word.
+// bindArgs binds "k=v" arguments: digits (with a unit) are numbers,
+// key= a string, anything else a word.
 func bindArgs(t *testing.T, c *functions.Class, args string) functions.Params {
 	t.Helper()
 	var as []functions.Arg
@@ -29,11 +29,13 @@ func bindArgs(t *testing.T, c *functions.Class, args string) functions.Params {
 		}
 		k, v, _ := strings.Cut(kv, "=")
 		raw := functions.Raw{Kind: functions.RawWord, Text: v}
-		switch {
+		switch digits := strings.TrimRight(v, "abcdefghijklmnopqrstuvwxyzKMG"); {
 		case k == "key":
 			raw.Kind = functions.RawString
 		case strings.Trim(v, "0123456789") == "":
 			raw.Kind = functions.RawNumber
+		case digits != "" && strings.Trim(digits, "0123456789.") == "" && k != "pass" && k != "value":
+			raw.Kind, raw.Text, raw.Unit = functions.RawNumber, digits, v[len(digits):] // 100ms, 0.5
 		}
 		as = append(as, functions.Arg{Key: k, Value: raw})
 	}
@@ -106,7 +108,7 @@ func runEBPF(t *testing.T, c *functions.Class, ctx *functions.Context, frames []
 	if err != nil {
 		t.Fatal(err)
 	}
-	maps, err := newStateMaps(c, mbuf.Fields(), fn)
+	maps, err := newStateMaps(c, mbuf.Fields(), fn, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

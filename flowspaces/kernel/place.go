@@ -162,7 +162,7 @@ func (fs *Flowspace) verify(n *flowspaces.Node, fn ebpfgen.Function) error {
 	if err, ok := fs.verified[key]; ok {
 		return err
 	}
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(8 + fn.StateSlots())})
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(8 + 2*fn.StateSlots())})
 	if err != nil {
 		return fmt.Errorf("%s cannot create maps: %w", fs.Name(), err)
 	}
@@ -171,13 +171,23 @@ func (fs *Flowspace) verify(n *flowspaces.Node, fn ebpfgen.Function) error {
 	if err != nil {
 		return err
 	}
-	maps, err := newStateMaps(n.Class, fields, fn)
+	win, err := windowOf(n, fn)
+	if err != nil {
+		return err
+	}
+	defer win.close()
+	maps, err := newStateMaps(n.Class, fields, fn, win.halves())
 	if err != nil {
 		return err
 	}
 	defer closeMaps(maps)
-	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, snap: ringbuf.Snap, progName: "ffpf_verify",
-		nodes: []progNode{{node: n, iface: "probe", in: true, slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2, maps: maps}}}
+	clock, off, err := newClockMap()
+	if err != nil {
+		return err
+	}
+	defer clock.Close()
+	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, snap: ringbuf.Snap, progName: "ffpf_verify", clock: clock, offset: off,
+		nodes: []progNode{{node: n, iface: "probe", in: true, slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2, maps: maps, win: win}}}
 	for w := range n.Class.Annotates {
 		p.ann = append(p.ann, n.Ctx.Ann+w)
 	}

@@ -51,6 +51,7 @@ type progNode struct {
 	inputs []int                // indices of its inputs among the program's nodes
 	slot   int                  // first counter slot: in, out, then state
 	maps   map[string]*stateMap // its state maps by field (ebpfgen.Mapped)
+	win    *epochs              // with window=: its state double-buffers (window.go)
 }
 
 // progSpec is everything one program needs.
@@ -66,15 +67,19 @@ type progSpec struct {
 	ring     *ebpf.Map // nil without exports
 	xsk      *ebpf.Map // set when exported packets leave through AF_XDP (XDP only)
 	budget   *ebpf.Map // the run's packet limit (-c), when it has one
+	clock    *ebpf.Map // the packet clock, for windows (window.go)
 	progName string    // the kernel's name for the program: "ffpf" when empty
+	// testClock makes windows read the time from the clock map (set by a
+	// test), not from bpf_ktime_get_ns.
+	testClock bool
 
-	// clock is a per-CPU u64: when the CPU last sent a clock-only record
+	// sent is a per-CPU u64: when the CPU last sent a clock-only record
 	// (ring buffer only; nil for none). ann are the annotation words the
 	// functions here write, carried up in each record's header in this
 	// order; timed says a function reads the packet's time, which the
-	// program then reads once; offset turns that time into the packet
-	// clock's (ringbuf.Offset).
-	clock  *ebpf.Map
+	// program then reads once (readsTime); offset turns that time into
+	// the packet clock's (ringbuf.Offset: the value the clock map holds).
+	sent   *ebpf.Map
 	ann    []int
 	timed  bool
 	offset int64
@@ -102,9 +107,21 @@ type frame struct {
 	used int
 }
 
+// readsTime says the program reads the packet's time once, at its start:
+// when a function reads it (timed) or a window's epoch is computed from it
+// (unless a test fixes the windows' clock). The timestamps, the windows'
+// parity, the records' times and the clock-only records then all carry
+// the same nanoseconds.
+func (p *progSpec) readsTime() bool {
+	if p.timed {
+		return true
+	}
+	return !p.testClock && slices.ContainsFunc(p.nodes, func(n progNode) bool { return n.win != nil })
+}
+
 func (p *progSpec) frame() frame {
 	f := frame{used: -int(flag(len(p.nodes) - 1))}
-	if p.timed {
+	if p.readsTime() {
 		f.used += 8
 		f.time = int16(-f.used)
 	}
@@ -151,7 +168,7 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		in = append(in, p.take("unbudgeted")...)
 	}
 	fr := p.frame()
-	if p.timed {
+	if p.readsTime() {
 		in = append(in, asm.FnKtimeGetNs.Call(), asm.StoreMem(asm.RFP, fr.time, asm.R0, asm.DWord))
 	}
 	if len(p.ann) > 0 {
@@ -215,25 +232,63 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		}
 		in = append(in, asm.StoreImm(asm.RFP, flag(i), 0, asm.Word), asm.JEq.Imm(asm.R1, 0, next))
 		in = append(in, add(n.slot, asm.R1)...) // in += 1 (r1 is 1: flags are 0 or 1)
-		state := p.addState(fmt.Sprintf("n%d_state", i))
-		e := &ebpfgen.Emitter{Prefix: fmt.Sprintf("n%d", i), Pass: pass, Drop: drop, Outgoing: p.egress,
-			StackOffset: fr.used, // the flags, time and annotations end here
-			AddState:    func(k int, r asm.Register) asm.Instructions { return state(n.slot+2+k, r) },
-			Map:         fds(n.maps), KeySlot: stackKey,
-			Time: fr.time, ClockOffset: p.offset}
-		if len(p.ann) > 0 && n.node.Class.Annotates > 0 {
-			e.Ann = fr.annAt
+		// emit generates the function's code on the maps and slots of one
+		// epoch parity (the only ones without window=).
+		emit := func(prefix string, maps func(string) int, slot0 int) (asm.Instructions, error) {
+			state := p.addState(prefix + "_state")
+			e := &ebpfgen.Emitter{Prefix: prefix, Pass: pass, Drop: drop, Outgoing: p.egress,
+				StackOffset: fr.used, // the flags, time and annotations end here
+				AddState:    func(k int, r asm.Register) asm.Instructions { return state(slot0+k, r) },
+				Map:         maps, KeySlot: stackKey,
+				Time: fr.time, ClockOffset: p.offset}
+			if len(p.ann) > 0 && n.node.Class.Annotates > 0 {
+				e.Ann = fr.annAt
+			}
+			if err := n.fn.Emit(e); err != nil {
+				return nil, fmt.Errorf("%s: %v", n.node.ID, err)
+			}
+			return e.Insns, nil
 		}
-		if err := n.fn.Emit(e); err != nil {
-			return nil, fmt.Errorf("%s: %v", n.node.ID, err)
+		late := fmt.Sprintf("n%d_late", i)
+		code, err := emit(fmt.Sprintf("n%d", i), fds(n.maps), n.slot+2)
+		if err != nil {
+			return nil, err
 		}
-		in = append(in, e.Insns...)
-		in = append(in, asm.StoreImm(asm.RFP, flag(i), 1, asm.Word).WithSymbol(pass), asm.Mov.Imm(asm.R1, 1))
-		in = append(in, add(n.slot+1, asm.R1)...) // out += 1
-		if _, dropped := e.Insns.ReferenceOffsets()[drop]; dropped {
+		if n.win != nil {
+			// Windowed: the code twice, on the maps and slots of each
+			// parity, so that each copy's map lookups are the kernel's
+			// inlined array lookups of one known map.
+			if p.clock == nil {
+				return nil, fmt.Errorf("%s: a window needs the flowspace's clock", n.node.ID)
+			}
+			oddCode, err := emit(fmt.Sprintf("n%do", i), oddFds(n.maps), n.slot+2+n.win.slots)
+			if err != nil {
+				return nil, err
+			}
+			odd := fmt.Sprintf("n%d_odd", i)
+			in = append(in, p.prologue(n.win, late)...)
+			in = append(in, asm.LoadMem(asm.R1, asm.RFP, stackHalf, asm.Word), asm.JNE.Imm(asm.R1, 0, odd))
+			code = append(append(code, asm.Mov.Imm(asm.R0, 0).WithSymbol(odd)), oddCode...)
+		}
+		in = append(in, code...)
+		if n.node != nil && n.node.Class != nil && n.node.Producer() {
+			// A producer's output is its records (its Go half's), as in
+			// Go: the packets it measured end here.
+			in = append(in, asm.Mov.Imm(asm.R0, 0).WithSymbol(pass))
+		} else {
+			in = append(in, asm.StoreImm(asm.RFP, flag(i), 1, asm.Word).WithSymbol(pass), asm.Mov.Imm(asm.R1, 1))
+			in = append(in, add(n.slot+1, asm.R1)...) // out += 1
+		}
+		if _, dropped := code.ReferenceOffsets()[drop]; dropped {
 			// The verifier refuses dead code: only a function that can
 			// filter gets a drop block.
 			in = append(in, asm.Ja.Label(next), asm.Mov.Imm(asm.R0, 0).WithSymbol(drop))
+		}
+		if n.win != nil {
+			// Its half was not ready: the packet is not measured, and
+			// counts as the function's dropped.
+			in = append(in, asm.Ja.Label(next), asm.Mov.Imm(asm.R1, 1).WithSymbol(late))
+			in = append(in, add(n.slot+n.win.lateSlot(), asm.R1)...)
 		}
 		in = append(in, asm.Mov.Imm(asm.R0, 0).WithSymbol(next))
 	}
@@ -320,7 +375,7 @@ func (p *progSpec) export() asm.Instructions {
 		in = append(in, asm.Or.Reg(asm.R1, asm.R2))
 	}
 	passed := "verdict"
-	if p.clock != nil && p.xsk == nil {
+	if p.sent != nil && p.xsk == nil {
 		passed = "clock"
 	}
 	in = append(in,
@@ -373,7 +428,7 @@ func (p *progSpec) clockOnly() asm.Instructions {
 	fr := p.frame()
 	in := asm.Instructions{
 		asm.StoreImm(asm.RFP, stackKey, 0, asm.Word).WithSymbol("clock"),
-		asm.LoadMapPtr(asm.R1, p.clock.FD()),
+		asm.LoadMapPtr(asm.R1, p.sent.FD()),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, stackKey),
 		asm.FnMapLookupElem.Call(),
@@ -382,7 +437,7 @@ func (p *progSpec) clockOnly() asm.Instructions {
 		// CPU's last clock.
 		asm.Mov.Reg(ebpfgen.PacketStart, asm.R0),
 	}
-	if p.timed {
+	if p.readsTime() {
 		in = append(in, asm.LoadMem(asm.R0, asm.RFP, fr.time, asm.DWord))
 	} else {
 		in = append(in, clockHelper(p.kind).Call())
@@ -466,7 +521,7 @@ func (p *progSpec) record(k, size int) asm.Instructions {
 		asm.StoreMem(ebpfgen.PacketStart, ringbuf.OffWireLen, ebpfgen.WireLen, asm.Word),
 		asm.StoreImm(ebpfgen.PacketStart, ringbuf.OffPort, int64(p.port), asm.Word),
 	)
-	if p.timed { // the time the functions saw
+	if p.readsTime() { // the time the functions saw
 		in = append(in, asm.LoadMem(asm.R0, asm.RFP, fr.time, asm.DWord))
 	} else {
 		in = append(in, asm.FnKtimeGetNs.Call())
@@ -617,7 +672,7 @@ func ifaces(nodes []*node) []string {
 // an XDP flowspace too sees the packets the interface sends.
 func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*progSpec, error) {
 	p := &progSpec{kind: fs.opts.Kind, iface: iface, egress: egress, port: port, counters: fs.counters, ring: fs.ring,
-		progName: fs.progName, budget: fs.budgetM, clock: fs.clockM, offset: fs.offset, ann: annWords(nodes)}
+		progName: fs.progName, budget: fs.budgetM, clock: fs.clock, sent: fs.sent, offset: fs.offset, ann: annWords(nodes)}
 	if egress {
 		p.kind = flowspaces.KindKernel
 	}
@@ -625,7 +680,7 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*
 	snap := 0 // the longest snap length of the captures on iface
 	for i, k := range nodes {
 		idx[k.Node] = i
-		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot, maps: k.maps}
+		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot, maps: k.maps, win: k.win}
 		if t, ok := k.fn.(ebpfgen.Timed); ok && t.Timed() {
 			p.timed = true
 		}
@@ -644,7 +699,7 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*
 		}
 		p.nodes = append(p.nodes, pn)
 	}
-	for _, w := range fs.want {
+	for _, w := range packetsOf(fs.want) {
 		if i, ok := idx[w]; ok {
 			p.exports = append(p.exports, i)
 		}

@@ -4,7 +4,9 @@ package kernel
 // its MBuf in array maps of its own, one u64 element per value: per-CPU
 // when the class declares how the copies merge (sum, max, or), one shared
 // map when it declares them shared. The sync copies each map into its
-// field with the field's merge, as it sums the counter slots.
+// field with the field's merge, as it sums the counter slots. A function
+// with window= keeps every field in two maps, one per epoch parity
+// (window.go).
 
 import (
 	"errors"
@@ -13,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
@@ -28,13 +31,19 @@ type stateMap struct {
 	field buffers.Field
 	merge functions.Merge
 	m     *ebpf.Map
-	keys  []uint32 // 0..n-1, for batch lookups
+	odd   *ebpf.Map // windowed: the map of the odd epochs (m is the even's)
+	// mem maps a shared map's values into this process (m's, odd's):
+	// read and swept by plain copies, not a system call per value.
+	mem   [2]*ebpf.Memory
+	keys  []uint32 // 0..n-1, for batch lookups and updates
 	vals  []uint64 // n values, or n × CPUs for a per-CPU map
+	zeros []uint64 // as long as vals, for a sweep (windowed)
 }
 
 // newStateMaps creates the maps of fn, a function of class c whose MBuf
-// has fields (the class's layout for the flowspace's target).
-func newStateMaps(c *functions.Class, fields []buffers.Field, fn ebpfgen.Function) (map[string]*stateMap, error) {
+// has fields (the class's layout for the flowspace's target), each with
+// halves halves (2 for a function with window=, else 1).
+func newStateMaps(c *functions.Class, fields []buffers.Field, fn ebpfgen.Function, halves int) (map[string]*stateMap, error) {
 	mf, ok := fn.(ebpfgen.Mapped)
 	if !ok {
 		return nil, nil
@@ -81,11 +90,35 @@ func newStateMaps(c *functions.Class, fields []buffers.Field, fn ebpfgen.Functio
 		if merge == functions.MergeShared || mfield.Shared {
 			typ, per = ebpf.Array, 1
 		}
-		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: typ, KeySize: 4, ValueSize: 8, MaxEntries: uint32(n)})
-		if err != nil {
-			return fail(fmt.Errorf("cannot create the map of its state field %s (%d values): %w", name, n, err))
+		var ms [2]*ebpf.Map
+		var mem [2]*ebpf.Memory
+		for h := range halves {
+			spec := &ebpf.MapSpec{Type: typ, KeySize: 4, ValueSize: 8, MaxEntries: uint32(n)}
+			if typ == ebpf.Array {
+				spec.Flags = unix.BPF_F_MMAPABLE
+			}
+			m, err := ebpf.NewMap(spec)
+			if err != nil && spec.Flags != 0 {
+				spec.Flags = 0 // a kernel that cannot map it: system calls
+				m, err = ebpf.NewMap(spec)
+			}
+			if err != nil {
+				if ms[0] != nil {
+					ms[0].Close()
+				}
+				return fail(fmt.Errorf("cannot create the map of its state field %s (%d values): %w", name, n, err))
+			}
+			ms[h] = m
+			if spec.Flags != 0 {
+				if mm, err := m.Memory(); err == nil {
+					mem[h] = mm
+				}
+			}
 		}
-		s := &stateMap{field: f, merge: merge, m: m, keys: make([]uint32, n), vals: make([]uint64, n*per)}
+		s := &stateMap{field: f, merge: merge, m: ms[0], odd: ms[1], mem: mem, keys: make([]uint32, n), vals: make([]uint64, n*per)}
+		if halves > 1 {
+			s.zeros = make([]uint64, n*per)
+		}
 		for i := range s.keys {
 			s.keys[i] = uint32(i)
 		}
@@ -97,6 +130,9 @@ func newStateMaps(c *functions.Class, fields []buffers.Field, fn ebpfgen.Functio
 func closeMaps(maps map[string]*stateMap) {
 	for _, s := range maps {
 		s.m.Close()
+		if s.odd != nil {
+			s.odd.Close()
+		}
 	}
 }
 
@@ -110,21 +146,51 @@ func fds(maps map[string]*stateMap) func(string) int {
 	}
 }
 
-// read copies the map into its field of mbuf, merging the CPUs' copies.
-func (s *stateMap) read(mbuf *buffers.MBuf) error {
-	n := len(s.keys)
-	var cursor ebpf.MapBatchCursor
-	got, err := s.m.BatchLookup(&cursor, s.keys, s.vals, nil)
-	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return err
+// oddFds gives an emitter the file descriptors of the maps of the odd
+// epochs (windowed).
+func oddFds(maps map[string]*stateMap) func(string) int {
+	return func(name string) int {
+		if s, ok := maps[name]; ok && s.odd != nil {
+			return s.odd.FD()
+		}
+		return -1
 	}
-	if got != n {
-		return fmt.Errorf("read %d of the %d values of %s", got, n, s.field.Name)
+}
+
+// half returns the map of parity h.
+func (s *stateMap) half(h int) *ebpf.Map {
+	if h == 1 {
+		return s.odd
+	}
+	return s.m
+}
+
+// read copies half 0 of the map into its field of mbuf, merging the CPUs'
+// copies.
+func (s *stateMap) read(mbuf *buffers.MBuf) error { return s.readHalf(mbuf, 0) }
+
+// readHalf copies half h of the map into its field of mbuf.
+func (s *stateMap) readHalf(mbuf *buffers.MBuf, h int) error {
+	n := len(s.keys)
+	if mm := s.mem[h]; mm != nil {
+		if _, err := mm.ReadAt(words(s.vals), 0); err != nil {
+			return err
+		}
+	} else {
+		var cursor ebpf.MapBatchCursor
+		got, err := s.half(h).BatchLookup(&cursor, s.keys, s.vals, nil)
+		if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return err
+		}
+		if got != n {
+			return fmt.Errorf("read %d of the %d values of %s", got, n, s.field.Name)
+		}
 	}
 	per := len(s.vals) / n
+	vals := s.vals
 	for i := range n {
-		v := s.vals[i*per]
-		for _, c := range s.vals[i*per+1 : (i+1)*per] {
+		v := vals[i*per]
+		for _, c := range vals[i*per+1 : (i+1)*per] {
 			switch s.merge {
 			case functions.MergeSum:
 				v += c
@@ -137,6 +203,25 @@ func (s *stateMap) read(mbuf *buffers.MBuf) error {
 		s.store(mbuf, i, v)
 	}
 	return nil
+}
+
+// sweep zeroes half h of the map: the Go half's reset of a window, while
+// the programs write the other half.
+func (s *stateMap) sweep(h int) error {
+	if mm := s.mem[h]; mm != nil {
+		_, err := mm.WriteAt(words(s.zeros), 0)
+		return err
+	}
+	_, err := s.half(h).BatchUpdate(s.keys, s.zeros, nil)
+	return err
+}
+
+// words is v's memory.
+func words(v []uint64) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v))
 }
 
 // store writes value i of the field atomically: a byte through its 32-bit

@@ -80,7 +80,7 @@ func TestStateMapsMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	maps, err := newStateMaps(mapTestClass, mbuf.Fields(), mapTest{})
+	maps, err := newStateMaps(mapTestClass, mbuf.Fields(), mapTest{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,10 +164,10 @@ func TestStateMapsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newStateMaps(mapTestClass, fields[:2], mapTest{}); err == nil {
+	if _, err := newStateMaps(mapTestClass, fields[:2], mapTest{}, 1); err == nil {
 		t.Error("a map field the layout lacks was accepted")
 	}
-	if _, err := newStateMaps(mapTestClass, fields, slotAndMap{}); err == nil {
+	if _, err := newStateMaps(mapTestClass, fields, slotAndMap{}, 1); err == nil {
 		t.Error("a field both a slot and a map was accepted")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ffpf-go/ffpf/bridges/afxdp"
 	"github.com/ffpf-go/ffpf/bridges/ringbuf"
 	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/functions"
 )
 
 // allocSlots hands out need consecutive counter slots, reusing those of
@@ -62,58 +63,61 @@ func (fs *Flowspace) maps() error {
 	if err != nil {
 		return fmt.Errorf("%s: cannot create its counter map: %w", fs.Name(), err)
 	}
-	fs.ring, err = ringbuf.NewMap()
-	if err != nil {
-		fs.counters.Close()
-		fs.counters = nil
-		return fmt.Errorf("%s: cannot create its ring buffer: %w", fs.Name(), err)
-	}
-	// Per CPU, when it last sent a clock-only record (prog.go clockOnly).
-	fs.clockM, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_clock", Type: ebpf.PerCPUArray,
-		KeySize: 4, ValueSize: 8, MaxEntries: 1})
-	if err != nil {
-		fs.ring.Close()
-		fs.counters.Close()
-		fs.ring, fs.counters = nil, nil
-		return fmt.Errorf("%s: cannot create its clock map: %w", fs.Name(), err)
-	}
-	fs.offset = ringbuf.Offset()
-	if fs.budgetM, err = fs.budgetMap(); err != nil {
-		fs.ring.Close()
-		fs.counters.Close()
-		fs.ring, fs.counters = nil, nil
+	// fail closes the maps made so far (the budget's belongs to the budget).
+	fail := func(err error) error {
+		for _, m := range []*ebpf.Map{fs.counters, fs.ring, fs.clock, fs.sent} {
+			if m != nil {
+				m.Close()
+			}
+		}
+		fs.counters, fs.ring, fs.clock, fs.sent = nil, nil, nil, nil
 		return err
 	}
+	if fs.ring, err = ringbuf.NewMap(); err != nil {
+		return fail(fmt.Errorf("%s: cannot create its ring buffer: %w", fs.Name(), err))
+	}
+	// The packet clock (window.go) and its one offset.
+	if fs.clock, fs.offset, err = newClockMap(); err != nil {
+		return fail(fmt.Errorf("%s: %w", fs.Name(), err))
+	}
+	// Per CPU, when it last sent a clock-only record (prog.go clockOnly).
+	fs.sent, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_clock_sent", Type: ebpf.PerCPUArray,
+		KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	if err != nil {
+		return fail(fmt.Errorf("%s: cannot create its clock-only record map: %w", fs.Name(), err))
+	}
+	if fs.budgetM, err = fs.budgetMap(); err != nil {
+		return fail(err)
+	}
 	if fs.opts.Kind == flowspaces.KindXDP {
-		fs.xsks, err = afxdp.NewMap()
-		if err != nil {
-			fs.ring.Close()
-			fs.counters.Close()
-			fs.ring, fs.counters = nil, nil
-			return fmt.Errorf("%s: cannot create its AF_XDP socket map: %w", fs.Name(), err)
+		if fs.xsks, err = afxdp.NewMap(); err != nil {
+			return fail(fmt.Errorf("%s: cannot create its AF_XDP socket map: %w", fs.Name(), err))
 		}
 	}
 	return nil
 }
 
-// syncLoop syncs every 100 ms until Stop, and ends the capture when an
+// syncLoop syncs every 100 ms until Stop, closes the windows of the
+// functions here as they end (window.go), and ends the capture when an
 // interface it captures on has disappeared; with a packet limit it looks
-// every 5 ms whether the limit is spent, and then ends the capture.
+// every 5 ms whether the limit is spent, and then ends the capture. At
+// the end it syncs a last time, closes the windows that ended, and
+// flushes the Go halves (the report of the last window, or of the run).
 func (fs *Flowspace) syncLoop() {
 	defer fs.synced.Done()
-	every := time.Duration(syncEvery)
-	if fs.budget != nil {
-		every = 5 * time.Millisecond
-	}
-	t := time.NewTicker(every)
+	nextSync := time.Now().Add(syncEvery)
+	t := time.NewTimer(fs.wait(nextSync))
 	defer t.Stop()
-	for i := 1; ; i++ {
+	for {
 		select {
 		case <-t.C:
 			end := false
-			if every*time.Duration(i) >= syncEvery {
+			if err := fs.windows(fs.now() - int64(grace)); err != nil {
+				end = fs.fail(err)
+			}
+			if !time.Now().Before(nextSync) {
 				fs.sync()
-				i = 0
+				nextSync = time.Now().Add(syncEvery)
 				fs.mu.Lock()
 				if err := fs.gone(); err != nil && fs.err == nil {
 					fs.err, end = err, true
@@ -126,8 +130,15 @@ func (fs *Flowspace) syncLoop() {
 				fs.mu.Unlock()
 				cancel() // Stop, in a goroutine of its own, stops this loop
 			}
+			t.Reset(fs.wait(nextSync))
 		case <-fs.stopSync:
+			// The programs are detached: what ended has ended, no grace.
+			now := fs.now()
+			if err := fs.windows(now); err != nil {
+				fs.fail(err)
+			}
 			fs.sync()
+			fs.flush(now)
 			return
 		}
 	}
@@ -135,6 +146,88 @@ func (fs *Flowspace) syncLoop() {
 
 // syncEvery is how often the counters are read while the capture runs.
 const syncEvery = 100 * time.Millisecond
+
+// now is the packet clock of live packets: what the programs compute
+// from bpf_ktime_get_ns and the clock map, in ns since the Unix epoch.
+func (fs *Flowspace) now() int64 { return monotonic() + fs.offset }
+
+// wait is how long syncLoop sleeps: until the next sync, the next window
+// that ends (and its grace), or 5 ms with a packet limit.
+func (fs *Flowspace) wait(nextSync time.Time) time.Duration {
+	d := time.Until(nextSync)
+	if fs.budget != nil {
+		d = min(d, 5*time.Millisecond)
+	}
+	fs.mu.Lock()
+	now := fs.now()
+	for _, k := range fs.nodes {
+		if w := k.win; w != nil && k.started.Load() {
+			d = min(d, time.Duration((w.open+1)*w.interval-now)+grace)
+		}
+	}
+	fs.mu.Unlock()
+	return max(d, 0)
+}
+
+// fail ends the capture with err unless it ended for another reason.
+func (fs *Flowspace) fail(err error) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.err == nil {
+		fs.err = err
+	}
+	return true
+}
+
+// windows closes the windows of the functions here that ended at or
+// before now (window.go).
+func (fs *Flowspace) windows(now int64) error {
+	fs.mu.Lock()
+	nodes, m := append([]*node(nil), fs.nodes...), fs.counters
+	fs.mu.Unlock()
+	if m == nil {
+		return nil
+	}
+	for _, k := range nodes {
+		if k.win == nil || !k.started.Load() {
+			continue
+		}
+		if err := k.half(m).advance(now); err != nil {
+			return fmt.Errorf("%s: its window could not be closed: %w", k.ID, err)
+		}
+	}
+	return nil
+}
+
+// flush ends the Go halves at the end of the capture: the report of the
+// last window, or of the whole run.
+func (fs *Flowspace) flush(now int64) {
+	fs.mu.Lock()
+	nodes := append([]*node(nil), fs.nodes...)
+	fs.mu.Unlock()
+	for _, k := range nodes {
+		if f, ok := k.gofn.(functions.Flusher); ok && k.started.Load() {
+			f.Flush(now)
+		}
+	}
+}
+
+// startWindows opens the windows of the functions here not yet started,
+// and starts their Go halves' clocks, before their programs see a packet;
+// fs.mu is held.
+func (fs *Flowspace) startWindows(nodes []*node) error {
+	now := fs.now()
+	for _, k := range nodes {
+		if k.gofn == nil || k.started.Load() {
+			continue
+		}
+		if err := k.half(fs.counters).start(now); err != nil {
+			return fmt.Errorf("%s: cannot open its window: %w", k.ID, err)
+		}
+		k.started.Store(true)
+	}
+	return nil
+}
 
 // sync sums the per-CPU counters into the nodes' counters and MBufs.
 func (fs *Flowspace) sync() {
@@ -146,16 +239,11 @@ func (fs *Flowspace) sync() {
 	}
 	failed := false
 	sum := func(slot int) uint64 {
-		var per []uint64
-		if err := m.Lookup(uint32(slot), &per); err != nil {
+		v, err := sumSlot(m, slot)
+		if err != nil {
 			failed = true
-			return 0
 		}
-		var s uint64
-		for _, v := range per {
-			s += v
-		}
-		return s
+		return v
 	}
 	for _, k := range nodes {
 		if k.iface == "" {
@@ -176,26 +264,22 @@ func (fs *Flowspace) sync() {
 		// Read out before in: a packet counted in but not yet out is
 		// filtered for a moment, never the reverse.
 		out := sum(k.slot + 1)
-		in := sum(k.slot)
-		var state []uint64
-		if k.mbuf != nil {
-			for i := range min(len(k.mbuf.Fields()), k.need-2) {
-				state = append(state, sum(k.slot+2+i))
-			}
+		var late uint64
+		h := 0
+		if w := k.win; w != nil && k.started.Load() {
+			late = sum(k.slot + w.lateSlot())
+			h = int(w.open & 1)
 		}
+		in := sum(k.slot)
 		if failed {
 			return // a map that cannot be read (closed) must not zero what was read before
 		}
 		k.Counters.Out.Store(out)
-		k.Counters.Filtered.Store(in - min(in, out))
+		k.Counters.Dropped.Store(late)
+		k.Counters.Filtered.Store(in - min(in, out+late))
 		k.Counters.In.Store(in)
-		for i, v := range state {
-			k.mbuf.Store64(k.mbuf.Fields()[i].Offset, v)
-		}
-		for _, s := range k.maps {
-			if s.read(k.mbuf) != nil {
-				return // closed: keep what was read before
-			}
+		if !k.half(m).load(h) {
+			return // closed: keep what was read before
 		}
 	}
 }

@@ -31,7 +31,7 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 	}
 	var exports []any
 	var exported []*flowspaces.Node
-	for _, w := range fs.want {
+	for _, w := range packetsOf(fs.want) {
 		for _, k := range nodes {
 			if k.Node == w {
 				exports, exported = append(exports, w), append(exported, w)

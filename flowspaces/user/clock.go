@@ -21,6 +21,9 @@ const noCut = math.MaxUint32
 // when a function reads the state of one before it on the route (see
 // route.serial).
 func (r *route) carry(w *worker) {
+	for _, hs := range r.hashes { // the slots hold new packets
+		hs.Forget()
+	}
 	if len(r.clocked) == 0 && !r.serial {
 		r.process(w)
 		return

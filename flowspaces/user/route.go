@@ -11,6 +11,7 @@ import (
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/flowkey"
 )
 
 // route is the way one stream (the packets of one source) takes through
@@ -42,6 +43,11 @@ type route struct {
 	orig   []*buffers.Batch
 	head   []buffers.Batch
 
+	// hashes are the key hashes of the batch being carried, one memo per
+	// key of the route's keyed functions (flowkey.Keyed): a packet is
+	// parsed and hashed once for all the functions keyed alike.
+	hashes []*flowkey.Hashes
+
 	sentNow      int64 // the packet clock the last message up carried
 	stored       bool  // the stream's packets are stored in a PBuf here (§6.2)
 	up           *inproc.Bridge
@@ -51,11 +57,13 @@ type route struct {
 }
 
 type step struct {
-	node *flowspaces.Node
-	mu   *sync.Mutex
-	in   []int
-	ins  []*buffers.Batch
-	out  *buffers.Batch
+	node   *flowspaces.Node
+	mu     *sync.Mutex
+	in     []int
+	ins    []*buffers.Batch
+	out    *buffers.Batch
+	keyed  flowkey.Keyed   // the function, when it takes hashes
+	hashes *flowkey.Hashes // the memo of its key (route.hashes)
 }
 
 type export struct {
@@ -207,6 +215,9 @@ func (fs *Flowspace) Connect() error {
 				}
 			}
 			st.ins = make([]*buffers.Batch, len(st.in))
+			if k, ok := n.Function.(flowkey.Keyed); ok && !fs.opts.PerFunctionKeys {
+				st.keyed, st.hashes = k, r.memo(k)
+			}
 			idx[n] = len(inputs) + len(r.steps)
 			r.steps = append(r.steps, st)
 		}
@@ -284,7 +295,13 @@ func (fs *Flowspace) Connect() error {
 	streams := map[*flowspaces.Node][]*flowspaces.Node{}
 	var streamOrder []*flowspaces.Node
 	for _, x := range ghosts {
-		for _, s := range reach.Sources(x) {
+		srcs := reach.Sources(x)
+		if x.Producer() {
+			// A producer beneath (a sketch in eBPF with report=): its
+			// records come up as a stream of their own.
+			srcs = []*flowspaces.Node{x}
+		}
+		for _, s := range srcs {
 			if _, ok := streams[s]; !ok {
 				streamOrder = append(streamOrder, s)
 			}
@@ -350,6 +367,20 @@ func (fs *Flowspace) Connect() error {
 	}
 	fs.nodes, fs.removed = keep, nil
 	return err
+}
+
+// memo returns the route's memo of the hashes k computes, shared with the
+// functions before it keyed alike.
+func (r *route) memo(k flowkey.Keyed) *flowkey.Hashes {
+	sp, lt, seed := k.KeyHash()
+	for _, hs := range r.hashes {
+		if hs.Matches(sp, lt, seed) {
+			return hs
+		}
+	}
+	hs := flowkey.NewHashes(sp, lt, seed)
+	r.hashes = append(r.hashes, hs)
+	return hs
 }
 
 // settle waits until every worker has adopted routes of generation gen, is

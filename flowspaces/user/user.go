@@ -75,6 +75,11 @@ type Options struct {
 	// here together (flowspaces.StateBudget): 0 is half the machine's
 	// RAM, < 0 no bound.
 	StateLimit int64
+	// PerFunctionKeys makes each keyed function (flowkey.Keyed) parse and
+	// hash its packets itself, as it does alone, instead of sharing one
+	// hash per packet with the functions keyed alike on its route: the
+	// simple path, kept to measure the shared one against.
+	PerFunctionKeys bool
 }
 
 // Flowspace is a Go flowspace.

@@ -218,9 +218,13 @@ func (w *worker) read(ctx context.Context) {
 		m := w.bridge.Receive(ctx)
 		if m == nil {
 			if ctx.Err() != nil {
-				// Stopped: the flowspace beneath stops too and closes the
-				// bridge; what it sends meanwhile is dropped, and counted.
-				w.bridge.DrainUntilClosed()
+				// Stopped: the flowspace beneath stops too, sends up what
+				// it still holds (the last packets of its ring, the last
+				// window's report of a function that runs there) and
+				// closes the bridge. That is carried as a file's last
+				// batch is, so that the run's results are complete.
+				ctx = context.WithoutCancel(ctx)
+				continue
 			}
 			var streams []*flowspaces.Node
 			for s := range w.routes.Load().stream {
@@ -284,7 +288,12 @@ func (r *route) process(w *worker) {
 		}
 		st.mu.Lock()
 		w.held, w.in, w.at, w.atN = st.mu, r, i, n
-		st.node.Function.Process(out)
+		if st.keyed != nil {
+			st.hashes.Fill(out)
+			st.keyed.ProcessHashes(out, st.hashes)
+		} else {
+			st.node.Function.Process(out)
+		}
 		w.held, w.in = nil, nil
 		st.mu.Unlock()
 		st.node.Counters.Add(n, out.N, out.Dropped)

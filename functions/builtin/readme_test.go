@@ -15,6 +15,14 @@ import (
 
 var fence = regexp.MustCompile("(?s)```[a-z]*\\n(.*?)```")
 
+// classReadmes lists the READMEs of the class packages: functions/X and,
+// for a family of classes, functions/X/Y.
+func classReadmes() []string {
+	one, _ := filepath.Glob("../*/README.md")
+	two, _ := filepath.Glob("../*/*/README.md")
+	return append(one, two...)
+}
+
 // isLibrary reports whether a README documents a library the classes share
 // (its title ends in "(library)"), not a class.
 func isLibrary(md []byte) bool {
@@ -27,7 +35,7 @@ func isLibrary(md []byte) bool {
 // parameters, filters compiled by libpcap), and the examples that need no
 // file or interface are run on 2000 packets.
 func TestReadmeExamples(t *testing.T) {
-	readmes, _ := filepath.Glob("../*/README.md")
+	readmes := classReadmes()
 	if len(readmes) < 6 {
 		t.Fatalf("found %d class READMEs", len(readmes))
 	}

@@ -2,7 +2,6 @@ package builtin_test
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +16,7 @@ import (
 // names several classes has a class column; one with a field that only
 // some targets have, a targets column.
 func TestReadmeStateMatchesDeclarations(t *testing.T) {
-	readmes, _ := filepath.Glob("../*/README.md")
+	readmes := classReadmes()
 	owner := map[string]string{} // class → README
 	for _, path := range readmes {
 		md, err := os.ReadFile(path)
@@ -138,7 +137,13 @@ func stateRows(t *testing.T, path, md string, classes []string) []string {
 // keep their state in the MBuf the Go function gives too.
 func TestFunctionsKeepTheirDeclaredState(t *testing.T) {
 	// Arguments for the classes that have required parameters.
-	args := map[string][]functions.Arg{}
+	word := func(k, v string) functions.Arg {
+		return functions.Arg{Key: k, Value: functions.Raw{Kind: functions.RawWord, Text: v}}
+	}
+	args := map[string][]functions.Arg{
+		"dta":           {word("op", "keywrite"), word("key", "ipv4.src"), word("data", "pkt.len")},
+		"dta-collector": {{Key: "keywrite", Value: functions.Raw{Kind: functions.RawString, Text: "slots=1009"}}},
+	}
 	n := 0
 	for _, c := range functions.Default.All() {
 		if c.State == nil || c.IsSource() {

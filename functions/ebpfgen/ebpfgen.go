@@ -11,7 +11,9 @@
 // maps of the function's own (Mapped): one array map per MBuf field, one
 // u64 element per value, per-CPU or shared as the class declares the
 // field's merge, which the flowspace applies when it copies the map into
-// the MBuf (sum, max, or; shared: as it is).
+// the MBuf (sum, max, or; shared: as it is). A function with window= is
+// the same code, emitted twice by the flowspace: once on the maps and
+// slots of the even epochs, once on those of the odd.
 //
 // The sharp edge: the code runs under the kernel's verifier. Every packet
 // access must be bounds-checked against PacketEnd, loops are not allowed,
@@ -20,8 +22,16 @@
 package ebpfgen
 
 import (
+	"time"
+
 	"github.com/cilium/ebpf/asm"
 )
+
+// MinWindow is the shortest window= a function keeps in eBPF: the
+// flowspace's Go half closes each window, and sweeps its half of the
+// state, within the next window (DESIGN.md §11); shorter ones run in
+// userspace.
+const MinWindow = 100 * time.Millisecond
 
 // The registers the program keeps for its functions.
 const (

@@ -60,6 +60,10 @@ func FuzzExtract(f *testing.F) {
 		if ok1 != ok2 || k1 != k2 {
 			t.Fatal("Extract is not stable")
 		}
+		var k3 Key
+		if ok3 := sp.extract(lt, pkt, &k3); ok3 != ok1 || k3 != k1 {
+			t.Fatalf("the fast path gives %v %x, the general one %v %x", ok1, k1, ok3, k3)
+		}
 		if !ok1 {
 			if k1 != (Key{}) {
 				t.Fatal("no key but a non-zero Key")

@@ -214,9 +214,15 @@ func (p probe) Process(b *buffers.Batch) {
 // lines and the functions' states.
 func run(t testing.TB, reg *functions.Registry, expr string) ([]string, []flowgraph.FunctionState) {
 	t.Helper()
+	return runIn(t, flowgraph.Config{Registry: reg}, expr)
+}
+
+// runIn is run with a configuration (a flowspace hierarchy).
+func runIn(t testing.TB, cfg flowgraph.Config, expr string) ([]string, []flowgraph.FunctionState) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "out.jsonl")
 	expr = strings.ReplaceAll(expr, "OUT", strconv.Quote(out))
-	rt := flowgraph.New(flowgraph.Config{Registry: reg})
+	rt := flowgraph.New(cfg)
 	if _, err := rt.Populate(expr, flowgraph.RequestOptions{}); err != nil {
 		t.Fatalf("%s: %v", expr, err)
 	}

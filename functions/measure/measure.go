@@ -20,6 +20,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/ebpfgen"
 	"github.com/ffpf-go/ffpf/functions/flowkey"
 	"github.com/ffpf-go/ffpf/functions/record"
 )
@@ -62,6 +63,17 @@ func ReportParam(summary string) functions.Param {
 // Reports says whether a function with parameters p emits reports: its
 // class's Produces.
 func Reports(p functions.Params) bool { return p.Has("report") }
+
+// EBPFWindow says why a function with parameters p cannot keep its
+// window= in eBPF, or nil when it can: the flowspace's Go half closes each
+// window, and sweeps its half of the double-buffered state, within the
+// next one, so a window is at least ebpfgen.MinWindow there.
+func EBPFWindow(p functions.Params) error {
+	if p.Has("window") && p.Duration("window") < ebpfgen.MinWindow {
+		return fmt.Errorf("a window shorter than %v runs in userspace: in eBPF the Go half closes each window and sweeps its state within the next", ebpfgen.MinWindow)
+	}
+	return nil
+}
 
 // Spec parses a function's key= (validated at populate).
 func Spec(p functions.Params) *flowkey.Spec {

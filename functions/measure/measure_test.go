@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -522,5 +523,88 @@ func TestReaderWhereStateIsNot(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "probe#1") || !strings.Contains(err.Error(), "reads the state of cms#1") {
 		t.Errorf("a reader above its state: %v", err)
+	}
+}
+
+// Functions keyed alike take one hash per packet from the flowspace
+// (flowkey.Keyed); the records, the states and what a reader sees are those
+// of each function hashing its packets itself, whatever the batch sizes.
+func TestSharedKeysEqualPerFunction(t *testing.T) {
+	pkts := genTrace(gen.Config{Seed: 3, Packets: 40000, Flows: 3000, IPv6: 0.3})
+	exprs := []string{
+		`(bpf,"tcp") > (cms) > (hll) > (pcsa,report=1) > (export,format=jsonl,file=OUT)`,
+		`(bpf,"tcp") > [(cms,report=5) | (hll,window=1ms,report=1)] > (export,format=jsonl,file=OUT)`,
+		`(cms,key=srcip/24,window=1ms,report=4) > (export,format=jsonl,file=OUT)`,
+		// keyed alike written in another order; keyed apart (srcip/32 keeps 32 bits of IPv6)
+		`(cms,key="dstport,srcport,dstip,srcip,proto") > (pcsa,key=5tuple) > (bloom,key=srcip,pass=new) > (hll,key=srcip/32,report=1) > (export,format=jsonl,file=OUT)`,
+		`(bloom,key=5tuple,pass=new) > (cms,key=5tuple,value=bytes) > [(counter,key=proto,report=3) | (cms,key=5tuple,report=3)] > (export,format=jsonl,file=OUT)`,
+		`(bloom,key=srcmac,bits=4K,counting=true) > (cms,key=vlan,report=2) > (export,format=jsonl,file=OUT)`,
+	}
+	for _, e := range exprs {
+		for _, seed := range []uint64{0, 7} {
+			var refProbe, gotProbe []float64
+			cfg := func(probed *[]float64, perFunction bool) flowgraph.Config {
+				return flowgraph.Config{Registry: testRegistry(t, pkts, seed, probed),
+					Hierarchy: user.New(user.Options{PerFunctionKeys: perFunction})}
+			}
+			ref, refStates := runIn(t, cfg(&refProbe, true), `(replay) > `+e)
+			got, gotStates := runIn(t, cfg(&gotProbe, false), `(replay) > `+e)
+			if len(ref) == 0 {
+				t.Fatalf("%s: no records", e)
+			}
+			if d := diff(ref, got); d != "" {
+				t.Errorf("%s (batches of seed %d): shared keys give other records: %s", e, seed, d)
+			}
+			for i := range refStates { // all but the export's file
+				refStates[i].Params, gotStates[i].Params = nil, nil
+			}
+			if !reflect.DeepEqual(refStates, gotStates) {
+				t.Errorf("%s (batches of seed %d): shared keys give other states:\n%+v\n%+v", e, seed, refStates, gotStates)
+			}
+		}
+	}
+	// A reader of a keyed function on the route (packets carried one at a time).
+	var refProbe, gotProbe []float64
+	e := `(replay) > nb:(cms,key=srcip,value=bytes) > (hll,key=srcip) > (probe,read=nb.min)`
+	for _, c := range []struct {
+		probed      *[]float64
+		perFunction bool
+	}{{&refProbe, true}, {&gotProbe, false}} {
+		runIn(t, flowgraph.Config{Registry: testRegistry(t, pkts, 5, c.probed),
+			Hierarchy: user.New(user.Options{PerFunctionKeys: c.perFunction})}, e)
+	}
+	if len(refProbe) != len(pkts) || !slices.Equal(refProbe, gotProbe) {
+		t.Errorf("%s: the reader sees other values with shared keys (%d and %d values)", e, len(refProbe), len(gotProbe))
+	}
+}
+
+// A cms adds with plain writes until a reader of its counters exists (its
+// switch to atomic adds is checked under -race in functions/sketch). Two
+// sources carried by two goroutines through a cms and a reader of it: the
+// reader sees every packet counted, and the total is that of both.
+func TestReaderOfConcurrentWriter(t *testing.T) {
+	pkts := genTrace(gen.Config{Seed: 4, Packets: 20000, Flows: 500})
+	var probed []float64
+	reg := testRegistry(t, pkts, 3, &probed)
+	err := reg.Register(&functions.Class{Name: "replay2", Summary: "the trace again, from another goroutine",
+		Validate: func(ctx *functions.Context) error { ctx.LinkType = functions.LinkEthernet; return nil },
+		NewSource: func(*functions.Context) (functions.Source, error) {
+			return &replay{pkts: pkts, rng: 11}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, states := run(t, reg, `[(replay) | (replay2)] > (bpf,"ip or ip6") > nb:(cms,key=srcip) > (probe,read=nb.min)`)
+	cms := states[3]
+	if cms.Class != "cms" || cms.In < uint64(len(pkts)) || len(probed) != int(cms.In) {
+		t.Fatalf("the reader saw %d packets, %s %d", len(probed), cms.ID, cms.In)
+	}
+	for _, v := range probed {
+		if v < 1 {
+			t.Fatalf("an estimate of %v after the packet was counted", v)
+		}
+	}
+	if total := cms.State["total"]; total != float64(cms.In) {
+		t.Errorf("cms total %v, want %d", total, cms.In)
 	}
 }

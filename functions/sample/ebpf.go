@@ -39,19 +39,53 @@ func (s ebpfEvery) Emit(e *ebpfgen.Emitter) error {
 	return nil
 }
 
+// ebpfRate is sample with rate=P in an eBPF flowspace: each packet passes
+// when a number from bpf_get_prandom_u32 is below P·2^32 (every packet
+// with rate=1), independently, as in Go; seen and sampled are counter
+// slots, summed over CPUs. The kernel's generator is not Go's seeded one:
+// the sample has the same rate, not the same packets, and writes no rand
+// annotation.
+type ebpfRate struct {
+	limit uint64 // a packet passes when its number is below it
+	all   bool
+}
+
+func (s ebpfRate) StateSlots() int { return 2 } // seen, sampled
+
+func (s ebpfRate) Emit(e *ebpfgen.Emitter) error {
+	e.Insns = append(e.Insns, asm.Mov.Imm(asm.R1, 1))
+	e.Insns = append(e.Insns, e.AddState(0, asm.R1)...)
+	if !s.all {
+		e.Insns = append(e.Insns,
+			asm.FnGetPrandomU32.Call(),
+			asm.LoadImm(asm.R1, int64(s.limit), asm.DWord),
+			asm.JGE.Reg(asm.R0, asm.R1, e.Drop),
+		)
+	}
+	e.Insns = append(e.Insns, asm.Mov.Imm(asm.R1, 1))
+	e.Insns = append(e.Insns, e.AddState(1, asm.R1)...)
+	e.Insns = append(e.Insns, asm.Ja.Label(e.Pass))
+	return nil
+}
+
 func ebpfCode(ctx *functions.Context) (ebpfgen.Function, error) {
+	if err := runs(functions.TargetKernel, ctx.Params); err != nil {
+		return nil, err
+	}
 	if !ctx.Params.Has("every") {
-		return nil, errRate
+		rate := ctx.Params.Float("rate")
+		return ebpfRate{limit: uint64(rate * (1 << 32)), all: rate >= 1}, nil
 	}
 	return ebpfEvery{every: uint64(ctx.Params.Int("every"))}, nil
 }
 
-var errRate = errors.New("rate= writes each packet's random number as an annotation, which eBPF code does not carry up: it runs in userspace")
+var errSeed = errors.New("seed= asks for the sample of the seeded generator, which only Go draws: it runs in userspace (without seed=, rate= runs in eBPF on the kernel's generator)")
 
-// runs keeps rate= in userspace.
+// runs keeps rate= with an explicit seed= in userspace: a user who gives
+// the seed wants that generator's sample (and the same one on every run).
 func runs(t functions.Target, p functions.Params) error {
-	if (t == functions.TargetKernel || t == functions.TargetXDP) && !p.Has("every") {
-		return errRate
+	if (t == functions.TargetKernel || t == functions.TargetXDP) && p.Has("rate") && p.Has("seed") {
+		return errSeed
 	}
 	return nil
 }

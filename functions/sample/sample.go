@@ -44,7 +44,7 @@ func init() {
 					}
 					return nil
 				}},
-			{Name: "seed", Type: functions.Int, Default: "1", Summary: "seed of the generator (rate=): the same seed gives the same sample"},
+			{Name: "seed", Type: functions.Int, Summary: "seed of the generator (rate=; 1 when unset): the same seed gives the same sample; given, it keeps rate= in userspace"},
 		},
 		State:     state,
 		Targets:   []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
@@ -82,7 +82,10 @@ func New(ctx *functions.Context) (*Sample, error) {
 		return nil, err
 	}
 	s := &Sample{m: m, seenOff: functions.FieldOf(m, "seen").Offset, sampOff: functions.FieldOf(m, "sampled").Offset,
-		at: ctx.Ann, every: uint64(ctx.Params.Int("every")), seed: uint64(ctx.Params.Int("seed"))}
+		at: ctx.Ann, every: uint64(ctx.Params.Int("every")), seed: 1}
+	if ctx.Params.Has("seed") {
+		s.seed = uint64(ctx.Params.Int("seed"))
+	}
 	if s.every == 0 {
 		s.rate = ctx.Params.Float("rate")
 		s.all = s.rate >= 1

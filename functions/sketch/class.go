@@ -14,10 +14,12 @@ import (
 	"github.com/ffpf-go/ffpf/functions/record"
 )
 
-// The classes: cms, hll, pcsa and bloom. Each extracts a packet's key
-// (flowkey), hashes it once and updates its structure in its MBuf; with
-// window= it closes a window on the packet clock (reporting it, with
-// report=) and starts the next empty.
+// The classes: cms, hll, pcsa and bloom. Each updates its structure in its
+// MBuf by the hash of each packet's key (flowkey); with window= it closes a
+// window on the packet clock (reporting it, with report=) and starts the
+// next empty. Each is a flowkey.Keyed: a flowspace that runs several keyed
+// alike on a batch hashes each packet once for all of them
+// (ProcessHashes); Process, on its own, hashes the batch itself first.
 
 func init() {
 	functions.Register(cmsClass)
@@ -52,6 +54,7 @@ type keyed struct {
 	report int
 	nokey  int // offset
 	key    flowkey.Key
+	hs     *flowkey.Hashes // Process's own, when no flowspace shares one
 }
 
 func newKeyed(ctx *functions.Context, st *functions.State) (keyed, error) {
@@ -59,22 +62,32 @@ func newKeyed(ctx *functions.Context, st *functions.State) (keyed, error) {
 	if err != nil {
 		return keyed{}, err
 	}
-	k := keyed{m: m, sp: measure.Spec(ctx.Params), lt: ctx.LinkType, window: measure.NewWindow(ctx.Params),
-		report: int(ctx.Params.Int("report")), nokey: functions.FieldOf(m, "nokey").Offset}
+	sp := measure.Spec(ctx.Params)
+	k := keyed{m: m, sp: sp, lt: ctx.LinkType, window: measure.NewWindow(ctx.Params),
+		report: int(ctx.Params.Int("report")), nokey: functions.FieldOf(m, "nokey").Offset,
+		hs: flowkey.NewHashes(sp, ctx.LinkType, seed)}
 	if measure.Reports(ctx.Params) {
 		k.out = measure.NewOut(ctx)
 	}
 	return k, nil
 }
 
-// hash extracts the packet's key and hashes it; ok is false (and the
-// packet counted in nokey) when the packet lacks the key's layers.
-func (k *keyed) hash(p *buffers.PBuf, slot uint32) (uint64, bool) {
-	if !k.sp.Extract(k.lt, p.Data(slot), &k.key) {
-		k.m.Add64(k.nokey, 1)
-		return 0, false
+// KeyHash implements flowkey.Keyed.
+func (k *keyed) KeyHash() (*flowkey.Spec, functions.LinkType, uint64) { return k.sp, k.lt, seed }
+
+// ownHashes hashes the packets of b for a Process called on its own: the
+// batch's slots may hold other packets than at the last call.
+func (k *keyed) ownHashes(b *buffers.Batch) *flowkey.Hashes {
+	k.hs.Forget()
+	k.hs.Fill(b)
+	return k.hs
+}
+
+// noKey counts n packets that lack the key's layers.
+func (k *keyed) noKey(n uint64) {
+	if n > 0 {
+		k.m.Add64(k.nokey, n)
 	}
-	return k.sp.Hash(&k.key, seed), true
 }
 
 // MBuf implements functions.Stateful.

@@ -92,14 +92,19 @@ func NewBloomFunc(ctx *functions.Context) (*BloomFunc, error) {
 
 // Process inserts (or counts) each packet's key and keeps the packets
 // pass= asks for; a packet without a key passes only with pass=all.
-func (f *BloomFunc) Process(b *buffers.Batch) {
+func (f *BloomFunc) Process(b *buffers.Batch) { f.ProcessHashes(b, f.ownHashes(b)) }
+
+// ProcessHashes implements flowkey.Keyed.
+func (f *BloomFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
 	p := b.PBuf
 	n := 0
-	var ins uint64
+	var ins, nokey uint64
 	for _, e := range b.E[:b.N] {
-		h, ok := f.hash(p, e.Slot)
+		h, ok := hs.Of(e.Slot)
 		present := false
-		if ok {
+		if !ok {
+			nokey++
+		} else {
 			if f.cb != nil {
 				present = f.cb.Min(h) > 0
 				f.cb.Add(h, measure.ValueOf(p.Meta(e.Slot), f.bytes))
@@ -114,6 +119,7 @@ func (f *BloomFunc) Process(b *buffers.Batch) {
 			n++
 		}
 	}
+	f.noKey(nokey)
 	f.m.Add64(f.inserted, ins)
 	b.N = n
 	f.keyed.pass(b)

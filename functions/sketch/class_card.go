@@ -5,6 +5,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/flowkey"
 	"github.com/ffpf-go/ffpf/functions/measure"
 )
 
@@ -60,13 +61,23 @@ func NewHLLFunc(ctx *functions.Context) (*HLLFunc, error) {
 }
 
 // Process offers each packet's key.
-func (f *HLLFunc) Process(b *buffers.Batch) {
+func (f *HLLFunc) Process(b *buffers.Batch) { f.ProcessHashes(b, f.ownHashes(b)) }
+
+// ProcessHashes implements flowkey.Keyed.
+func (f *HLLFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
 	changed := false
+	var nokey uint64
 	for _, e := range b.E[:b.N] {
-		if h, ok := f.hash(b.PBuf, e.Slot); ok && f.s.Add(h) {
+		h, ok := hs.Of(e.Slot)
+		if !ok {
+			nokey++
+			continue
+		}
+		if f.s.Add(h) {
 			changed = true
 		}
 	}
+	f.noKey(nokey)
 	if changed {
 		f.est.dirty.Store(true)
 	}
@@ -161,13 +172,23 @@ func NewPCSAFunc(ctx *functions.Context) (*PCSAFunc, error) {
 }
 
 // Process offers each packet's key.
-func (f *PCSAFunc) Process(b *buffers.Batch) {
+func (f *PCSAFunc) Process(b *buffers.Batch) { f.ProcessHashes(b, f.ownHashes(b)) }
+
+// ProcessHashes implements flowkey.Keyed.
+func (f *PCSAFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
 	changed := false
+	var nokey uint64
 	for _, e := range b.E[:b.N] {
-		if h, ok := f.hash(b.PBuf, e.Slot); ok && f.s.Add(h) {
+		h, ok := hs.Of(e.Slot)
+		if !ok {
+			nokey++
+			continue
+		}
+		if f.s.Add(h) {
 			changed = true
 		}
 	}
+	f.noKey(nokey)
 	if changed {
 		f.est.dirty.Store(true)
 	}

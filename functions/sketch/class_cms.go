@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"math"
+	"sync"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
@@ -39,7 +40,7 @@ var cmsClass = &functions.Class{
 	State:    cmsState,
 	Readable: cmsReads,
 	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
-	Runs:     ebpfRuns(nil),
+	Runs:     ebpfRuns(cmsRuns),
 	Code:     functions.EBPFCode(ebpfCMSCode),
 	Produces: measure.Reports,
 	Validate: measure.CheckLinkType,
@@ -50,8 +51,16 @@ var cmsClass = &functions.Class{
 // report=K it tracks the K keys with the largest estimates as they are
 // updated (a key's estimate only grows within a window), and reports them
 // at the window's end.
+//
+// The counters are written by Process alone, under the function's lock,
+// and read concurrently only by the readers Read hands out (match's
+// nbytes.min): until then the sketch adds with plain writes (Exclusive),
+// several times cheaper than atomic ones; Read switches it to atomic adds
+// (Shared) for good. mode makes the switch wait for a batch being
+// processed, so that no plain write is under way once a reader exists.
 type CMS struct {
 	keyed
+	mode    sync.Mutex
 	s       *CountMin
 	bytes   bool
 	total   int // offset
@@ -66,7 +75,7 @@ func NewCMS(ctx *functions.Context) (*CMS, error) {
 		return nil, err
 	}
 	d, w := cmsDims(ctx.Params)
-	s, err := NewCountMin(k.m.Uint64s(functions.FieldOf(k.m, "counters")), d, w, Shared)
+	s, err := NewCountMin(k.m.Uint64s(functions.FieldOf(k.m, "counters")), d, w, Exclusive)
 	if err != nil {
 		return nil, err
 	}
@@ -79,21 +88,30 @@ func NewCMS(ctx *functions.Context) (*CMS, error) {
 }
 
 // Process adds each packet's value to its key.
-func (c *CMS) Process(b *buffers.Batch) {
+func (c *CMS) Process(b *buffers.Batch) { c.ProcessHashes(b, c.ownHashes(b)) }
+
+// ProcessHashes implements flowkey.Keyed. A key is extracted again only
+// when its estimate may enter the report's top K.
+func (c *CMS) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
+	c.mode.Lock()
+	defer c.mode.Unlock()
 	p := b.PBuf
-	var sum uint64
+	var sum, nokey uint64
 	for _, e := range b.E[:b.N] {
-		h, ok := c.hash(p, e.Slot)
+		h, ok := hs.Of(e.Slot)
 		if !ok {
+			nokey++
 			continue
 		}
 		v := measure.ValueOf(p.Meta(e.Slot), c.bytes)
 		sum += v
 		est := c.s.Add(h, v)
-		if c.top != nil {
+		if c.top != nil && est >= c.top.Threshold() { // below, Offer would do nothing
+			c.sp.Extract(c.lt, p.Data(e.Slot), &c.key)
 			c.top.Offer(&c.key, h, est)
 		}
 	}
+	c.noKey(nokey)
 	c.m.Add64(c.total, sum)
 	c.pass(b)
 }
@@ -142,6 +160,9 @@ func cmsReads(functions.Params) []string { return []string{"min", "total"} }
 func (c *CMS) Read(name string) (functions.Reader, error) {
 	switch name {
 	case "min":
+		c.mode.Lock()
+		c.s.SetWrites(Shared)
+		c.mode.Unlock()
 		var k flowkey.Key
 		return func(p *buffers.PBuf, slot uint32) float64 {
 			if !c.sp.Extract(c.lt, p.Data(slot), &k) {

@@ -118,6 +118,11 @@ func zero64(c []uint64) {
 	}
 }
 
+// SetWrites changes who may update the sketch; the caller makes sure no
+// Add runs meanwhile, and that the adds before it happen before any
+// reader that the change admits.
+func (s *CountMin) SetWrites(w Writes) { s.w = w }
+
 // String returns "shared" or "exclusive".
 func (w Writes) String() string {
 	if w == Exclusive {

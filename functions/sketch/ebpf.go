@@ -7,7 +7,9 @@ package sketch
 // counters per CPU, summed; HyperLogLog registers per CPU, their maximum;
 // a Bloom filter one shared map set atomically, since the code tests it
 // to pass the packets of new keys. The scalar fields are counter slots.
-// Windows and reports stay in userspace (Runs says why).
+// With window= the flowspace double-buffers all of it by epoch parity and
+// its Go half reports each window from the merged state; only cms's
+// report= stays in userspace (ebpfRuns says why).
 
 import (
 	"errors"
@@ -21,18 +23,15 @@ import (
 	"github.com/ffpf-go/ffpf/functions/measure"
 )
 
-// ebpfRuns refuses in eBPF what only Go does: windows (their reset is the
-// Go half's) and reports (a producer's records).
+// ebpfRuns refuses in eBPF what only Go does: a window too short for the
+// flowspace's Go half, and what extra refuses.
 func ebpfRuns(extra func(p functions.Params) error) func(functions.Target, functions.Params) error {
 	return func(t functions.Target, p functions.Params) error {
 		if t != functions.TargetKernel && t != functions.TargetXDP {
 			return nil
 		}
-		switch {
-		case p.Has("window"):
-			return errors.New("window= runs in userspace: eBPF code keeps no windows")
-		case measure.Reports(p):
-			return errors.New("report= makes records, which eBPF code does not produce")
+		if err := measure.EBPFWindow(p); err != nil {
+			return err
 		}
 		if extra != nil {
 			return extra(p)
@@ -250,6 +249,18 @@ func ebpfBloomCode(ctx *functions.Context) (ebpfgen.Function, error) {
 		return nil, err
 	}
 	return &ebpfBloom{key: k, m: uint32(ctx.Params.Int("bits")), k: uint32(ctx.Params.Int("hashes")), pass: ctx.Params.Str("pass")}, nil
+}
+
+// cmsRuns: report= stays in userspace. Go tracks the heaviest keys as
+// each packet updates the sketch (a key is a candidate when its estimate
+// is among the K largest at its update), so the keys reported depend on
+// the packets' order, which CPUs do not keep; an eBPF table of candidates
+// would report other keys than Go on the same packets.
+func cmsRuns(p functions.Params) error {
+	if measure.Reports(p) {
+		return errors.New("report= of cms runs in userspace: Go tracks the heaviest keys packet by packet, in an order that per-CPU eBPF updates do not keep")
+	}
+	return nil
 }
 
 // bloomRuns: a counting filter stays in userspace.

@@ -5,8 +5,11 @@
 //
 //	heavy: dstip=10.0.128.0/24; sum(volume) > 125KB; 5-tuple; 10ms
 //
-// This file holds the parsed form the packet monitor compiles; parse.go reads
-// the one-line and YAML forms and prints the canonical one.
+// This file holds the parsed form the packet monitor compiles; parse.go and
+// expr.go read the one-line form and print the canonical one, file.go reads
+// files (YAML or one event a line), validate.go checks an event against the
+// epoch. The sharp edge: Parse checks everything but the interval's relation
+// to the epoch, which only the monitor knows; call ValidateAll with it.
 package event
 
 import (
@@ -19,7 +22,7 @@ type Event struct {
 	Name        string
 	Filters     []Filter // a packet matches when it matches any of them
 	Predicate   Expr     // true (non-zero) fires a report
-	Granularity []Field  // how matched flows are grouped; the 5-tuple groups nothing
+	Granularity []Field  // how matched flows are grouped; nil is the 5-tuple (each flow its own bucket)
 	Interval    time.Duration
 	Pos         Pos // where it was defined, for messages
 }
@@ -30,7 +33,8 @@ type Pos struct {
 	Line int
 }
 
-// Filter is a conjunction of field conditions; a zero field matches anything.
+// Filter is a conjunction of field conditions. An invalid prefix, AnyPort and
+// Proto -1 match anything (AnyFilter is the filter "*").
 type Filter struct {
 	SrcIP, DstIP     netip.Prefix // !IsValid() matches any address
 	SrcPort, DstPort PortRange
@@ -44,7 +48,9 @@ type PortRange struct{ Lo, Hi uint16 }
 var AnyPort = PortRange{0, 65535}
 
 // Field is one field of a granularity. Bits is the prefix length kept of an
-// address field (32 or 128 for the whole address) and 0 for the others.
+// address field and 0 for the others. As in a flow key's srcip/N, an IPv4
+// address keeps min(Bits, 32) bits and an IPv6 one Bits; a bare srcip is
+// WholeAddress (128), the whole address of either family.
 type Field struct {
 	Name string // srcip, dstip, srcport, dstport or proto
 	Bits int
@@ -53,15 +59,28 @@ type Field struct {
 // Expr is a node of a predicate.
 type Expr interface{ expr() }
 
-// Num is a constant, units already applied (125KB is 125000 or 128000 as
-// parse.go documents).
+// Num is a constant, units already applied (125KB is 125000: sizes are
+// decimal, see README.md).
 type Num float64
 
 // Agg is an aggregate of a Table 1 variable over an interval: sum(volume).
 // Var is empty for count(), which counts packets.
+//
+// And, when set, is a second flag multiplied into Var per packet before
+// aggregating: sum(is_lost & is_burst) counts the packets both lost and in a
+// burst (Table 2's second event). Both are then flags (ecn, is_lost,
+// is_burst).
+//
+// Func is empty for a bare state variable (ack, seq or dup): the flow's value
+// at the end of the interval, or with Prev at the end of the previous
+// interval (ack_lastepoch), as Table 2's congestion event reads them. Only a
+// 5-tuple granularity allows them, since a bucket of several flows has no
+// single latest ack.
 type Agg struct {
-	Func string // sum, count, max, min, avg or stddev
+	Func string // sum, count, max, min, avg or stddev; "" for a state variable
 	Var  string // volume, ecn, rwnd, ttl, rtt, is_lost, is_burst, ack, seq, dup
+	And  string // a second flag: sum(is_lost & is_burst)
+	Prev bool   // a state variable's value at the end of the previous interval
 }
 
 // Binary applies Op to two sub-expressions: + - * / < <= > >= == != and or.

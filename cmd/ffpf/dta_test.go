@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+
+	"github.com/ffpf-go/ffpf/functions/dta/collector"
+	"github.com/ffpf-go/ffpf/functions/dta/wire"
+)
+
+// ffpf dta collect receives reports over UDP; ffpf dta query answers from
+// it: a value, "not found", "collision", a count, a path, a list's last
+// entries. SIGINT ends the collector with its counters as JSON.
+func TestDTACollectAndQuery(t *testing.T) {
+	cmd := exec.Command(ffpfBin, "dta", "collect", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0", "--sockets", "2",
+		"--keywrite", "slots=1M,redundancy=2", "--append", "lists=4,size=1000",
+		"--keyincrement", "slots=100003", "--postcarding", "chunks=10007,hops=3")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(errPipe)
+	if !sc.Scan() {
+		t.Fatalf("the collector printed nothing: %v", sc.Err())
+	}
+	first := sc.Text()
+	m := regexp.MustCompile(`reports on udp (\S+), queries on http://(\S+);`).FindStringSubmatch(first)
+	if m == nil {
+		t.Fatalf("first line: %q", first)
+	}
+	var rest bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		for sc.Scan() {
+			rest.WriteString(sc.Text() + "\n")
+		}
+		close(done)
+	}()
+	udp, httpAddr := m[1], m[2]
+
+	conn, err := net.Dial("udp", udp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	reports := []wire.Report{
+		{Op: wire.KeyWrite, Redundancy: 2, Key: 0x0a000105, Data: 1234},
+		{Op: wire.KeyWrite, Redundancy: 2, Key: 7, Data: 1},
+		{Op: wire.KeyWrite, Redundancy: 1, Key: 7, Data: 2}, // copies 2 and 1: a collision
+		{Op: wire.KeyIncrement, Redundancy: 2, Key: 9, Counter: 40},
+		{Op: wire.KeyIncrement, Redundancy: 2, Key: 9, Counter: 2},
+		{Op: wire.Postcarding, Key: 77, Hop: 0, Data: 100},
+		{Op: wire.Postcarding, Key: 77, Hop: 2, Data: 102},
+	}
+	for i := range 12 {
+		reports = append(reports, wire.Report{Op: wire.Append, List: 3, Data: uint32(i)})
+	}
+	for _, r := range reports {
+		b, _ := r.Append(nil)
+		if _, err := conn.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Write([]byte{0x01, 0x00}) // short
+	cl := &collector.Client{Server: httpAddr}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, err := cl.Stats(context.Background())
+		if err == nil && st.Datagrams == uint64(len(reports)+1) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the collector did not receive the reports: %+v %v", st, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"keywrite", "0x0a000105"}, "1234\n"},
+		{[]string{"keywrite", "10.0.1.5"}, "1234\n"},
+		{[]string{"keywrite", "0x0a000106"}, "not found\n"},
+		{[]string{"keywrite", "7"}, "collision\n"},
+		{[]string{"keywrite", "7", "--redundancy", "1"}, "2\n"},
+		{[]string{"keyincrement", "9"}, "42\n"},
+		{[]string{"postcarding", "77"}, "100 - 102\n"},
+		{[]string{"postcarding", "78"}, "not found\n"},
+		{[]string{"append", "3", "3"}, "9\n10\n11\n"},
+		{[]string{"append", "2"}, ""},
+	} {
+		r := ffpf(t, append([]string{"dta", "query", "--server", httpAddr}, c.args...)...)
+		if r.code != 0 || r.stdout != c.want {
+			t.Errorf("query %v: exit %d, %q (want %q), stderr %q", c.args, r.code, r.stdout, c.want, r.stderr)
+		}
+	}
+	r := ffpf(t, "dta", "query", "--server", httpAddr, "--json", "keywrite", "7")
+	var a collector.Answer
+	if err := json.Unmarshal([]byte(r.stdout), &a); err != nil || a.Status != "collision" || a.Matches != 2 {
+		t.Errorf("--json: %q: %v", r.stdout, err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"dta", "query", "--server", httpAddr, "keywrite", "nokey"}, 2, "not a 32-bit key"},
+		{[]string{"dta", "query", "--server", httpAddr, "keywrite"}, 2, "takes one KEY"},
+		{[]string{"dta", "query", "--server", httpAddr, "append", "4"}, 2, "no list 4"},
+		{[]string{"dta", "query", "--server", httpAddr, "lookup", "4"}, 2, "no primitive"},
+		{[]string{"dta", "query", "keywrite", "1"}, 2, "needs --server"},
+		{[]string{"dta", "query", "--server", "127.0.0.1:1", "keywrite", "1"}, 1, "cannot reach the collector"},
+		{[]string{"dta", "collect", "--listen", "127.0.0.1:0"}, 2, "hosts no primitive"},
+		{[]string{"dta", "collect", "--listen", "127.0.0.1:0", "--keywrite", "slots=1Mi"}, 2, "power of two"},
+		{[]string{"dta", "collect", "--listen", "127.0.0.1:0", "--keywrite", "slot=1M"}, 2, "no setting \"slot\""},
+		{[]string{"dta", "collect", "--keywrite", "slots=1M"}, 2, "needs --listen"},
+		{[]string{"dta", "collect", "--listen", "nohost:x", "--keywrite", "slots=1M"}, 1, "cannot listen"},
+		{[]string{"dta", "frobnicate"}, 2, "no command"},
+	} {
+		r := ffpf(t, c.args...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.msg) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q (want %d, %q)", c.args, r.code, r.stderr, c.code, c.msg)
+		}
+	}
+
+	cmd.Process.Signal(syscall.SIGINT)
+	<-done
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the collector: %v: %s", err, rest.String())
+	}
+	var st collector.Stats
+	if err := json.Unmarshal(stdout.Bytes(), &st); err != nil {
+		t.Fatalf("the final counters: %v: %q", err, stdout.String())
+	}
+	if st.Reports["keywrite"] != 3 || st.Reports["append"] != 12 || st.Reports["keyincrement"] != 2 ||
+		st.Reports["postcarding"] != 2 || st.Dropped["short"] != 1 || st.Dropped["socket"] != 0 {
+		t.Errorf("final counters %+v", st)
+	}
+}
+
+// A capture of reports is a source: ffpf run -r reports.pcap
+// '(dta-collector,...)' ingests them and shows the counters in --json.
+func TestDTACollectorReadsCapture(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "reports.pcap")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := pcapgo.NewWriter(f)
+	w.WriteFileHeader(65535, layers.LinkTypeEthernet)
+	add := func(r wire.Report, dport uint16) {
+		pl, _ := r.Append(nil)
+		eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
+		ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
+		udp := &layers.UDP{SrcPort: 5000, DstPort: layers.UDPPort(dport)}
+		udp.SetNetworkLayerForChecksum(ip)
+		buf := gopacket.NewSerializeBuffer()
+		gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, udp, gopacket.Payload(pl))
+		b := buf.Bytes()
+		w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(1700000000, 0), CaptureLength: len(b), Length: len(b)}, b)
+	}
+	for i := range 100 {
+		add(wire.Report{Op: wire.KeyWrite, Redundancy: 2, Key: uint32(i), Data: uint32(1000 + i)}, 40040)
+	}
+	add(wire.Report{Op: wire.Append, List: 0, Data: 1}, 40040) // not hosted: disabled
+	add(wire.Report{Op: wire.KeyWrite, Redundancy: 2, Key: 1, Data: 1}, 53)
+	f.Close()
+	r := ffpf(t, "run", "-r", file, "--json", `(dta-collector,keywrite="slots=1M")`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	doc := parseRun(t, r)
+	st := doc.Functions[len(doc.Functions)-1].State
+	for k, v := range map[string]float64{"frames": 102, "keywrite": 100, "reports": 100, "disabled": 1, "other": 1} {
+		if st[k] != v {
+			t.Errorf("%s = %v, want %v (state %v)", k, st[k], v, st)
+		}
+	}
+}

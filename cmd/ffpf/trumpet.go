@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/trumpet/event"
+	"github.com/ffpf-go/ffpf/lang"
+)
+
+const trumpetUsage = `Usage: ffpf trumpet check [--epoch DURATION] [-e EVENT]... [FILE]...
+
+Trumpet event definitions (functions/trumpet/event/README.md).
+`
+
+const trumpetCheckSynopsis = `[--epoch DURATION] [-e EVENT]... [FILE]...
+
+Validates the Trumpet events of each FILE (YAML with an events: list, or one
+event a line) and of each -e EVENT (the one-line form
+'name: filter; predicate; granularity; interval') and prints each event in
+its canonical one-line form, one a line (the -e events first, then each
+file's in order): the output is itself an event file. An interval must be a positive multiple of the epoch; an event
+name may be defined once across all inputs. A definition error is reported
+as file:line and one sentence (exit status 2); a file that cannot be read
+exits with status 1.`
+
+func cmdTrumpet(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, trumpetUsage)
+		return &exitError{2, fmt.Errorf("trumpet needs a command: check")}
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "check":
+		return cmdTrumpetCheck(rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, trumpetUsage)
+		return nil
+	default:
+		hint := ""
+		if s, ok := lang.Suggest(cmd, []string{"check"}); ok {
+			hint = fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return usageErrorf("unknown trumpet command %q%s; see 'ffpf trumpet help'", cmd, hint)
+	}
+}
+
+func cmdTrumpetCheck(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("trumpet check", trumpetCheckSynopsis, stderr)
+	epoch := fs.String("epoch", event.IntervalString(event.DefaultEpoch), "the monitor's epoch, of which every interval is a multiple")
+	var lines multiFlag
+	fs.Var(&lines, "e", "an event in the one-line form (repeatable)")
+	files, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	ep, err := event.ParseInterval(*epoch)
+	if err != nil {
+		return usageErrorf("--epoch %s: %v", *epoch, err)
+	}
+	if len(files) == 0 && len(lines) == 0 {
+		return usageErrorf("trumpet check needs a FILE or -e EVENT; see 'ffpf trumpet check -h'")
+	}
+	var evs []event.Event
+	for i, l := range lines {
+		ev, err := event.ParseLine(l)
+		ev.Pos = event.Pos{File: "-e", Line: i + 1} // the i-th -e, read as file:line
+		if err != nil {
+			return &exitError{2, fmt.Errorf("%s: %v", ev.Pos, err)}
+		}
+		evs = append(evs, ev)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("cannot read %s: %v", f, functions.PathReason(err))
+		}
+		fe, err := event.Parse(f, src)
+		if err != nil {
+			return &exitError{2, err}
+		}
+		evs = append(evs, fe...)
+	}
+	if err := event.ValidateAll(evs, ep); err != nil {
+		return &exitError{2, err}
+	}
+	for _, ev := range evs {
+		fmt.Fprintln(stdout, ev.String())
+	}
+	return nil
+}

@@ -1,0 +1,320 @@
+package kernel
+
+// Windows in eBPF (DESIGN.md §11). A function with window= keeps its state
+// twice over: every counter slot and every map value once per epoch
+// parity. The program computes the packet's epoch, its time divided by the
+// window, on the packet clock of live packets (bpf_ktime_get_ns, read once
+// per packet, plus the flowspace's one offset of CLOCK_REALTIME from
+// CLOCK_MONOTONIC: the time base the ring buffer's records, clock-only
+// records and timestamps are on), and writes the half of its parity.
+// The Go half of the function, in this process, closes a window once the
+// clock has passed its end by a grace: it reads the finished half, merging
+// the CPUs' copies by the fields' merges, into the Go function's MBuf,
+// ticks the Go function (which reports the window exactly as it would have
+// in userspace, and resets its MBuf), and then sweeps the finished half to
+// zero while the programs write the other.
+//
+// That sweep is MAFIA's incremental reset done beside the datapath rather
+// than in it: a half is swept during the window after its own, and is
+// written again only one window later still. So that a sweep that comes
+// late (a process that stalled for a whole window) can never mix two
+// windows, each half has a ready mark, the epoch it is clean for; a packet
+// whose half is not ready for its epoch is not measured, and counts as the
+// function's dropped, never silently.
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
+
+	"github.com/ffpf-go/ffpf/bridges/ringbuf"
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/ebpfgen"
+)
+
+// stackHalf holds, while a windowed function runs, its packet's epoch
+// parity (u32; the word beside stackVlan).
+const stackHalf = -28
+
+// grace is how long after a window's end its Go half reads it: long
+// enough for a program that took the time just before the end to finish
+// writing (programs run to completion in microseconds, without sleeping).
+const grace = 2 * time.Millisecond
+
+// Clock map values.
+const (
+	clockOffset = 0 // CLOCK_REALTIME − CLOCK_MONOTONIC, ns
+	clockFixed  = 1 // the time a test program reads instead (testClock)
+)
+
+// newClockMap creates the clock map of a flowspace and sets its offset.
+func newClockMap() (*ebpf.Map, int64, error) {
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_clock", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2})
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot create its clock map: %w", err)
+	}
+	off := ringbuf.Offset() // the one offset: the ring buffer's records' too
+	if err := m.Update(uint32(clockOffset), uint64(off), ebpf.UpdateAny); err != nil {
+		m.Close()
+		return nil, 0, fmt.Errorf("cannot set its clock: %w", err)
+	}
+	return m, off, nil
+}
+
+// monotonic returns CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns, in ns.
+func monotonic() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// epochs is the double-buffering of a function with window=.
+type epochs struct {
+	interval int64     // ns
+	slots    int       // counter slots of one half: the function's StateSlots
+	ready    *ebpf.Map // [parity]: the epoch the half is clean for
+	open     int64     // the epoch the Go half reads as the window filling
+	started  bool
+}
+
+// windowOf returns the double-buffering n needs, or nil without window=.
+func windowOf(n *flowspaces.Node, fn ebpfgen.Function) (*epochs, error) {
+	declared := slices.ContainsFunc(n.Class.Params, func(p functions.Param) bool { return p.Name == "window" })
+	if !declared || !n.Ctx.Params.Has("window") {
+		return nil, nil
+	}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2})
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the epoch map of its window: %w", err)
+	}
+	return &epochs{interval: int64(n.Ctx.Params.Duration("window")), slots: fn.StateSlots(), ready: m}, nil
+}
+
+func (w *epochs) close() {
+	if w != nil && w.ready != nil {
+		w.ready.Close()
+		w.ready = nil
+	}
+}
+
+// halves is how many copies of its state a function keeps.
+func (w *epochs) halves() int {
+	if w == nil {
+		return 1
+	}
+	return 2
+}
+
+// need is how many counter slots a function with slots state slots keeps:
+// in, out, its state (twice, windowed) and, windowed, late: packets whose
+// half was not ready.
+func (w *epochs) need(slots int) int {
+	if w == nil {
+		return 2 + slots
+	}
+	return 2 + 2*slots + 1
+}
+
+// lateSlot is the offset of the late slot among a windowed function's.
+func (w *epochs) lateSlot() int { return 2 + 2*w.slots }
+
+// prologue is the code before a windowed function's: the packet's epoch
+// e, its parity into stackHalf, and to late unless half e&1 is ready for
+// e. It clobbers R0 to R5.
+func (p *progSpec) prologue(w *epochs, late string) asm.Instructions {
+	lookup := func(m *ebpf.Map) asm.Instructions {
+		return asm.Instructions{
+			asm.LoadMapPtr(asm.R1, m.FD()),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, stackKey),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, late),
+		}
+	}
+	var in asm.Instructions
+	if p.testClock {
+		in = append(in, asm.StoreImm(asm.RFP, stackKey, clockFixed, asm.Word))
+		in = append(in, lookup(p.clock)...)
+		in = append(in, asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord))
+	} else {
+		in = append(in, asm.StoreImm(asm.RFP, stackKey, clockOffset, asm.Word))
+		in = append(in, lookup(p.clock)...)
+		// The packet's time, read once at the program's start (readsTime):
+		// the nanoseconds its timestamps and records carry.
+		in = append(in,
+			asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord),
+			asm.LoadMem(asm.R1, asm.RFP, p.frame().time, asm.DWord),
+			asm.Add.Reg(asm.R0, asm.R1),
+		)
+	}
+	in = append(in,
+		asm.LoadImm(asm.R1, w.interval, asm.DWord),
+		asm.Div.Reg(asm.R0, asm.R1), // the epoch (unsigned: times after 1970)
+		asm.StoreMem(asm.RFP, stackValue, asm.R0, asm.DWord),
+		asm.And.Imm(asm.R0, 1),
+		asm.StoreMem(asm.RFP, stackHalf, asm.R0, asm.Word),
+		asm.StoreMem(asm.RFP, stackKey, asm.R0, asm.Word),
+	)
+	in = append(in, lookup(w.ready)...)
+	return append(in,
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.LoadMem(asm.R2, asm.RFP, stackValue, asm.DWord),
+		asm.JNE.Reg(asm.R1, asm.R2, late),
+	)
+}
+
+// epochOf is the epoch of time t (ns since the Unix epoch).
+func (w *epochs) epochOf(t int64) int64 { return t / w.interval }
+
+// halfState is what the Go half of a windowed (or reporting) function
+// works on: its counter slots, maps and MBuf, and the Go function that
+// reports.
+type halfState struct {
+	counters *ebpf.Map
+	slot     int // the function's first counter slot
+	slots    int // its state slots (of one half)
+	maps     map[string]*stateMap
+	mbuf     *buffers.MBuf
+	win      *epochs
+	gofn     functions.Function
+}
+
+func (k *node) half(counters *ebpf.Map) *halfState {
+	return &halfState{counters: counters, slot: k.slot, slots: k.slots, maps: k.maps, mbuf: k.mbuf, win: k.win, gofn: k.gofn}
+}
+
+// load reads half h of the state into the MBuf; it reports whether it
+// could (a map closed at the end of the run cannot be read).
+func (s *halfState) load(h int) bool {
+	if s.mbuf == nil {
+		return true
+	}
+	fields := s.mbuf.Fields()
+	vals := make([]uint64, 0, s.slots)
+	for i := range min(len(fields), s.slots) {
+		v, err := sumSlot(s.counters, s.slot+2+h*s.slots+i)
+		if err != nil {
+			return false
+		}
+		vals = append(vals, v)
+	}
+	for i, v := range vals {
+		s.mbuf.Store64(fields[i].Offset, v)
+	}
+	for _, m := range s.maps {
+		if m.readHalf(s.mbuf, h) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// sweep zeroes half h: its counter slots and its maps' values.
+func (s *halfState) sweep(h int) error {
+	zero := make([]uint64, ebpf.MustPossibleCPU())
+	for i := range s.slots {
+		if err := s.counters.Update(uint32(s.slot+2+h*s.slots+i), zero, ebpf.UpdateAny); err != nil {
+			return err
+		}
+	}
+	for _, m := range s.maps {
+		if err := m.sweep(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setReady marks half e&1 clean for epoch e.
+func (s *halfState) setReady(e int64) error {
+	return s.win.ready.Update(uint32(e&1), uint64(e), ebpf.UpdateAny)
+}
+
+// start opens the window of time now: both halves swept and ready for
+// the epoch of now and the next, and the Go function's window started.
+func (s *halfState) start(now int64) error {
+	if c, ok := s.gofn.(functions.Clocked); ok && c.Deadline() <= now {
+		c.Tick(now) // the first tick starts the Go function's window (or the whole run)
+	}
+	w := s.win
+	if w == nil || w.started {
+		return nil
+	}
+	e := w.epochOf(now)
+	for h := range 2 {
+		if err := s.sweep(h); err != nil {
+			return err
+		}
+	}
+	if err := errors.Join(s.setReady(e), s.setReady(e+1)); err != nil {
+		return err
+	}
+	w.open, w.started = e, true
+	return nil
+}
+
+// advance closes the windows that ended at or before now: each is read
+// into the MBuf, reported by the Go function (which then resets the
+// MBuf), and its half swept and made ready for the epoch after next.
+// Then the MBuf shows the window filling. After a stall of more than one
+// window the epochs in between, which the programs could not write (their
+// halves were not ready), are passed over in one tick, as the Go function
+// passes over windows without packets.
+func (s *halfState) advance(now int64) error {
+	w := s.win
+	if w == nil || !w.started {
+		return nil
+	}
+	c, _ := s.gofn.(functions.Clocked)
+	e := w.epochOf(now)
+	if w.open >= e {
+		return nil
+	}
+	for closed := 0; w.open < e && closed < 2; closed++ {
+		h := int(w.open & 1)
+		if !s.load(h) {
+			return errors.New("its state maps are closed")
+		}
+		end := (w.open + 1) * w.interval
+		if c != nil && c.Deadline() <= end {
+			c.Tick(end)
+		}
+		if err := s.sweep(h); err != nil {
+			return err
+		}
+		if err := s.setReady(w.open + 2); err != nil {
+			return err
+		}
+		w.open++
+	}
+	if w.open < e {
+		if c != nil {
+			c.Tick(e * w.interval)
+		}
+		if err := errors.Join(s.setReady(e), s.setReady(e+1)); err != nil {
+			return err
+		}
+		w.open = e
+	}
+	return nil
+}
+
+// sumSlot sums counter slot over the CPUs.
+func sumSlot(m *ebpf.Map, slot int) (uint64, error) {
+	var per []uint64
+	if err := m.Lookup(uint32(slot), &per); err != nil {
+		return 0, err
+	}
+	var s uint64
+	for _, v := range per {
+		s += v
+	}
+	return s, nil
+}

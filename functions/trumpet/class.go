@@ -1,0 +1,304 @@
+package trumpet
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/measure"
+	"github.com/ffpf-go/ffpf/functions/record"
+	"github.com/ffpf-go/ffpf/functions/trumpet/event"
+	"github.com/ffpf-go/ffpf/functions/trumpet/monitor"
+)
+
+func init() { functions.Register(class) }
+
+func intParam(name, def string, lo, hi int64, summary string) functions.Param {
+	return functions.Param{Name: name, Type: functions.Int, Default: def, Summary: summary,
+		Check: func(v functions.Value) error {
+			if v.Int < lo || v.Int > hi {
+				return fmt.Errorf("%s is %d to %d", name, lo, hi)
+			}
+			return nil
+		}}
+}
+
+var params = []functions.Param{
+	{Name: "events", Type: functions.String, File: functions.FileRead,
+		Summary: "a file of events: YAML (events: [...]) or one event a line"},
+	{Name: "event", Type: functions.String, Summary: `one event in the one-line form: "name: filter; predicate; granularity; interval"`},
+	{Name: "epoch", Type: functions.Duration, Default: "10ms", Summary: "the sweep period T; every interval is a multiple of it",
+		Check: func(v functions.Value) error {
+			if v.Dur < 100*time.Microsecond {
+				return errors.New("an epoch is at least 100us")
+			}
+			return nil
+		}},
+	intParam("flows", "64K", 16, 1<<24, "flow table entries (5-tuples)"),
+	intParam("buckets", "16K", 16, 1<<24, "granularity buckets, all events together"),
+	intParam("words", "16", 1, monitor.MaxUnits, "summary words a flow keeps per epoch for the events it matches"),
+	{Name: "dos", Type: functions.Size, Default: "0B", Summary: "bytes a new 5-tuple must send (filter table) before it enters the flow table; 0: every flow enters",
+		Check: func(v functions.Value) error {
+			if v.Int < 0 || v.Int > 1<<30 {
+				return errors.New("dos is 0 to 1GB")
+			}
+			return nil
+		}},
+	{Name: "burstgap", Type: functions.Duration, Default: "5us", Summary: "packets of a flow closer than this are a run (is_burst)"},
+	intParam("burstlen", "5", 1, 1<<16, "a packet is in a burst from the burstlen-th packet of a run on"),
+	{Name: "sweep", Type: functions.Duration, Default: "20us", Summary: "time a sweep step may take between two batches when the input runs short",
+		Check: func(v functions.Value) error {
+			if v.Dur <= 0 {
+				return errors.New("a sweep step takes some time")
+			}
+			return nil
+		}},
+}
+
+var stateFields = []functions.StateField{
+	{Name: "packets", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets read"},
+	{Name: "nokey", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets without an IPv4 or IPv6 header (no flow)"},
+	{Name: "flows", Type: buffers.U64, Merge: functions.MergeShared, Summary: "5-tuples in the flow table"},
+	{Name: "newflows", Type: buffers.U64, Merge: functions.MergeSum, Summary: "flows that entered the flow table (again, after an idle epoch)"},
+	{Name: "overflow", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets of new flows the full flow table had no room for"},
+	{Name: "dosfiltered", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets of new flows the filter table held back (DoS defence)"},
+	{Name: "unmatched", Type: buffers.U64, Merge: functions.MergeSum, Summary: "flow-event matches dropped: the flow had no summary words left or 16 events already"},
+	{Name: "bucketfull", Type: buffers.U64, Merge: functions.MergeSum, Summary: "flow summaries the full bucket table could not take"},
+	{Name: "events", Type: buffers.U64, Merge: functions.MergeShared, Summary: "events installed"},
+	{Name: "patterns", Type: buffers.U64, Merge: functions.MergeShared, Summary: "wildcard patterns in the trigger index"},
+	{Name: "reports", Type: buffers.U64, Merge: functions.MergeSum, Summary: "satisfied buckets reported"},
+	{Name: "lostreports", Type: buffers.U64, Merge: functions.MergeSum, Summary: "reports whose record did not fit a slot"},
+	{Name: "sweeps", Type: buffers.U64, Merge: functions.MergeSum, Summary: "epochs swept to the end"},
+	{Name: "late", Type: buffers.U64, Merge: functions.MergeSum, Summary: "sweeps finished at the next epoch's end rather than between batches"},
+	{Name: "slices", Type: buffers.U64, Merge: functions.MergeSum, Summary: "sweep steps run between batches"},
+	{Name: "sweep_ns", Type: buffers.U64, Unit: "ns", Merge: functions.MergeShared, Summary: "work time of the last complete sweep"},
+	{Name: "sweepmax_ns", Type: buffers.U64, Unit: "ns", Merge: functions.MergeMax, Summary: "work time of the longest sweep"},
+}
+
+var state = &functions.State{Fields: stateFields}
+
+var class = &functions.Class{
+	Name:      "trumpet",
+	Summary:   "Trumpet's packet monitor: events (filter, predicate, granularity, interval) reported as records",
+	MinInputs: 1, MaxInputs: -1,
+	Params:  params,
+	State:   &functions.State{Fields: stateFields},
+	Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+	Runs: func(t functions.Target, _ functions.Params) error {
+		if t != functions.TargetUser {
+			return errNoEBPF
+		}
+		return nil
+	},
+	Code:     func(functions.Target, *functions.Context) (any, error) { return nil, errNoEBPF },
+	Produces: func(functions.Params) bool { return true },
+	Validate: validate,
+	New:      func(ctx *functions.Context) (functions.Function, error) { return New(ctx) },
+}
+
+// errNoEBPF is the placement's reason for keeping trumpet out of eBPF.
+var errNoEBPF = errors.New("trumpet's phase 1 has no eBPF code yet: its per-flow state (variable summary layouts by epoch parity, unwrapped TCP sequence space, the RTT timer of the other direction) and the tuple-space match of new flows need per-CPU maps and a sweep that merges them, so it runs in userspace")
+
+func validate(ctx *functions.Context) error {
+	if err := measure.CheckLinkType(ctx); err != nil {
+		return err
+	}
+	_, err := loadEvents(ctx.Params)
+	return err
+}
+
+// Trumpet is a function of the trumpet class.
+type Trumpet struct {
+	id    string
+	m     *monitor.Monitor
+	mbuf  *buffers.MBuf
+	off   []int
+	out   *record.Out
+	sweep int64
+	epoch time.Duration
+}
+
+// New instantiates a trumpet function with the events its parameters give.
+func New(ctx *functions.Context) (*Trumpet, error) {
+	p := ctx.Params
+	mb, err := state.NewMBuf(functions.TargetUser, p)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trumpet{id: ctx.ID, mbuf: mb, out: record.NewOut(2048), sweep: int64(p.Duration("sweep")), epoch: p.Duration("epoch")}
+	for _, f := range stateFields {
+		t.off = append(t.off, functions.FieldOf(mb, f.Name).Offset)
+	}
+	t.m, err = monitor.New(monitor.Config{LinkType: ctx.LinkType, Epoch: int64(t.epoch), Flows: int(p.Int("flows")),
+		Buckets: int(p.Int("buckets")), Words: int(p.Int("words")), DoS: int(p.Int("dos")),
+		BurstGap: int64(p.Duration("burstgap")), BurstLen: int(p.Int("burstlen"))}, t.report)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := loadEvents(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, ev := range evs {
+		if err := t.m.Add(ev); err != nil {
+			return nil, err
+		}
+	}
+	t.publish()
+	return t, nil
+}
+
+// Add installs an event on the running function.
+func (t *Trumpet) Add(ev event.Event) error {
+	if err := t.m.Add(ev); err != nil {
+		return err
+	}
+	t.publish()
+	return nil
+}
+
+// Remove uninstalls the event named name.
+func (t *Trumpet) Remove(name string) error {
+	if err := t.m.Remove(name); err != nil {
+		return err
+	}
+	t.publish()
+	return nil
+}
+
+// Process implements functions.Function: it reads the batch's packets
+// into the monitor and, when the batch is short of full (the input queue
+// has run short, Algorithm 2), runs a step of the pending sweep. Its
+// output is records, so it passes no packet.
+func (t *Trumpet) Process(b *buffers.Batch) {
+	p := b.PBuf
+	for _, e := range b.E[:b.N] {
+		m := p.Meta(e.Slot)
+		t.m.Process(p.Data(e.Slot), m.Timestamp, m.WireLen)
+	}
+	if b.N < buffers.MaxBatch && t.m.Pending() {
+		t.m.Sweep(t.sweep)
+	}
+	b.N = 0
+	t.out.Flush()
+	t.publish()
+}
+
+// Deadline implements functions.Clocked: the current epoch's end.
+func (t *Trumpet) Deadline() int64 { return t.m.Deadline() }
+
+// Tick implements functions.Clocked: the epoch ends, the unfinished sweep
+// is finished and the next begins.
+func (t *Trumpet) Tick(now int64) {
+	t.m.Tick(now)
+	t.out.Flush()
+	t.publish()
+}
+
+// Flush implements functions.Flusher: the pending sweep ends.
+func (t *Trumpet) Flush(now int64) {
+	t.m.Flush(now)
+	t.out.Flush()
+	t.publish()
+}
+
+// SetEmit implements functions.Producer.
+func (t *Trumpet) SetEmit(f func(*buffers.Batch)) { t.out.SetEmit(f) }
+
+// Records implements functions.Producer.
+func (t *Trumpet) Records() uint64 { return t.out.Records() }
+
+// MBuf implements functions.Stateful.
+func (t *Trumpet) MBuf() *buffers.MBuf { return t.mbuf }
+
+func (t *Trumpet) publish() {
+	s := &t.m.Stats
+	for i, v := range [...]uint64{s.Packets, s.NoKey, uint64(t.m.Flows()), s.NewFlows, s.Overflow, s.DoSFiltered,
+		s.Unmatched, s.BucketFull, uint64(t.m.Triggers()), uint64(t.m.Patterns()), s.Reports, t.out.Lost(),
+		s.Sweeps, s.Late, s.Slices, s.SweepNs, s.SweepMaxNs} {
+		t.mbuf.Store64(t.off[i], v)
+	}
+}
+
+// report writes a satisfied bucket as a record: the event, the bucket's
+// key (an object of its granularity's fields) and the value.
+func (t *Trumpet) report(tr *monitor.Trigger, start int64, k *monitor.Key, v float64) {
+	o := t.out
+	o.Start(record.Event, start, t.id)
+	o.String("event", tr.Event.Name)
+	o.Begin("key")
+	writeKey(&o.Builder, tr.Fields(), k)
+	o.End()
+	o.F64("value", v)
+	o.Commit()
+}
+
+func writeKey(b *record.Builder, fields []event.Field, k *monitor.Key) {
+	fam := k.Family()
+	sp, dp, ports := k.Ports()
+	for _, f := range fields {
+		switch f.Name {
+		case "srcip", "dstip":
+			hi, lo := k[1], k[2]
+			if f.Name == "dstip" {
+				hi, lo = k[3], k[4]
+			}
+			var a [16]byte
+			n := 16
+			if fam == 4 {
+				n = 4
+			}
+			for i := range 8 {
+				a[i], a[8+i] = byte(hi>>(56-8*i)), byte(lo>>(56-8*i))
+			}
+			if kept := monitor.Kept(f.Bits, fam); kept < 8*n {
+				b.Prefix(f.Name, a[:n], kept)
+			} else {
+				b.Addr(f.Name, a[:n])
+			}
+		case "srcport", "dstport":
+			if !ports {
+				b.Null(f.Name)
+			} else if f.Name == "srcport" {
+				b.U64(f.Name, uint64(sp))
+			} else {
+				b.U64(f.Name, uint64(dp))
+			}
+		case "proto":
+			switch pr := k.Proto(); pr {
+			case 6:
+				b.String(f.Name, "tcp")
+			case 17:
+				b.String(f.Name, "udp")
+			case 1:
+				b.String(f.Name, "icmp")
+			default:
+				b.U64(f.Name, uint64(pr))
+			}
+		}
+	}
+}
+
+// Handlers implements functions.Handlers: add, remove and list events on
+// the running function.
+func (t *Trumpet) Handlers() []functions.Handler {
+	return []functions.Handler{
+		{Name: "add", Summary: `install an event given in the one-line form ("name: filter; predicate; granularity; interval"); it starts with the next whole interval`,
+			Call: t.addHandler},
+		{Name: "remove", Summary: "uninstall the event of this name; the others keep their state",
+			Call: func(arg string) (any, error) { return nil, t.Remove(strings.TrimSpace(arg)) }},
+		{Name: "list", Summary: "the installed events, in the one-line form",
+			Call: func(string) (any, error) { return t.List(), nil }},
+	}
+}
+
+var (
+	_ functions.Clocked  = (*Trumpet)(nil)
+	_ functions.Flusher  = (*Trumpet)(nil)
+	_ functions.Producer = (*Trumpet)(nil)
+	_ functions.Stateful = (*Trumpet)(nil)
+	_ functions.Handlers = (*Trumpet)(nil)
+)

@@ -1,0 +1,326 @@
+package monitor
+
+import (
+	"net/netip"
+
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/trumpet/event"
+)
+
+// pattern is a wildcard pattern of filters: which fields a filter fixes and
+// how many bits of each address (tuple-space search: one hash table per
+// pattern, so matching a flow costs one lookup per pattern, whatever the
+// number of triggers). A port range other than a single port or any port
+// is indexed as any port and checked on the candidates.
+type pattern struct {
+	fam          uint8 // 0: any family
+	sbits, dbits uint8
+	sport, dport bool
+	proto        bool
+}
+
+// tuple is the hash table of one pattern: masked key → the filters.
+type tuple struct {
+	pat pattern
+	m   map[Key][]filterRef
+}
+
+type filterRef struct {
+	trig int32
+	f    *event.Filter
+}
+
+type index struct {
+	tuples []*tuple
+	byPat  map[pattern]*tuple
+}
+
+func prefixWords(a netip.Addr, bits int) (hi, lo uint64) {
+	b := a.As16()
+	if a.Is4() {
+		b4 := a.As4()
+		return uint64(b4[0])<<56 | uint64(b4[1])<<48 | uint64(b4[2])<<40 | uint64(b4[3])<<32, 0
+	}
+	for i := range 8 {
+		hi = hi<<8 | uint64(b[i])
+		lo = lo<<8 | uint64(b[8+i])
+	}
+	return hi, lo
+}
+
+func topBits(n int) uint64 {
+	if n <= 0 {
+		return 0
+	}
+	if n >= 64 {
+		return ^uint64(0)
+	}
+	return ^uint64(0) << (64 - n)
+}
+
+// addrMask returns the masks of an address's two words for a prefix of
+// bits on family fam.
+func addrMask(fam uint8, bits int) (hi, lo uint64) {
+	if fam == 4 {
+		return topBits(min(bits, 32)), 0
+	}
+	return topBits(min(bits, 64)), topBits(bits - 64)
+}
+
+func filterFamily(f *event.Filter) uint8 {
+	for _, p := range []netip.Prefix{f.SrcIP, f.DstIP} {
+		if p.IsValid() {
+			if p.Addr().Is4() {
+				return 4
+			}
+			return 6
+		}
+	}
+	return 0
+}
+
+func patternOf(f *event.Filter) pattern {
+	p := pattern{fam: filterFamily(f), proto: f.Proto >= 0,
+		sport: f.SrcPort.Lo == f.SrcPort.Hi, dport: f.DstPort.Lo == f.DstPort.Hi}
+	if f.SrcIP.IsValid() {
+		p.sbits = uint8(f.SrcIP.Bits())
+	}
+	if f.DstIP.IsValid() {
+		p.dbits = uint8(f.DstIP.Bits())
+	}
+	return p
+}
+
+// mask returns k as pattern p sees it.
+func (p *pattern) mask(k *Key) Key {
+	var out Key
+	fam := k.Family()
+	if p.fam != 0 {
+		if fam != p.fam {
+			return Key{^uint64(0)} // matches no filter's key
+		}
+		out[0] = uint64(fam) << flowkey.FamilyShift
+	}
+	if p.proto {
+		out[0] |= k[0] & (0xff << flowkey.ProtoShift)
+	}
+	if p.sport || p.dport {
+		if k[0]&flowkey.PortsPresent == 0 {
+			return Key{^uint64(0)}
+		}
+		out[0] |= flowkey.PortsPresent
+	}
+	if p.sport {
+		out[0] |= k[0] & (0xffff << flowkey.SrcPortShift)
+	}
+	if p.dport {
+		out[0] |= k[0] & (0xffff << flowkey.DstPortShift)
+	}
+	if p.sbits > 0 {
+		hi, lo := addrMask(fam, int(p.sbits))
+		out[1], out[2] = k[1]&hi, k[2]&lo
+	}
+	if p.dbits > 0 {
+		hi, lo := addrMask(fam, int(p.dbits))
+		out[3], out[4] = k[3]&hi, k[4]&lo
+	}
+	return out
+}
+
+// filterKey is the masked key a flow matching f has under f's pattern.
+func filterKey(f *event.Filter, p *pattern) Key {
+	var k Key
+	if p.fam != 0 {
+		k[0] = uint64(p.fam) << flowkey.FamilyShift
+	}
+	if p.proto {
+		k[0] |= uint64(uint8(f.Proto)) << flowkey.ProtoShift
+	}
+	if p.sport || p.dport {
+		k[0] |= flowkey.PortsPresent
+	}
+	if p.sport {
+		k[0] |= uint64(f.SrcPort.Lo) << flowkey.SrcPortShift
+	}
+	if p.dport {
+		k[0] |= uint64(f.DstPort.Lo) << flowkey.DstPortShift
+	}
+	if f.SrcIP.IsValid() {
+		pf := f.SrcIP.Masked()
+		hi, lo := prefixWords(pf.Addr(), pf.Bits())
+		mh, ml := addrMask(p.fam, pf.Bits())
+		k[1], k[2] = hi&mh, lo&ml
+	}
+	if f.DstIP.IsValid() {
+		pf := f.DstIP.Masked()
+		hi, lo := prefixWords(pf.Addr(), pf.Bits())
+		mh, ml := addrMask(p.fam, pf.Bits())
+		k[3], k[4] = hi&mh, lo&ml
+	}
+	return k
+}
+
+// matchFilter checks every field of f against k (the tuple search's
+// candidates, for port ranges; and flows present when a trigger is added).
+func matchFilter(f *event.Filter, k *Key) bool {
+	fam := k.Family()
+	for i, pf := range []netip.Prefix{f.SrcIP, f.DstIP} {
+		if !pf.IsValid() {
+			continue
+		}
+		pfam := uint8(6)
+		if pf.Addr().Is4() {
+			pfam = 4
+		}
+		if pfam != fam {
+			return false
+		}
+		hi, lo := prefixWords(pf.Masked().Addr(), pf.Bits())
+		mh, ml := addrMask(fam, pf.Bits())
+		if k[1+2*i]&mh != hi&mh || k[2+2*i]&ml != lo&ml {
+			return false
+		}
+	}
+	if f.Proto >= 0 && int(k.Proto()) != f.Proto {
+		return false
+	}
+	sp, dp, ok := k.Ports()
+	for _, c := range []struct {
+		r event.PortRange
+		v uint16
+	}{{f.SrcPort, sp}, {f.DstPort, dp}} {
+		if c.r == event.AnyPort {
+			continue
+		}
+		if !ok || c.v < c.r.Lo || c.v > c.r.Hi {
+			return false
+		}
+	}
+	return true
+}
+
+func (ix *index) add(trig int32, f *event.Filter) {
+	if ix.byPat == nil {
+		ix.byPat = map[pattern]*tuple{}
+	}
+	p := patternOf(f)
+	tp := ix.byPat[p]
+	if tp == nil {
+		tp = &tuple{pat: p, m: map[Key][]filterRef{}}
+		ix.byPat[p] = tp
+		ix.tuples = append(ix.tuples, tp)
+	}
+	k := filterKey(f, &p)
+	tp.m[k] = append(tp.m[k], filterRef{trig, f})
+}
+
+func (ix *index) remove(trig int32) {
+	for i := 0; i < len(ix.tuples); i++ {
+		tp := ix.tuples[i]
+		for k, refs := range tp.m {
+			out := refs[:0]
+			for _, r := range refs {
+				if r.trig != trig {
+					out = append(out, r)
+				}
+			}
+			if len(out) == 0 {
+				delete(tp.m, k)
+			} else {
+				tp.m[k] = out
+			}
+		}
+		if len(tp.m) == 0 {
+			delete(ix.byPat, tp.pat)
+			ix.tuples = append(ix.tuples[:i], ix.tuples[i+1:]...)
+			i--
+		}
+	}
+}
+
+// Patterns is how many wildcard patterns the index holds.
+func (ix *index) patterns() int { return len(ix.tuples) }
+
+// match calls fn for each trigger with a filter matching k (a trigger
+// whose several filters match is called once per filter).
+func (ix *index) match(k *Key, fn func(trig int32)) {
+	for _, tp := range ix.tuples {
+		mk := tp.pat.mask(k)
+		for _, r := range tp.m[mk] {
+			if matchFilter(r.f, k) {
+				fn(r.trig)
+			}
+		}
+	}
+}
+
+// gran is a trigger's flow granularity compiled: which key bits a bucket
+// keeps.
+type gran struct {
+	fields   []event.Field
+	five     bool // the 5-tuple: a bucket is a flow
+	hdr      uint64
+	src, dst [2]int // prefix bits kept of each family (v4, v6); -1: dropped
+}
+
+func compileGran(fs []event.Field) gran {
+	g := gran{fields: fs, src: [2]int{-1, -1}, dst: [2]int{-1, -1}, hdr: 0xff << flowkey.FamilyShift}
+	if len(fs) == 0 {
+		g.five = true
+		g.fields = []event.Field{{Name: "srcip", Bits: 128}, {Name: "dstip", Bits: 128}, {Name: "srcport"}, {Name: "dstport"}, {Name: "proto"}}
+		fs = g.fields
+	}
+	var has = map[string]bool{}
+	for _, f := range fs {
+		has[f.Name] = true
+		switch f.Name {
+		case "srcip":
+			g.src = addrBits(f.Bits)
+		case "dstip":
+			g.dst = addrBits(f.Bits)
+		case "srcport":
+			g.hdr |= 0xffff<<flowkey.SrcPortShift | flowkey.PortsPresent
+		case "dstport":
+			g.hdr |= 0xffff<<flowkey.DstPortShift | flowkey.PortsPresent
+		case "proto":
+			g.hdr |= 0xff << flowkey.ProtoShift
+		}
+	}
+	if has["srcip"] && has["dstip"] && has["srcport"] && has["dstport"] && has["proto"] && g.src == [2]int{32, 128} && g.dst == [2]int{32, 128} {
+		g.five = true
+	}
+	return g
+}
+
+// Kept is how many bits of an address of family fam (4 or 6) a
+// granularity field of Bits keeps: an IPv4 address min(Bits, 32), an IPv6
+// one Bits (128, event.WholeAddress, for a bare srcip).
+func Kept(bits int, fam uint8) int {
+	if fam == 4 {
+		return min(bits, 32)
+	}
+	return min(bits, 128)
+}
+
+func addrBits(b int) [2]int { return [2]int{Kept(b, 4), Kept(b, 6)} }
+
+// bucket returns the key of k's bucket.
+func (g *gran) bucket(k *Key) Key {
+	if g.five {
+		return *k
+	}
+	out := Key{k[0] & g.hdr}
+	fi := 0
+	if k.Family() == 6 {
+		fi = 1
+	}
+	if b := g.src[fi]; b >= 0 {
+		hi, lo := addrMask(k.Family(), b)
+		out[1], out[2] = k[1]&hi, k[2]&lo
+	}
+	if b := g.dst[fi]; b >= 0 {
+		hi, lo := addrMask(k.Family(), b)
+		out[3], out[4] = k[3]&hi, k[4]&lo
+	}
+	return out
+}

@@ -1,0 +1,119 @@
+package monitor
+
+// MaxTriggers is the most triggers a flow joins (the reference's
+// FLOWENTRY_TRIGGER_SIZE); a match beyond is counted in unmatched.
+const MaxTriggers = 16
+
+// flow is one entry of the flow table: a 5-tuple, the epochs it was seen
+// in, the summary units its triggers need, and the per-flow state of the
+// TCP variables (which outlives an epoch).
+type flow struct {
+	key   Key
+	hash  uint64
+	gen   uint32 // bumped when the entry is freed or reset: stale references see it
+	used  bool
+	last  int64    // epoch of its last packet
+	stamp [2]int64 // epoch whose summary each parity holds
+	units uint64   // summary units kept
+	ntl   uint8
+	tl    [MaxTriggers]int32 // the triggers it matched
+	vars  uint32             // values computed for it (those of units)
+
+	rev    int32 // the flow of the other direction, or -1
+	revGen uint32
+
+	// TCP state (unwrapped sequence space; see Monitor's doc).
+	seqInit bool
+	seqLast uint64
+	seqMax  uint64
+	maxEnd  uint64 // highest seq+payload seen
+	ackInit bool
+	ackLast uint64
+	dup     uint64
+	wscale  int8
+	rttOn   bool
+	rttEnd  uint32
+	rttTS   int64
+	// burst state
+	burstInit bool
+	burstLast int64
+	burstRun  int32
+}
+
+// flowTable is the 5-tuple flow table: an open-addressing index (linear
+// probing, backward-shift deletion) over a preallocated pool of entries
+// whose positions never move, so that triggers keep references to them.
+type flowTable struct {
+	tab  []int32 // entry+1; 0 is empty
+	mask uint64
+	pool []flow
+	free []int32
+}
+
+func newFlowTable(n int) flowTable {
+	size := 1
+	for size < 2*n {
+		size <<= 1
+	}
+	t := flowTable{tab: make([]int32, size), mask: uint64(size - 1), pool: make([]flow, n), free: make([]int32, n)}
+	for i := range t.free {
+		t.free[i] = int32(n - 1 - i)
+		t.pool[i].rev = -1
+	}
+	return t
+}
+
+// find returns the entry holding key, or -1.
+func (t *flowTable) find(k *Key, h uint64) int32 {
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		e := t.tab[i]
+		if e == 0 {
+			return -1
+		}
+		if f := &t.pool[e-1]; f.hash == h && f.key == *k {
+			return e - 1
+		}
+	}
+}
+
+// insert adds key (absent) and returns its entry, or -1 when the pool is
+// full.
+func (t *flowTable) insert(k *Key, h uint64) int32 {
+	if len(t.free) == 0 {
+		return -1
+	}
+	idx := t.free[len(t.free)-1]
+	t.free = t.free[:len(t.free)-1]
+	i := h & t.mask
+	for t.tab[i] != 0 {
+		i = (i + 1) & t.mask
+	}
+	t.tab[i] = idx + 1
+	f := &t.pool[idx]
+	gen := f.gen
+	*f = flow{key: *k, hash: h, gen: gen + 1, used: true, rev: -1, stamp: [2]int64{-1 << 62, -1 << 62}}
+	return idx
+}
+
+// remove frees entry idx.
+func (t *flowTable) remove(idx int32) {
+	f := &t.pool[idx]
+	i := f.hash & t.mask
+	for t.tab[i] != idx+1 {
+		i = (i + 1) & t.mask
+	}
+	t.tab[i] = 0
+	for j := (i + 1) & t.mask; t.tab[j] != 0; j = (j + 1) & t.mask {
+		home := t.pool[t.tab[j]-1].hash & t.mask
+		// move j back into the hole at i unless its home lies in (i, j]
+		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+			t.tab[i], t.tab[j] = t.tab[j], 0
+			i = j
+		}
+	}
+	f.used = false
+	f.gen++
+	t.free = append(t.free, idx)
+}
+
+func (t *flowTable) len() int { return len(t.pool) - len(t.free) }
