@@ -71,7 +71,8 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 func (fs *Flowspace) StateLimit() (limit, used int64) { return fs.state.Limit, fs.state.Used(fs) }
 
 // mapBytes is the memory of the state maps fn keeps: 8 bytes per value,
-// on every possible CPU for a per-CPU map (what the kernel allocates).
+// on every possible CPU for a per-CPU map (what the kernel allocates), and
+// twice over with window= (a copy per epoch parity, window.go).
 func mapBytes(t functions.Target, n *flowspaces.Node, fn ebpfgen.Function) (int64, error) {
 	mf, ok := fn.(ebpfgen.Mapped)
 	if !ok {
@@ -97,6 +98,9 @@ func mapBytes(t functions.Target, n *flowspaces.Node, fn ebpfgen.Function) (int6
 			}
 			size += b
 		}
+	}
+	if windowed(n) {
+		size *= 2
 	}
 	return size, nil
 }

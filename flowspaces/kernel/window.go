@@ -86,8 +86,7 @@ type epochs struct {
 
 // windowOf returns the double-buffering n needs, or nil without window=.
 func windowOf(n *flowspaces.Node, fn ebpfgen.Function) (*epochs, error) {
-	declared := slices.ContainsFunc(n.Class.Params, func(p functions.Param) bool { return p.Name == "window" })
-	if !declared || !n.Ctx.Params.Has("window") {
+	if !windowed(n) {
 		return nil, nil
 	}
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2})
@@ -95,6 +94,12 @@ func windowOf(n *flowspaces.Node, fn ebpfgen.Function) (*epochs, error) {
 		return nil, fmt.Errorf("cannot create the epoch map of its window: %w", err)
 	}
 	return &epochs{interval: int64(n.Ctx.Params.Duration("window")), slots: fn.StateSlots(), ready: m}, nil
+}
+
+// windowed says n has window=, which its class declares.
+func windowed(n *flowspaces.Node) bool {
+	declared := slices.ContainsFunc(n.Class.Params, func(p functions.Param) bool { return p.Name == "window" })
+	return declared && n.Ctx.Params.Has("window")
 }
 
 func (w *epochs) close() {
