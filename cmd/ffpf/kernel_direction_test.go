@@ -435,7 +435,11 @@ func TestClsactQdiscRemoved(t *testing.T) {
 	if out, err := exec.Command("tc", "-n", nsB, "qdisc", "add", "dev", ifB, "clsact").CombinedOutput(); err != nil {
 		t.Fatalf("tc qdisc add: %v: %s", err, out)
 	}
-	start("before").stop(t)
+	// SIGINT once it runs: its programs are attached, which Activate does
+	// after set-up (a signal during set-up ends ffpf as killed by it).
+	before := start("before")
+	waitAttached(t, []*bgRun{before}, one)
+	before.stop(t)
 	waitPrograms(t, 0)
 	if !clsact(t) {
 		t.Error("the run removed a clsact qdisc it did not add")
