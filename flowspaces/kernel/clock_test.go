@@ -23,10 +23,10 @@ import (
 
 // clockRig is a program of one source on interface "t" and one exported
 // function of class, run through BPF_PROG_TEST_RUN, with the flowspace's
-// ring buffer and clock map.
+// ring buffer and map of clock-only records sent.
 type clockRig struct {
 	prog               *ebpf.Program
-	ring, clock, ctr   *ebpf.Map
+	ring, sent, ctr    *ebpf.Map
 	rd                 *cring.Reader
 	offset             int64
 	frame              []byte
@@ -72,11 +72,11 @@ func newClockRig(tb testing.TB, class string, args []functions.Arg, withClock bo
 		p.timed = true
 	}
 	if withClock {
-		if r.clock, err = ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
+		if r.sent, err = ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
 			tb.Fatal(err)
 		}
-		tb.Cleanup(func() { r.clock.Close() })
-		p.sent = r.clock
+		tb.Cleanup(func() { r.sent.Close() })
+		p.sent = r.sent
 	}
 	if r.prog, err = p.load("test"); err != nil {
 		tb.Fatal(err)
