@@ -35,9 +35,11 @@ func (rt *Runtime) place(f *Function) error {
 		return fmt.Errorf("cannot place %s: no flowspace from %s up can run it: %s", n.ID, q.Bottom.Name(), refusals(q.Trail))
 	}
 	// Rule 4: a function that reads another's state runs where that state
-	// is, so that it reads it as the writer updates it, not a copy.
+	// is, so that it reads it as the writer updates it, not a copy. An
+	// annotation is no such state: the words travel with the packet, and
+	// a bridge carries them up.
 	for _, w := range n.Reads {
-		if w.Flowspace != q.Placed {
+		if w.Flowspace != q.Placed && w.Class.Annotates == 0 {
 			return fmt.Errorf("cannot place %s: it reads the state of %s, which runs in %s, and a function runs in the flowspace of the state it reads; %s runs in %s (lowest that can run it)",
 				n.ID, w.ID, w.Flowspace.Name(), n.ID, q.Placed.Name())
 		}

@@ -170,7 +170,7 @@ func (rt *Runtime) Populate(expr string, opts RequestOptions) (*Request, error) 
 // flowgraph, sharing every function that is already there, and places the
 // new ones. It is all or nothing: a function that cannot be placed, or a
 // file clash, leaves the flowgraph as it was.
-func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]functions.Params, order []*lnode, group string) (*Request, error) {
+func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]functions.Params, order []*lnode, group string) (req *Request, err error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.phase == closed {
@@ -182,6 +182,15 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 	annUsed := rt.annUsed
 	var added []*Function
 	fresh := map[string]*Function{}
+	defer func() {
+		if err != nil {
+			// Nothing of the request stays placed: a flowspace's state
+			// budget counts only the functions placed in it.
+			for _, f := range fresh {
+				f.node.Flowspace = nil
+			}
+		}
+	}()
 	for _, n := range order {
 		if n.fn != nil { // an existing function a sink is attached to
 			continue
@@ -254,7 +263,7 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 		rt.byKey[f.key] = f
 		rt.funcs = append(rt.funcs, f)
 	}
-	req := &Request{rt: rt, Expr: expr, ast: ast, bound: bound, group: group}
+	req = &Request{rt: rt, Expr: expr, ast: ast, bound: bound, group: group}
 	for _, n := range order {
 		f := n.fn
 		if !slices.Contains(req.funcs, f) {

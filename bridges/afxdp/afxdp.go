@@ -46,7 +46,16 @@ const MaxQueues = 64
 
 // MetaLen is the metadata the program puts before a redirected frame: the
 // mask of the exported functions that passed it (a native-order u64).
+// Annotation words that functions above read come before it, up to
+// MaxAnn of them (the kernel takes at most 32 bytes of XDP metadata): Meta.
 const MetaLen = 8
+
+// MaxAnn is how many annotation words a frame's metadata carries.
+const MaxAnn = 3
+
+// Meta is the length of the metadata in front of a frame that carries
+// words annotation words: the words, then the mask.
+func Meta(words int) int { return MetaLen + 8*words }
 
 // NewMap creates the socket map the XDP program redirects through, by
 // receive queue.
@@ -365,7 +374,7 @@ func (x *Set) Start(up *inproc.Bridge, sources []*inproc.Stream, slot int) *Read
 	for q := range x.socks {
 		for _, src := range sources {
 			c := &inproc.Stream{Up: up, Source: src.Source, Mask: src.Mask, Tags: src.Tags, Snap: src.Snap,
-				Taken: x.counter(src.Source)}
+				Taken: x.counter(src.Source), Ann: src.Ann}
 			if z := x.zcs[q]; z != nil {
 				c.Frames = z
 			} else {
@@ -395,6 +404,11 @@ func (r *Reader) Stop() {
 func (r *Reader) run(ctx context.Context, q int) {
 	defer r.wg.Done()
 	s, z, streams := r.x.socks[q], r.x.zcs[q], r.ports[q]
+	words := 0
+	if len(streams) > 0 {
+		words = len(streams[0].Ann)
+	}
+	ml := uint64(Meta(words))
 	checked := time.Now()
 	for {
 		// Wait at most FlushAfter while a batch is not full, so that its
@@ -415,13 +429,13 @@ func (r *Reader) run(ctx context.Context, q int) {
 			if z != nil {
 				z.pin(d.Addr)
 			}
-			if d.Addr >= MetaLen {
-				meta := s.GetFrame(xdp.Desc{Addr: d.Addr - MetaLen, Len: MetaLen})
-				mask := binary.NativeEndian.Uint64(meta)
+			if d.Addr >= ml {
+				meta := s.GetFrame(xdp.Desc{Addr: d.Addr - ml, Len: uint32(ml)})
+				mask := binary.NativeEndian.Uint64(meta[ml-MetaLen:])
 				pkt := s.GetFrame(d)
 				for _, st := range streams {
 					if m := mask & st.Mask; m != 0 {
-						st.Add(ctx, m, pkt[:min(len(pkt), st.Snap)], uint32(len(pkt)), now, d.Addr)
+						st.Add(ctx, m, pkt[:min(len(pkt), st.Snap)], uint32(len(pkt)), now, d.Addr, meta[:ml-MetaLen])
 					}
 				}
 			}
@@ -445,6 +459,11 @@ func (r *Reader) run(ctx context.Context, q int) {
 		}
 		if n == 0 {
 			inproc.FlushAll(ctx, streams)
+			// Idle: the packets' time base is the wall clock, which
+			// moves on; the flowspace above learns it (clock-only).
+			for _, st := range streams {
+				st.Clock(ctx, now)
+			}
 			select {
 			case <-r.quit:
 				r.kernelLosses(q)

@@ -22,6 +22,11 @@
 // counted there) or when the run stops with messages in flight (counted as
 // the bridge's dropped).
 //
+// Every message carries its stream's packet clock (Now), and a message
+// with no packet (a clock-only message, Region nil) goes up when time
+// moved but nothing passed: a flowspace above learns that time moved
+// although everything beneath was filtered, so its windows end on time.
+//
 // The sharp edge: every entry of a message lies in one window of MaxBatch
 // slots starting at Region.Base, as a source batch does.
 package inproc
@@ -93,7 +98,10 @@ type Out struct {
 // Message is one batch crossing the bridge.
 type Message struct {
 	Stream any     // the source the packets came from
-	Region *Region // where the packets are
+	Region *Region // where the packets are; nil in a clock-only message
+	// Now is the stream's packet clock when the message left (ns since
+	// the Unix epoch), at least the time of each of its packets.
+	Now int64
 	// Stored says whether the packets are in a PBuf the receiver may refer
 	// to when it sends them further up (rather than in transient memory of
 	// a flowspace that processes in place, or copied across a barrier into
@@ -110,9 +118,11 @@ type Message struct {
 // Stats are a bridge's counters: In = Out + Dropped. Of the packets that
 // crossed in a message (In less those lost before they got into one),
 // Copied were copied across and Referred were referred to in place: the
-// strategy the bridge used, whatever its barrier declared.
+// strategy the bridge used, whatever its barrier declared. Messages counts
+// the messages with packets, Clocks the clock-only ones (no packet: they
+// count in none of the packet counters).
 type Stats struct {
-	In, Out, Dropped, Copied, Referred, Messages uint64
+	In, Out, Dropped, Copied, Referred, Messages, Clocks uint64
 }
 
 // Bridge is a queue of messages from one lower flowspace to its parent.
@@ -123,7 +133,7 @@ type Bridge struct {
 	closed    atomic.Bool
 	producers atomic.Int32
 
-	in, out, dropped, copied, referred, msgs atomic.Uint64
+	in, out, dropped, copied, referred, msgs, clocks atomic.Uint64
 }
 
 // Depth is how many messages a bridge holds: enough for the two sides to
@@ -149,6 +159,7 @@ func (b *Bridge) Carry(old *Bridge) {
 	b.copied.Add(s.Copied)
 	b.referred.Add(s.Referred)
 	b.msgs.Add(s.Messages)
+	b.clocks.Add(s.Clocks)
 }
 
 // Pool is the PBuf of the flowspace above that the copies of one stream go
@@ -206,7 +217,7 @@ func (p *Pool) Take(ctx context.Context) (*Region, error) {
 func (b *Bridge) TryMessage() (*Message, bool) {
 	select {
 	case m := <-b.free:
-		m.Out, m.Packets, m.Region, m.Stream, m.Copied = m.Out[:0], 0, nil, nil, false
+		m.Out, m.Packets, m.Region, m.Stream, m.Copied, m.Now = m.Out[:0], 0, nil, nil, false, 0
 		return m, true
 	default:
 		return nil, false
@@ -229,7 +240,7 @@ func (p *Pool) TryTake() (*Region, bool) {
 func (b *Bridge) Message(ctx context.Context) (*Message, error) {
 	select {
 	case m := <-b.free:
-		m.Out, m.Packets, m.Region, m.Stream, m.Copied = m.Out[:0], 0, nil, nil, false
+		m.Out, m.Packets, m.Region, m.Stream, m.Copied, m.Now = m.Out[:0], 0, nil, nil, false, 0
 		return m, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -288,9 +299,28 @@ func (b *Bridge) Send(ctx context.Context, m *Message) error {
 	}
 	// Stopped: a message sent now might never be read.
 	b.dropped.Add(uint64(m.Packets))
-	m.Region.Release()
+	m.release()
 	b.free <- m
 	return ctx.Err()
+}
+
+// SendClock sends a clock-only message of stream: no packet passed since
+// the last message, but its packet clock moved to now. It waits for a
+// free message as Send does; false when the run stopped.
+func (b *Bridge) SendClock(ctx context.Context, stream any, now int64) bool {
+	m, err := b.Message(ctx)
+	if err != nil {
+		return false
+	}
+	m.Stream, m.Now = stream, now
+	return b.Send(ctx, m) == nil
+}
+
+// release drops the message's reference to its region, if it has one.
+func (m *Message) release() {
+	if m.Region != nil {
+		m.Region.Release()
+	}
 }
 
 // Lose counts n packets that were on their way up but never got into a
@@ -338,8 +368,12 @@ func (b *Bridge) Receive(ctx context.Context) *Message {
 // message reused.
 func (b *Bridge) Done(m *Message) {
 	b.out.Add(uint64(m.Packets))
-	b.msgs.Add(1)
-	m.Region.Release()
+	if m.Region == nil {
+		b.clocks.Add(1)
+	} else {
+		b.msgs.Add(1)
+	}
+	m.release()
 	b.free <- m
 }
 
@@ -353,7 +387,7 @@ func (b *Bridge) Drain() {
 				return
 			}
 			b.dropped.Add(uint64(m.Packets))
-			m.Region.Release()
+			m.release()
 			b.free <- m
 		default:
 			return
@@ -367,7 +401,7 @@ func (b *Bridge) Drain() {
 func (b *Bridge) DrainUntilClosed() {
 	for m := range b.ch {
 		b.dropped.Add(uint64(m.Packets))
-		m.Region.Release()
+		m.release()
 		b.free <- m
 	}
 }
@@ -375,5 +409,5 @@ func (b *Bridge) DrainUntilClosed() {
 // Stats returns the counters.
 func (b *Bridge) Stats() Stats {
 	out, dropped, copied, referred, msgs := b.out.Load(), b.dropped.Load(), b.copied.Load(), b.referred.Load(), b.msgs.Load()
-	return Stats{In: b.in.Load(), Out: out, Dropped: dropped, Copied: copied, Referred: referred, Messages: msgs}
+	return Stats{In: b.in.Load(), Out: out, Dropped: dropped, Copied: copied, Referred: referred, Messages: msgs, Clocks: b.clocks.Load()}
 }

@@ -164,3 +164,38 @@ func TestRegionWaitsForEveryReference(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestClockOnlyMessages: a stream whose clock moves while no packet came
+// sends a clock-only message (no region, no packet), once per move; a
+// partial batch carries the clock itself. Clock messages count in Clocks,
+// not in the packet counters.
+func TestClockOnlyMessages(t *testing.T) {
+	ctx := context.Background()
+	b := New("test")
+	s := &Stream{Up: b, Source: "src", Mask: 1, Tags: []any{"f"}, Snap: 64, Pool: NewPool(64)}
+	s.Peers = []*Stream{s}
+	s.Clock(ctx, 100)
+	s.Clock(ctx, 100) // not moved: nothing
+	m := b.Receive(ctx)
+	if m.Region != nil || m.Packets != 0 || m.Now != 100 || m.Stream != "src" {
+		t.Fatalf("clock-only message: region %v, %d packets, now %d, stream %v", m.Region, m.Packets, m.Now, m.Stream)
+	}
+	b.Done(m)
+	s.Add(ctx, 1, []byte{1, 2, 3}, 3, 150, 0, nil)
+	s.Clock(ctx, 200) // the partial batch will carry it
+	s.Flush(ctx)
+	m = b.Receive(ctx)
+	if m.Region == nil || m.Packets != 1 || m.Now != 200 {
+		t.Fatalf("data message: %d packets, now %d; want 1 and 200", m.Packets, m.Now)
+	}
+	b.Done(m)
+	s.Clock(ctx, 200) // carried already
+	select {
+	case m := <-b.ch:
+		t.Fatalf("a message with now %d for a clock that did not move", m.Now)
+	default:
+	}
+	if st := b.Stats(); st.In != 1 || st.Out != 1 || st.Dropped != 0 || st.Messages != 1 || st.Clocks != 1 {
+		t.Errorf("stats %+v, want 1 packet in and out, 1 message, 1 clock message", st)
+	}
+}

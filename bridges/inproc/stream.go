@@ -2,6 +2,7 @@ package inproc
 
 import (
 	"context"
+	"encoding/binary"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +19,9 @@ const FlushAfter = time.Millisecond
 // region of a PBuf of the flowspace above (Pool), or refers to it where it
 // already is (Frames), and adds an IBuf entry for it to the output of each
 // function whose bit the packet's mask sets. A full batch goes up as one
-// Message; Flush sends a partial one. One goroutine fills a stream.
+// Message; Flush sends a partial one. Each message carries the stream's
+// packet clock; Clock moves it when no packet came (a clock-only message).
+// One goroutine fills a stream.
 type Stream struct {
 	Up     *Bridge
 	Source any    // the messages' Stream: the source the packets came from
@@ -34,11 +37,17 @@ type Stream struct {
 	Peers []*Stream
 	// Taken, when set, counts the packets the stream sent up.
 	Taken *atomic.Uint64
+	// Ann are the annotation words (buffers.AnnWords) each packet brings
+	// from beneath, in the order Add's ann holds them: the words that
+	// functions above read, written by functions beneath.
+	Ann []int
 
-	out map[int]*buffers.Batch
-	msg *Message
-	reg *Region
-	n   int
+	out  map[int]*buffers.Batch
+	msg  *Message
+	reg  *Region
+	n    int
+	now  int64 // the stream's packet clock
+	sent int64 // the clock the last message carried
 }
 
 // Frames is producer-owned memory that packets arrive in (an AF_XDP UMEM
@@ -54,9 +63,11 @@ type Frames interface {
 }
 
 // Add copies one packet into s's batch, or, with Frames, refers to it at
-// addr, the frame it lies in; mask selects the outputs that keep it. It
-// returns false when the run stopped (the packet counts as dropped).
-func (s *Stream) Add(ctx context.Context, mask uint64, pkt []byte, wire uint32, ts int64, addr uint64) bool {
+// addr, the frame it lies in; mask selects the outputs that keep it; ann
+// holds the packet's annotation words s.Ann names, 8 bytes each in native
+// byte order (nil without). It returns false when the run stopped (the
+// packet counts as dropped).
+func (s *Stream) Add(ctx context.Context, mask uint64, pkt []byte, wire uint32, ts int64, addr uint64, ann []byte) bool {
 	if s.msg == nil && !s.begin(ctx) {
 		return false
 	}
@@ -68,6 +79,13 @@ func (s *Stream) Add(ctx context.Context, mask uint64, pkt []byte, wire uint32, 
 	} else {
 		s.reg.PBuf.Store(slot, pkt, wire, ts, 0)
 	}
+	if len(ann) >= 8*len(s.Ann) {
+		a := s.reg.PBuf.Ann(slot)
+		for i, w := range s.Ann {
+			a[w] = binary.NativeEndian.Uint64(ann[8*i:])
+		}
+	}
+	s.now = max(s.now, ts)
 	for b := 0; mask != 0; b++ {
 		if mask&1 != 0 {
 			o := s.out[b]
@@ -146,12 +164,37 @@ func (s *Stream) Flush(ctx context.Context) {
 		return
 	}
 	s.msg.Packets = s.n
+	s.msg.Now, s.sent = s.now, s.now
 	s.msg.Copied = s.Frames == nil // into the pool, or referred to in the frames
 	if s.Taken != nil {
 		s.Taken.Add(uint64(s.n))
 	}
 	s.Up.Send(ctx, s.msg)
 	s.msg, s.reg, s.n = nil, nil, 0
+}
+
+// Clock moves s's packet clock to now (ns since the Unix epoch) where no
+// packet of s arrived: everything was filtered beneath, or nothing came.
+// Unless a partial batch will carry it, a clock-only message goes up when
+// the clock moved past what the last message carried. It returns false
+// when the run stopped.
+func (s *Stream) Clock(ctx context.Context, now int64) bool {
+	s.now = max(s.now, now)
+	if s.msg != nil || s.now <= s.sent {
+		return true
+	}
+	m, ok := s.Up.TryMessage()
+	if !ok {
+		// As in begin: this goroutine's partial batches may hold every
+		// message.
+		FlushAll(ctx, s.Peers)
+		var err error
+		if m, err = s.Up.Message(ctx); err != nil {
+			return false
+		}
+	}
+	m.Stream, m.Now, s.sent = s.Source, s.now, s.now
+	return s.Up.Send(ctx, m) == nil
 }
 
 // FlushAll sends the batches of streams up.

@@ -15,6 +15,15 @@
 // after batch without a wake-up — polling; at low rates each packet wakes
 // it. A batch that is not full goes up after inproc.FlushAfter.
 //
+// Time crosses too. A program that filters a packet sends a clock-only
+// record (mask 0, no bytes) when its CPU's last one is older than
+// ClockEvery, and an idle ring makes the reader move its streams' clocks
+// by wall time every IdleTick (on the programs' time base): a flowspace
+// above knows that time moved although everything beneath was filtered.
+// Annotation words that functions above read, written by functions
+// beneath, follow the header (Header): they go into the slot's annotation
+// area.
+//
 // The sharp edge: the record layout (Off*, HeaderLen) is a contract with
 // the program that writes it, which the flowspace generates; a packet the
 // ring has no room for is lost in the kernel, and only the program can
@@ -38,17 +47,31 @@ import (
 )
 
 // The layout of a record: a mask of the exported functions that passed
-// the packet, its wire and captured length, a CLOCK_MONOTONIC timestamp,
-// the port (which of the flowspace's interfaces it came in on), then the
-// captured bytes, in native byte order.
+// the packet (0 in a clock-only record), its wire and captured length, a
+// CLOCK_MONOTONIC timestamp, the port (which of the flowspace's
+// interfaces it came in on), the annotation words carried up (OffAnn),
+// then the captured bytes, in native byte order.
 const (
 	OffMask    = 0
 	OffWireLen = 8
 	OffCapLen  = 12
 	OffTime    = 16
 	OffPort    = 24
-	HeaderLen  = 32
+	OffAnn     = 32
+	HeaderLen  = 32 // without annotation words
 )
+
+// Header is the length of a record's header that carries words
+// annotation words.
+func Header(words int) int { return HeaderLen + 8*words }
+
+// ClockEvery bounds how long a program that filters every packet stays
+// silent: each CPU sends a clock-only record when its last is older.
+const ClockEvery = time.Millisecond
+
+// IdleTick is how often the reader of an idle ring moves the streams'
+// clocks by wall time.
+const IdleTick = 50 * time.Millisecond
 
 // Snap is the most bytes of a packet the ring buffer carries up: libpcap's
 // largest snap length, so that a capture keeps what its snap length
@@ -71,13 +94,22 @@ type Reader struct {
 	ports  [][]*inproc.Stream // per port, the sources that capture there
 	wg     sync.WaitGroup
 	offset int64 // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
+	header int   // the records' header length (Header)
 }
+
+// Offset returns CLOCK_REALTIME − CLOCK_MONOTONIC in ns: added to a
+// program's bpf_ktime_get_ns, it gives the time since the Unix epoch on the
+// packet clock's time base. A flowspace takes it once, so that the times
+// its programs write (a timestamp annotation) and the records' times the
+// reader converts agree to the nanosecond.
+func Offset() int64 { return time.Now().UnixNano() - monotonic() }
 
 // Start reads ring until Stop, handing each record to the streams of its
 // port whose mask it shares. One goroutine fills every stream: they are
-// each other's peers.
-func Start(ring *ebpf.Map, ports [][]*inproc.Stream) (*Reader, error) {
-	r := &Reader{ports: ports, offset: time.Now().UnixNano() - monotonic()}
+// each other's peers. The records' headers carry words annotation words
+// (the streams' Ann); offset is the flowspace's Offset.
+func Start(ring *ebpf.Map, ports [][]*inproc.Stream, words int, offset int64) (*Reader, error) {
+	r := &Reader{ports: ports, offset: offset, header: Header(words)}
 	var all []*inproc.Stream
 	for _, port := range ports {
 		all = append(all, port...)
@@ -116,12 +148,21 @@ func (r *Reader) run(ctx context.Context) {
 		if pending > 0 {
 			r.rd.SetDeadline(time.Now().Add(inproc.FlushAfter))
 		} else {
-			r.rd.SetDeadline(time.Time{})
+			r.rd.SetDeadline(time.Now().Add(IdleTick))
 		}
 		err := r.rd.ReadInto(&rec)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			r.flushAll(ctx)
+			if pending == 0 {
+				// Nothing came: time moved all the same.
+				now := monotonic() + r.offset
+				for _, port := range r.ports {
+					for _, s := range port {
+						s.Clock(ctx, now)
+					}
+				}
+			}
 			pending = 0
 			continue
 		case err != nil: // flushed (or closed): the run stops
@@ -133,18 +174,28 @@ func (r *Reader) run(ctx context.Context) {
 			continue
 		}
 		mask := binary.NativeEndian.Uint64(raw[OffMask:])
-		wire := binary.NativeEndian.Uint32(raw[OffWireLen:])
-		capLen := min(int(binary.NativeEndian.Uint32(raw[OffCapLen:])), len(raw)-HeaderLen)
 		ts := int64(binary.NativeEndian.Uint64(raw[OffTime:])) + r.offset
 		port := int(binary.NativeEndian.Uint32(raw[OffPort:]))
 		if port >= len(r.ports) {
 			continue
 		}
+		if mask == 0 { // a clock-only record
+			for _, s := range r.ports[port] {
+				s.Clock(ctx, ts)
+			}
+			continue
+		}
+		if len(raw) < r.header {
+			continue
+		}
+		wire := binary.NativeEndian.Uint32(raw[OffWireLen:])
+		capLen := min(int(binary.NativeEndian.Uint32(raw[OffCapLen:])), len(raw)-r.header)
+		ann := raw[OffAnn:r.header]
 		for _, s := range r.ports[port] {
 			if m := mask & s.Mask; m != 0 {
 				// The record holds what the capture with the longest snap
 				// length on the port keeps; each keeps its own.
-				if s.Add(ctx, m, raw[HeaderLen:HeaderLen+min(capLen, s.Snap)], wire, ts, 0) {
+				if s.Add(ctx, m, raw[r.header:r.header+min(capLen, s.Snap)], wire, ts, 0, ann) {
 					pending++
 				}
 			}

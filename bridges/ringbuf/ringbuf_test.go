@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -62,7 +63,7 @@ func TestReaderSendsRecordsUp(t *testing.T) {
 	tags := []any{"a", "b"}
 	a := &inproc.Stream{Up: up, Source: "src1", Mask: 1, Tags: tags, Snap: Snap, Pool: inproc.NewPool(Snap)}
 	b := &inproc.Stream{Up: up, Source: "src2", Mask: 2, Tags: tags, Snap: Snap, Pool: inproc.NewPool(Snap)}
-	r, err := Start(ring, [][]*inproc.Stream{{a, b}})
+	r, err := Start(ring, [][]*inproc.Stream{{a, b}}, 0, Offset())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,5 +103,107 @@ func TestReaderSendsRecordsUp(t *testing.T) {
 	}
 	if s := up.Stats(); s.In != 2*n || s.Out != 2*n || s.Copied != 2*n || s.Referred != 0 || s.Dropped != 0 {
 		t.Errorf("bridge counters %+v, want %d in, out and copied", s, 2*n)
+	}
+}
+
+// TestReaderClockAndAnnotations: a clock-only record (mask 0) moves the
+// clock of every stream of its port with a message that carries no packet;
+// a packet's record carries annotation words after the header, which land
+// in the words the streams name.
+func TestReaderClockAndAnnotations(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("loading eBPF programs needs root")
+		}
+		t.Skip("loading eBPF programs needs root")
+	}
+	ring, err := NewMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ring.Close()
+	// Two records: clock-only at time t1; a packet of 8 bytes with mask
+	// 1 and one annotation word, 0x0a0b0c0d, at t1+1000. t1 is an hour
+	// ahead, so that the reader's idle ticks (now) come before it.
+	const rec = -64
+	t1 := monotonic() + int64(time.Hour)
+	h := int16(Header(1))
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SocketFilter, License: "GPL", Instructions: asm.Instructions{
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.RFP, rec+OffMask, asm.R1, asm.DWord),
+		asm.StoreMem(asm.RFP, rec+OffWireLen, asm.R1, asm.Word),
+		asm.StoreMem(asm.RFP, rec+OffCapLen, asm.R1, asm.Word),
+		asm.StoreMem(asm.RFP, rec+OffPort, asm.R1, asm.DWord),
+		asm.LoadImm(asm.R1, t1, asm.DWord),
+		asm.StoreMem(asm.RFP, rec+OffTime, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, ring.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, rec),
+		asm.Mov.Imm(asm.R3, HeaderLen),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnRingbufOutput.Call(),
+
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreMem(asm.RFP, rec+OffMask, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R1, 8),
+		asm.StoreMem(asm.RFP, rec+OffWireLen, asm.R1, asm.Word),
+		asm.StoreMem(asm.RFP, rec+OffCapLen, asm.R1, asm.Word),
+		asm.LoadImm(asm.R1, t1+1000, asm.DWord),
+		asm.StoreMem(asm.RFP, rec+OffTime, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R1, 0x0a0b0c0d),
+		asm.StoreMem(asm.RFP, rec+OffAnn, asm.R1, asm.DWord),
+		asm.StoreMem(asm.RFP, rec+h, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, ring.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, rec),
+		asm.Mov.Imm(asm.R3, int32(h)+8),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnRingbufOutput.Call(),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	up := inproc.New("test")
+	s := &inproc.Stream{Up: up, Source: "src", Mask: 1, Tags: []any{"f"}, Snap: Snap, Pool: inproc.NewPool(256), Ann: []int{3}}
+	r, err := Start(ring, [][]*inproc.Stream{{s}}, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		now     int64
+		packets int
+		ann     uint64
+	}
+	var msgs []got
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m := up.Receive(context.Background()); m != nil; m = up.Receive(context.Background()) {
+			g := got{now: m.Now - t1, packets: m.Packets}
+			for _, o := range m.Out {
+				for _, e := range o.Batch.E[:o.Batch.N] {
+					g.ann = o.Batch.PBuf.Ann(e.Slot)[3]
+				}
+			}
+			if g.now >= 0 {
+				msgs = append(msgs, g)
+			}
+			up.Done(m)
+		}
+	}()
+	if _, err := prog.Run(&ebpf.RunOptions{Data: make([]byte, 64)}); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop()
+	up.Close()
+	<-done
+	if len(msgs) != 2 || msgs[0] != (got{now: 0}) || msgs[1] != (got{now: 1000, packets: 1, ann: 0x0a0b0c0d}) {
+		t.Errorf("messages %+v (times from t1), want a clock-only one at t1, then one packet at t1+1000 with its word", msgs)
+	}
+	if st := up.Stats(); st.In != 1 || st.Out != 1 || st.Clocks < 1 || st.Messages != 1 {
+		t.Errorf("bridge %+v: want 1 packet, 1 message and the clock messages apart", st)
 	}
 }

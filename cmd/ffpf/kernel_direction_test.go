@@ -435,10 +435,10 @@ func TestClsactQdiscRemoved(t *testing.T) {
 	if out, err := exec.Command("tc", "-n", nsB, "qdisc", "add", "dev", ifB, "clsact").CombinedOutput(); err != nil {
 		t.Fatalf("tc qdisc add: %v: %s", err, out)
 	}
-	// A signal before the programs are attached ends a run in set-up (as
-	// killed by it): wait until it captures.
+	// SIGINT once it runs: its programs are attached, which Activate does
+	// after set-up (a signal during set-up ends ffpf as killed by it).
 	before := start("before")
-	waitPrograms(t, one)
+	waitAttached(t, []*bgRun{before}, one)
 	before.stop(t)
 	waitPrograms(t, 0)
 	if !clsact(t) {

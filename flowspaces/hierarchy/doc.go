@@ -37,6 +37,11 @@
 //	      - name: eth1
 //	        traffic: (gen,seed=2,packets=10000)   # any source that does not capture
 //	    interface: eth0       # xdp: the interface whose driver runs it
+//	    state: 64MB           # the most state its functions keep together (MBuf bytes;
+//	                          # map memory in kernel and xdp): default half the RAM in a
+//	                          # Go flowspace, a quarter in an eBPF one; none for no bound.
+//	                          # The root takes it too. A function whose state does not fit
+//	                          # runs higher; at the root, its request fails at populate.
 //	    children: [...]
 //
 // A kernel flowspace hangs beneath the root, an xdp one beneath the root or

@@ -275,7 +275,7 @@ func TestErrors(t *testing.T) {
 		{"unknown field", board("    clases: [bpf]\n"),
 			`h.yaml:5: unknown field "clases" in flowspace nic0 (did you mean "classes"?)`},
 		{"unknown field far", board("    colour: red\n"),
-			`h.yaml:5: unknown field "colour" in flowspace nic0 (the fields are name, kind, classes, in_place, barrier, bridge, interfaces, interface, children)`},
+			`h.yaml:5: unknown field "colour" in flowspace nic0 (the fields are name, kind, classes, in_place, barrier, bridge, interfaces, interface, state, children)`},
 		{"field twice", board("    barrier: pci\n    barrier: usb\n"),
 			`h.yaml:6: field barrier of flowspace nic0 is given twice (first at line 5)`},
 		{"unknown class", board("    classes: [bpf, pktcnt]\n"),
@@ -291,7 +291,7 @@ func TestErrors(t *testing.T) {
 		{"root kind", "name: user\nkind: test\n",
 			`h.yaml:2: the root is userspace on the host: its kind is user, not test`},
 		{"root field", "bridge: zero-copy\n",
-			`h.yaml:1: field bridge does not apply to the root user (userspace on the host): it takes only name and children`},
+			`h.yaml:1: field bridge does not apply to the root user (userspace on the host): it takes only name, state and children`},
 		{"root not a mapping", "- a\n- b\n",
 			`h.yaml:1: the root must be a mapping of fields (name, kind, children…), not a list`},
 		{"too many children", many.String(),
@@ -537,6 +537,27 @@ func TestLoadBounded(t *testing.T) {
 			}
 		case <-time.After(time.Minute):
 			t.Fatalf("Load(%s) did not return within a minute", c.path)
+		}
+	}
+}
+
+// TestStateField: state: bounds a flowspace's state (a size, or none),
+// at the root too; omitted, the default share of the RAM applies.
+func TestStateField(t *testing.T) {
+	src := "state: 64MB\nchildren:\n  - {name: nic0, kind: test, state: none}\n  - {name: nic1, kind: test, state: 1.5KB}\n  - {name: nic2, kind: test}\n  - {kind: kernel, state: 4096}\n"
+	root, err := Parse([]byte(src), "h.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type limited interface{ StateLimit() (int64, int64) }
+	for name, want := range map[string]int64{"user": 64 << 20, "nic0": -1, "nic1": 1536, "nic2": flowspaces.MemoryShare(2), "kernel": 4096} {
+		if got, _ := flowspaces.Find(root, name).(limited).StateLimit(); got != want {
+			t.Errorf("%s: state limit %d, want %d", name, got, want)
+		}
+	}
+	for _, bad := range []string{"state: -1MB\n", "state: 2TB\n", "state: [1]\n", "state: 0.5B\n"} {
+		if _, err := Parse([]byte(bad), "h.yaml", nil); err == nil || !strings.Contains(err.Error(), "state of flowspace user must be") {
+			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }

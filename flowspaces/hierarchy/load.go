@@ -120,7 +120,7 @@ func Parse(data []byte, filename string, reg *functions.Registry) (flowspaces.Fl
 
 // The fields of a flowspace in a hierarchy file, in the order the schema
 // documents them.
-var fields = []string{"name", "kind", "classes", "in_place", "barrier", "bridge", "interfaces", "interface", "children"}
+var fields = []string{"name", "kind", "classes", "in_place", "barrier", "bridge", "interfaces", "interface", "state", "children"}
 
 // applies says which kinds of child flowspace take each field (name, kind
 // and children apply to all).
@@ -303,6 +303,31 @@ func (p *parser) str(s *spec, f string) (string, int, error) {
 	return e.val.Value, e.val.Line, nil
 }
 
+// size reads field f, a size in bytes (4096, 64MB, 1.5GB: units B, KB,
+// MB, GB, powers of 1024), or "none"; 0 when omitted, -1 for none.
+func (p *parser) size(s *spec, f string) (int64, error) {
+	v, line, err := p.str(s, f)
+	if err != nil || v == "" {
+		return 0, err
+	}
+	if v == "none" {
+		return -1, nil
+	}
+	m := sizeRE.FindStringSubmatch(v)
+	bad := p.errorf(line, "field %s of flowspace %s must be a size (64MB, 1GB: units B, KB, MB, GB) or none, not %q", f, s.label(), v)
+	if m == nil {
+		return 0, bad
+	}
+	n, err := strconv.ParseFloat(m[1], 64)
+	mult := map[string]float64{"": 1, "B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[m[2]]
+	if err != nil || n*mult < 1 || n*mult > 1<<50 || n*mult != float64(int64(n*mult)) {
+		return 0, bad
+	}
+	return int64(n * mult), nil
+}
+
+var sizeRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|MB|GB)?$`)
+
 // checkName validates a flowspace or interface name.
 func (p *parser) checkName(line int, what, name string) error {
 	if name == "" {
@@ -350,14 +375,18 @@ func (p *parser) root(n *yaml.Node) (flowspaces.Flowspace, error) {
 		return nil, p.errorf(line, "the root is userspace on the host: its kind is user, not %s", kind)
 	}
 	for _, f := range fields {
-		if e, ok := s.fields[f]; ok && f != "name" && f != "kind" && f != "children" {
-			return nil, p.errorf(e.key.Line, "field %s does not apply to the root %s (userspace on the host): it takes only name and children", f, s.name)
+		if e, ok := s.fields[f]; ok && f != "name" && f != "kind" && f != "children" && f != "state" {
+			return nil, p.errorf(e.key.Line, "field %s does not apply to the root %s (userspace on the host): it takes only name, state and children", f, s.name)
 		}
 	}
 	if err := p.define(s.line, s.name); err != nil {
 		return nil, err
 	}
-	root := user.New(user.Options{Name: s.name, Kind: flowspaces.KindUser})
+	limit, err := p.size(s, "state")
+	if err != nil {
+		return nil, err
+	}
+	root := user.New(user.Options{Name: s.name, Kind: flowspaces.KindUser, StateLimit: limit})
 	if err := p.children(root, s); err != nil {
 		return nil, err
 	}
@@ -485,6 +514,10 @@ func (p *parser) bridge(s *spec) (string, flowspaces.Strategy, error) {
 // hang beneath userspace (xdp also beneath the kernel).
 func (p *parser) ebpf(parent flowspaces.Flowspace, s *spec) (flowspaces.Flowspace, error) {
 	opts := kernel.Options{Kind: s.kind, Name: s.name}
+	var err error
+	if opts.StateLimit, err = p.size(s, "state"); err != nil {
+		return nil, err
+	}
 	if s.kind == flowspaces.KindXDP {
 		iface, line, err := p.str(s, "interface")
 		if err != nil {
@@ -548,6 +581,9 @@ func (p *parser) test(s *spec) (flowspaces.Flowspace, error) {
 	opts := user.Options{Name: s.name, Kind: flowspaces.KindTest,
 		Interfaces: map[string]*user.Traffic{}} // non-nil: nil means every interface of the machine
 	var err error
+	if opts.StateLimit, err = p.size(s, "state"); err != nil {
+		return nil, err
+	}
 	if opts.Classes, err = p.classes(s); err != nil {
 		return nil, err
 	}

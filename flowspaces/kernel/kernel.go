@@ -51,6 +51,10 @@ type Options struct {
 	Kind      flowspaces.Kind // KindKernel or KindXDP
 	Interface string          // for KindXDP: the interface whose driver runs it
 	Name      string          // defaults to "kernel" or "xdp:<interface>"
+	// StateLimit bounds the memory of the state maps of the functions
+	// placed here together (flowspaces.StateBudget): 0 is a quarter of
+	// the machine's RAM, < 0 no bound.
+	StateLimit int64
 }
 
 // Flowspace is an eBPF flowspace.
@@ -64,10 +68,17 @@ type Flowspace struct {
 	removed  []*flowspaces.Node
 	slots    int // counter slots handed out
 	counters *ebpf.Map
-	clock    *ebpf.Map // the packet clock of the programs (window.go)
-	offset   int64     // CLOCK_REALTIME − CLOCK_MONOTONIC, as the clock map holds it
 	ring     *ebpf.Map
-	xsks     *ebpf.Map // AF_XDP sockets by receive queue (XDP)
+	// The packet clock: offset is CLOCK_REALTIME − CLOCK_MONOTONIC, taken
+	// once (ringbuf.Offset), the one offset of the flowspace: the clock
+	// map holds it for the windows' epochs (window.go), timestamps have it
+	// compiled in, and the ring buffer's reader adds it to the records'
+	// times. sent is, per CPU, when it last sent a clock-only record.
+	clock    *ebpf.Map
+	offset   int64
+	sent     *ebpf.Map
+	state    *flowspaces.StateBudget // the memory of the functions' state maps
+	xsks     *ebpf.Map               // AF_XDP sockets by receive queue (XDP)
 	want     []*flowspaces.Node
 	up       *inproc.Bridge
 	sending  *inproc.Bridge         // up, while this flowspace sends through it
@@ -114,7 +125,7 @@ type node struct {
 
 // New returns an eBPF flowspace.
 func New(opts Options) (*Flowspace, error) {
-	fs := &Flowspace{opts: opts}
+	fs := &Flowspace{opts: opts, state: flowspaces.NewStateBudget(opts.StateLimit, flowspaces.MemoryShare(4))}
 	switch opts.Kind {
 	case flowspaces.KindKernel:
 		fs.target = functions.TargetKernel
@@ -206,6 +217,11 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 				n.Function = summarized{stateOnly{k.mbuf}, sum}
 			}
 		}
+		if r, ok := gofn.(readable); ok && n.Class.Annotates > 0 && k.mbuf == nil {
+			// Its annotation words come up with each packet: a reader
+			// above reads them as the Go function would.
+			n.Function = annotating{noState{}, r}
+		}
 		if pr, ok := gofn.(functions.Producer); ok && n.Producer() {
 			sum, ok := n.Function.(summarized)
 			if !ok {
@@ -245,6 +261,7 @@ func (fs *Flowspace) Remove(n *flowspaces.Node) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.removed = append(fs.removed, n)
+	fs.state.Release(n)
 }
 
 // SetWant implements user.Child: the parent asks for the outputs of want,
@@ -330,6 +347,7 @@ func (fs *Flowspace) Connect() error {
 		}
 	}
 	fs.nodes, fs.removed, fs.offered = keep, nil, nil
+	fs.state.Settle(fs)
 	fs.restartReader(keep)
 	fs.restartRecords(keep)
 	return nil
@@ -455,6 +473,10 @@ func (fs *Flowspace) Close() error {
 		fs.clock.Close()
 		fs.ring, fs.counters, fs.clock = nil, nil, nil
 	}
+	if fs.sent != nil {
+		fs.sent.Close()
+		fs.sent = nil
+	}
 	if fs.xsk != nil {
 		// The flowspace above has stopped: the frames it referred to are
 		// released, or will be in a moment.
@@ -512,6 +534,20 @@ type summarized struct {
 }
 
 func (s summarized) Summary() map[string]any { return s.sum.Summary() }
+
+// annotating stands for a function without state that runs in eBPF and
+// annotates the packets: the Go function reads its words, which the
+// packets' records carry up into the slots' annotation areas.
+type annotating struct {
+	noState
+	readable
+}
+
+// readable is what a reader reads annotation words through.
+type readable interface {
+	functions.Readable
+	functions.IntReadable
+}
 
 // noState stands for a function without state that runs in eBPF.
 type noState struct{}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/bridges/ringbuf"
 	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/ebpfgen"
 )
 
@@ -54,7 +55,66 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 	if err != nil {
 		return err
 	}
-	return fs.verify(n, fn)
+	if err := fs.verify(n, fn); err != nil {
+		return err
+	}
+	size, err := mapBytes(fs.target, n, fn)
+	if err != nil {
+		return err
+	}
+	return fs.state.Admit(fs, n, size)
+}
+
+// StateLimit is the bound on the memory of the state maps of the
+// functions placed here together, in bytes (≤ 0: none), and how much of
+// it they take.
+func (fs *Flowspace) StateLimit() (limit, used int64) { return fs.state.Limit, fs.state.Used(fs) }
+
+// mapBytes is the memory of the state maps fn keeps: 8 bytes per value,
+// on every possible CPU for a per-CPU map (what the kernel allocates), and
+// twice over with window= (a copy per epoch parity, window.go).
+func mapBytes(t functions.Target, n *flowspaces.Node, fn ebpfgen.Function) (int64, error) {
+	mf, ok := fn.(ebpfgen.Mapped)
+	if !ok {
+		return 0, nil
+	}
+	fields, _, err := n.Class.State.Layout(t, n.Ctx.Params)
+	if err != nil {
+		return 0, err
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return 0, err
+	}
+	var size int64
+	for _, m := range mf.MapFields() {
+		for _, f := range fields {
+			if f.Name != m.Name {
+				continue
+			}
+			b := int64(max(f.Count, 1)) * 8
+			if !m.Shared && mergeOf(n.Class, m.Name) != functions.MergeShared {
+				b *= int64(cpus)
+			}
+			size += b
+		}
+	}
+	if windowed(n) {
+		size *= 2
+	}
+	return size, nil
+}
+
+// mergeOf is the merge the class declares for state field name.
+func mergeOf(c *functions.Class, name string) functions.Merge {
+	if c.State != nil {
+		for _, d := range c.State.Fields {
+			if d.Name == name {
+				return d.Merge
+			}
+		}
+	}
+	return 0
 }
 
 // sourceSnaplen is the smallest snap length of the sources that feed n
@@ -125,13 +185,19 @@ func (fs *Flowspace) verify(n *flowspaces.Node, fn ebpfgen.Function) error {
 		return err
 	}
 	defer closeMaps(maps)
-	clock, _, err := newClockMap()
+	clock, off, err := newClockMap()
 	if err != nil {
 		return err
 	}
 	defer clock.Close()
-	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, snap: ringbuf.Snap, progName: "ffpf_verify", clock: clock,
+	p := &progSpec{kind: fs.opts.Kind, iface: "probe", counters: m, snap: ringbuf.Snap, progName: "ffpf_verify", clock: clock, offset: off,
 		nodes: []progNode{{node: n, iface: "probe", in: true, slot: 0}, {node: n, fn: fn, inputs: []int{0}, slot: 2, maps: maps, win: win}}}
+	for w := range n.Class.Annotates {
+		p.ann = append(p.ann, n.Ctx.Ann+w)
+	}
+	if t, ok := fn.(ebpfgen.Timed); ok && t.Timed() {
+		p.timed = true
+	}
 	prog, err := p.load(fs.Name())
 	if err == nil {
 		prog.Close()

@@ -3,12 +3,15 @@ package kernel
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
 
 	"github.com/ffpf-go/ffpf/bridges/afxdp"
 	"github.com/ffpf-go/ffpf/bridges/ringbuf"
+	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions/ebpfgen"
 )
@@ -70,6 +73,17 @@ type progSpec struct {
 	// test), not from bpf_ktime_get_ns.
 	testClock bool
 
+	// sent is a per-CPU u64: when the CPU last sent a clock-only record
+	// (ring buffer only; nil for none). ann are the annotation words the
+	// functions here write, carried up in each record's header in this
+	// order; timed says a function reads the packet's time, which the
+	// program then reads once (readsTime); offset turns that time into
+	// the packet clock's (ringbuf.Offset: the value the clock map holds).
+	sent   *ebpf.Map
+	ann    []int
+	timed  bool
+	offset int64
+
 	hooks []hookSlots // the sources on iface: their state counts verdicts and losses
 	drop  bool        // filtered packets are dropped: every source on iface asks for it
 	keep  []int       // node indices whose passing a packet keeps it from the drop
@@ -83,6 +97,43 @@ type hookSlots struct {
 }
 
 func flag(i int) int16 { return int16(stackFlags - 8*i) }
+
+// frame is the stack below the pass flags: the packet's time (when a
+// function reads it) and its annotation words (when a function here writes
+// any); used is how many bytes below the frame pointer the program takes.
+type frame struct {
+	time int16 // 0 without
+	ann  int16 // word w at ann + 8w; 0 without
+	used int
+}
+
+// readsTime says the program reads the packet's time once, at its start:
+// when a function reads it (timed) or a window's epoch is computed from it
+// (unless a test fixes the windows' clock). The timestamps, the windows'
+// parity, the records' times and the clock-only records then all carry
+// the same nanoseconds.
+func (p *progSpec) readsTime() bool {
+	if p.timed {
+		return true
+	}
+	return !p.testClock && slices.ContainsFunc(p.nodes, func(n progNode) bool { return n.win != nil })
+}
+
+func (p *progSpec) frame() frame {
+	f := frame{used: -int(flag(len(p.nodes) - 1))}
+	if p.readsTime() {
+		f.used += 8
+		f.time = int16(-f.used)
+	}
+	if len(p.ann) > 0 {
+		f.used += 8 * (slices.Max(p.ann) + 1) // words 0 to the last written
+		f.ann = int16(-f.used)
+	}
+	return f
+}
+
+// annAt is the stack offset of annotation word w.
+func (f frame) annAt(w int) int16 { return f.ann + int16(8*w) }
 
 // addState returns code that adds register r to counter slot.
 func (p *progSpec) addState(label string) func(slot int, r asm.Register) asm.Instructions {
@@ -115,6 +166,18 @@ func (p *progSpec) build() (asm.Instructions, error) {
 	in := asm.Instructions{asm.Mov.Reg(ebpfgen.Ctx, asm.R1)}
 	if p.budget != nil {
 		in = append(in, p.take("unbudgeted")...)
+	}
+	fr := p.frame()
+	if p.readsTime() {
+		in = append(in, asm.FnKtimeGetNs.Call(), asm.StoreMem(asm.RFP, fr.time, asm.R0, asm.DWord))
+	}
+	if len(p.ann) > 0 {
+		// The words go up whether or not their writer saw the packet:
+		// the verifier wants them written.
+		in = append(in, asm.Mov.Imm(asm.R1, 0))
+		for _, w := range p.ann {
+			in = append(in, asm.StoreMem(asm.RFP, fr.annAt(w), asm.R1, asm.DWord))
+		}
 	}
 	if p.kind == flowspaces.KindXDP {
 		in = append(in,
@@ -174,9 +237,13 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		emit := func(prefix string, maps func(string) int, slot0 int) (asm.Instructions, error) {
 			state := p.addState(prefix + "_state")
 			e := &ebpfgen.Emitter{Prefix: prefix, Pass: pass, Drop: drop, Outgoing: p.egress,
-				StackOffset: -int(flag(len(p.nodes) - 1)), // the flags end here
+				StackOffset: fr.used, // the flags, time and annotations end here
 				AddState:    func(k int, r asm.Register) asm.Instructions { return state(slot0+k, r) },
-				Map:         maps, KeySlot: stackKey}
+				Map:         maps, KeySlot: stackKey,
+				Time: fr.time, ClockOffset: p.offset}
+			if len(p.ann) > 0 && n.node.Class.Annotates > 0 {
+				e.Ann = fr.annAt
+			}
 			if err := n.fn.Emit(e); err != nil {
 				return nil, fmt.Errorf("%s: %v", n.node.ID, err)
 			}
@@ -307,8 +374,12 @@ func (p *progSpec) export() asm.Instructions {
 		}
 		in = append(in, asm.Or.Reg(asm.R1, asm.R2))
 	}
+	passed := "verdict"
+	if p.sent != nil && p.xsk == nil {
+		passed = "clock"
+	}
 	in = append(in,
-		asm.JEq.Imm(asm.R1, 0, "verdict"),
+		asm.JEq.Imm(asm.R1, 0, passed),
 		asm.StoreMem(asm.RFP, stackMask, asm.R1, asm.DWord),
 	)
 	if p.xsk != nil {
@@ -334,8 +405,93 @@ func (p *progSpec) export() asm.Instructions {
 		}
 		in = append(in, tier...)
 	}
+	if passed == "clock" {
+		in = append(in, p.clockOnly()...)
+	}
 	return in
 }
+
+// clockOnly sends a clock-only record (mask 0: no packet) for a packet no
+// exported function passed, when this CPU's last one is older than
+// ringbuf.ClockEvery: the flowspace above learns that time moved although
+// everything here was filtered. It costs a map lookup and the coarse
+// clock per filtered packet (about 5 ns: BenchmarkClockOnly), a record
+// per CPU and ClockEvery at most; a record the ring has no room for is not
+// a packet, and is not counted.
+//
+// The coarse clock (CLOCK_MONOTONIC_COARSE, the same time base, behind by
+// at most a scheduler tick) costs a fraction of bpf_ktime_get_ns; a clock
+// record only needs to say that time moved, and the clock above never
+// goes back. Its granularity is the tick (1 to 10 ms), so records come at
+// most once per tick.
+func (p *progSpec) clockOnly() asm.Instructions {
+	fr := p.frame()
+	in := asm.Instructions{
+		asm.StoreImm(asm.RFP, stackKey, 0, asm.Word).WithSymbol("clock"),
+		asm.LoadMapPtr(asm.R1, p.sent.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stackKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "verdict"),
+		// The packet pointers are not needed any more: R7 holds the
+		// CPU's last clock.
+		asm.Mov.Reg(ebpfgen.PacketStart, asm.R0),
+	}
+	if p.readsTime() {
+		in = append(in, asm.LoadMem(asm.R0, asm.RFP, fr.time, asm.DWord))
+	} else {
+		in = append(in, clockHelper(p.kind).Call())
+	}
+	return append(in,
+		asm.LoadMem(asm.R1, ebpfgen.PacketStart, 0, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.Sub.Reg(asm.R2, asm.R1),
+		asm.JLT.Imm(asm.R2, int32(ringbuf.ClockEvery.Nanoseconds()), "verdict"),
+		asm.StoreMem(ebpfgen.PacketStart, 0, asm.R0, asm.DWord),
+		asm.StoreMem(asm.RFP, stackValue, asm.R0, asm.DWord),
+		asm.LoadMapPtr(asm.R1, p.ring.FD()),
+		asm.Mov.Imm(asm.R2, ringbuf.HeaderLen),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "verdict"),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.R0, ringbuf.OffMask, asm.R1, asm.DWord),
+		asm.StoreImm(asm.R0, ringbuf.OffWireLen, 0, asm.Word),
+		asm.StoreImm(asm.R0, ringbuf.OffCapLen, 0, asm.Word),
+		asm.StoreImm(asm.R0, ringbuf.OffPort, int64(p.port), asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, stackValue, asm.DWord),
+		asm.StoreMem(asm.R0, ringbuf.OffTime, asm.R1, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.FnRingbufSubmit.Call(),
+		asm.Ja.Label("verdict"),
+	)
+}
+
+// clockHelper is the helper that reads the time for clock-only records:
+// bpf_ktime_get_coarse_ns where the kernel has it (5.11), or
+// bpf_ktime_get_ns.
+func clockHelper(kind flowspaces.Kind) asm.BuiltinFunc {
+	coarseOnce.Do(func() {
+		coarse = map[ebpf.ProgramType]bool{}
+		for _, t := range []ebpf.ProgramType{ebpf.XDP, ebpf.SchedCLS} {
+			coarse[t] = features.HaveProgramHelper(t, asm.FnKtimeGetCoarseNs) == nil
+		}
+	})
+	t := ebpf.SchedCLS
+	if kind == flowspaces.KindXDP {
+		t = ebpf.XDP
+	}
+	if coarse[t] {
+		return asm.FnKtimeGetCoarseNs
+	}
+	return asm.FnKtimeGetNs
+}
+
+var (
+	coarseOnce sync.Once
+	coarse     map[ebpf.ProgramType]bool
+)
 
 // recordTiers are the smaller record sizes (bytes of packet) the ring
 // buffer is asked for; the largest is the snap length. A packet takes the
@@ -347,9 +503,10 @@ var recordTiers = []int{128, 512, 1536, 4096, 16384, 65536}
 // of that size and submits it, then goes to the verdict.
 func (p *progSpec) record(k, size int) asm.Instructions {
 	reserved, caplen, submit := fmt.Sprintf("reserved%d", k), fmt.Sprintf("caplen%d", k), fmt.Sprintf("submit%d", k)
+	header, fr := ringbuf.Header(len(p.ann)), p.frame()
 	in := asm.Instructions{
 		asm.LoadMapPtr(asm.R1, p.ring.FD()),
-		asm.Mov.Imm(asm.R2, int32(ringbuf.HeaderLen+size)),
+		asm.Mov.Imm(asm.R2, int32(header+size)),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JNE.Imm(asm.R0, 0, reserved),
@@ -363,8 +520,19 @@ func (p *progSpec) record(k, size int) asm.Instructions {
 		asm.StoreMem(ebpfgen.PacketStart, ringbuf.OffMask, asm.R1, asm.DWord),
 		asm.StoreMem(ebpfgen.PacketStart, ringbuf.OffWireLen, ebpfgen.WireLen, asm.Word),
 		asm.StoreImm(ebpfgen.PacketStart, ringbuf.OffPort, int64(p.port), asm.Word),
-		asm.FnKtimeGetNs.Call(),
-		asm.StoreMem(ebpfgen.PacketStart, ringbuf.OffTime, asm.R0, asm.DWord),
+	)
+	if p.readsTime() { // the time the functions saw
+		in = append(in, asm.LoadMem(asm.R0, asm.RFP, fr.time, asm.DWord))
+	} else {
+		in = append(in, asm.FnKtimeGetNs.Call())
+	}
+	in = append(in, asm.StoreMem(ebpfgen.PacketStart, ringbuf.OffTime, asm.R0, asm.DWord))
+	for i, w := range p.ann {
+		in = append(in,
+			asm.LoadMem(asm.R1, asm.RFP, fr.annAt(w), asm.DWord),
+			asm.StoreMem(ebpfgen.PacketStart, int16(ringbuf.OffAnn+8*i), asm.R1, asm.DWord))
+	}
+	in = append(in,
 		asm.Mov.Reg(asm.R4, ebpfgen.WireLen),
 		asm.JLE.Imm(asm.R4, int32(size), caplen),
 		asm.Mov.Imm(asm.R4, int32(size)),
@@ -373,7 +541,7 @@ func (p *progSpec) record(k, size int) asm.Instructions {
 		asm.Mov.Reg(asm.R1, ebpfgen.Ctx),
 		asm.Mov.Imm(asm.R2, 0),
 		asm.Mov.Reg(asm.R3, ebpfgen.PacketStart),
-		asm.Add.Imm(asm.R3, ringbuf.HeaderLen),
+		asm.Add.Imm(asm.R3, int32(header)),
 	)
 	if p.kind == flowspaces.KindXDP {
 		in = append(in, asm.FnXdpLoadBytes.Call())
@@ -399,18 +567,28 @@ func (p *progSpec) redirect() asm.Instructions {
 	in := asm.Instructions{asm.JLE.Imm(ebpfgen.WireLen, afxdp.MaxFrame, "fits")}
 	in = append(in, p.perHook("toolong", slotLost)...)
 	in = append(in, asm.Ja.Label(p.keepLabel()))
+	// The metadata: the annotation words functions above read, then the
+	// mask (afxdp.Meta).
+	ml, fr := afxdp.Meta(len(p.ann)), p.frame()
 	in = append(in,
 		asm.Mov.Reg(asm.R1, ebpfgen.Ctx).WithSymbol("fits"),
-		asm.Mov.Imm(asm.R2, -afxdp.MetaLen),
+		asm.Mov.Imm(asm.R2, int32(-ml)),
 		asm.FnXdpAdjustMeta.Call(),
 		asm.JNE.Imm(asm.R0, 0, "verdict"),
 		asm.LoadMem(asm.R2, ebpfgen.Ctx, 8, asm.Word), // data_meta
 		asm.LoadMem(asm.R3, ebpfgen.Ctx, 0, asm.Word), // data
 		asm.Mov.Reg(asm.R4, asm.R2),
-		asm.Add.Imm(asm.R4, afxdp.MetaLen),
+		asm.Add.Imm(asm.R4, int32(ml)),
 		asm.JGT.Reg(asm.R4, asm.R3, "verdict"),
+	)
+	for i, w := range p.ann {
+		in = append(in,
+			asm.LoadMem(asm.R1, asm.RFP, fr.annAt(w), asm.DWord),
+			asm.StoreMem(asm.R2, int16(8*i), asm.R1, asm.DWord))
+	}
+	in = append(in,
 		asm.LoadMem(asm.R1, asm.RFP, stackMask, asm.DWord),
-		asm.StoreMem(asm.R2, 0, asm.R1, asm.DWord),
+		asm.StoreMem(asm.R2, int16(ml-afxdp.MetaLen), asm.R1, asm.DWord),
 		asm.LoadMapPtr(asm.R1, p.xsk.FD()),
 		asm.LoadMem(asm.R2, ebpfgen.Ctx, 16, asm.Word), // rx_queue_index
 		asm.Mov.Imm(asm.R3, xdpPass),                   // when no socket is bound to the queue
@@ -494,7 +672,7 @@ func ifaces(nodes []*node) []string {
 // an XDP flowspace too sees the packets the interface sends.
 func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*progSpec, error) {
 	p := &progSpec{kind: fs.opts.Kind, iface: iface, egress: egress, port: port, counters: fs.counters, ring: fs.ring,
-		progName: fs.progName, budget: fs.budgetM, clock: fs.clock}
+		progName: fs.progName, budget: fs.budgetM, clock: fs.clock, sent: fs.sent, offset: fs.offset, ann: annWords(nodes)}
 	if egress {
 		p.kind = flowspaces.KindKernel
 	}
@@ -503,6 +681,9 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*
 	for i, k := range nodes {
 		idx[k.Node] = i
 		pn := progNode{node: k.Node, fn: k.fn, iface: k.iface, slot: k.slot, maps: k.maps, win: k.win}
+		if t, ok := k.fn.(ebpfgen.Timed); ok && t.Timed() {
+			p.timed = true
+		}
 		if k.iface != "" {
 			pn.in, pn.out = directions(k.Node)
 		}
@@ -529,6 +710,9 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*
 	}
 	if steals(nodes) && p.kind == flowspaces.KindXDP {
 		p.xsk = fs.xsks
+		if len(p.ann) > afxdp.MaxAnn {
+			return nil, fmt.Errorf("%s: its functions write %d annotation words, and a frame that goes up through AF_XDP carries %d (steal=true)", fs.Name(), len(p.ann), afxdp.MaxAnn)
+		}
 	}
 	p.verdicts(nodes)
 	p.drop = p.drop && !egress // drop=true keeps received packets from the stack, never sent ones
@@ -564,6 +748,26 @@ func (p *progSpec) verdicts(nodes []*node) {
 		}
 	}
 	p.drop = p.drop && len(p.hooks) > 0
+}
+
+// annWords are the annotation words the functions placed here write, in
+// order: each packet's record carries them up.
+func annWords(nodes []*node) []int {
+	var used [buffers.AnnWords]bool
+	for _, k := range nodes {
+		if k.fn != nil {
+			for w := range k.Class.Annotates {
+				used[k.Ctx.Ann+w] = true
+			}
+		}
+	}
+	var out []int
+	for w, u := range used {
+		if u {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // steals reports whether a capture placed here asks for its packets to go

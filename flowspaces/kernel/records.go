@@ -36,7 +36,7 @@ func (r *records) emit(b *buffers.Batch) {
 	ctx := context.Background() // the flowspace above reads its bridge until it is closed
 	for _, e := range b.E[:b.N] {
 		md := b.PBuf.Meta(e.Slot)
-		s.Add(ctx, 1, b.PBuf.Data(e.Slot), md.WireLen, md.Timestamp, 0)
+		s.Add(ctx, 1, b.PBuf.Data(e.Slot), md.WireLen, md.Timestamp, 0, nil)
 	}
 	s.Flush(ctx)
 }

@@ -63,32 +63,35 @@ func (fs *Flowspace) maps() error {
 	if err != nil {
 		return fmt.Errorf("%s: cannot create its counter map: %w", fs.Name(), err)
 	}
-	fs.ring, err = ringbuf.NewMap()
-	if err != nil {
-		fs.counters.Close()
-		fs.counters = nil
-		return fmt.Errorf("%s: cannot create its ring buffer: %w", fs.Name(), err)
-	}
-	if fs.clock, fs.offset, err = newClockMap(); err != nil {
-		fs.ring.Close()
-		fs.counters.Close()
-		fs.ring, fs.counters = nil, nil
-		return fmt.Errorf("%s: %w", fs.Name(), err)
-	}
-	if fs.budgetM, err = fs.budgetMap(); err != nil {
-		fs.clock.Close()
-		fs.ring.Close()
-		fs.counters.Close()
-		fs.ring, fs.counters = nil, nil
+	// fail closes the maps made so far (the budget's belongs to the budget).
+	fail := func(err error) error {
+		for _, m := range []*ebpf.Map{fs.counters, fs.ring, fs.clock, fs.sent} {
+			if m != nil {
+				m.Close()
+			}
+		}
+		fs.counters, fs.ring, fs.clock, fs.sent = nil, nil, nil, nil
 		return err
 	}
+	if fs.ring, err = ringbuf.NewMap(); err != nil {
+		return fail(fmt.Errorf("%s: cannot create its ring buffer: %w", fs.Name(), err))
+	}
+	// The packet clock (window.go) and its one offset.
+	if fs.clock, fs.offset, err = newClockMap(); err != nil {
+		return fail(fmt.Errorf("%s: %w", fs.Name(), err))
+	}
+	// Per CPU, when it last sent a clock-only record (prog.go clockOnly).
+	fs.sent, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_clock_sent", Type: ebpf.PerCPUArray,
+		KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	if err != nil {
+		return fail(fmt.Errorf("%s: cannot create its clock-only record map: %w", fs.Name(), err))
+	}
+	if fs.budgetM, err = fs.budgetMap(); err != nil {
+		return fail(err)
+	}
 	if fs.opts.Kind == flowspaces.KindXDP {
-		fs.xsks, err = afxdp.NewMap()
-		if err != nil {
-			fs.ring.Close()
-			fs.counters.Close()
-			fs.ring, fs.counters = nil, nil
-			return fmt.Errorf("%s: cannot create its AF_XDP socket map: %w", fs.Name(), err)
+		if fs.xsks, err = afxdp.NewMap(); err != nil {
+			return fail(fmt.Errorf("%s: cannot create its AF_XDP socket map: %w", fs.Name(), err))
 		}
 	}
 	return nil

@@ -39,6 +39,7 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 		}
 	}
 	var reach flowspaces.Reach // which sources reach which exported functions
+	ann := annWords(nodes)
 	var ports [][]*inproc.Stream
 	for _, iface := range ifaces(nodes) {
 		var port []*inproc.Stream
@@ -46,7 +47,7 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 			if k.iface != iface {
 				continue
 			}
-			s := &inproc.Stream{Up: fs.up, Source: k.Node, Tags: exports, Snap: captureSnap(k.Node)}
+			s := &inproc.Stream{Up: fs.up, Source: k.Node, Tags: exports, Snap: captureSnap(k.Node), Ann: ann}
 			for b, e := range exported {
 				if reach.Reaches(k.Node, e) {
 					s.Mask |= 1 << b
@@ -67,7 +68,7 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 			s.Pool = inproc.NewPool(s.Snap)
 		}
 	}
-	r, err := ringbuf.Start(fs.ring, ports)
+	r, err := ringbuf.Start(fs.ring, ports, len(ann), fs.offset)
 	if err != nil {
 		return // nothing comes up: the exports' packets count as the ring's losses
 	}

@@ -3,9 +3,10 @@ package kernel
 // Windows in eBPF (DESIGN.md §11). A function with window= keeps its state
 // twice over: every counter slot and every map value once per epoch
 // parity. The program computes the packet's epoch, its time divided by the
-// window, on the packet clock of live packets (bpf_ktime_get_ns plus the
-// offset of CLOCK_REALTIME from CLOCK_MONOTONIC, the time base the ring
-// buffer's records are stamped on), and writes the half of its parity.
+// window, on the packet clock of live packets (bpf_ktime_get_ns, read once
+// per packet, plus the flowspace's one offset of CLOCK_REALTIME from
+// CLOCK_MONOTONIC: the time base the ring buffer's records, clock-only
+// records and timestamps are on), and writes the half of its parity.
 // The Go half of the function, in this process, closes a window once the
 // clock has passed its end by a grace: it reads the finished half, merging
 // the CPUs' copies by the fields' merges, into the Go function's MBuf,
@@ -31,6 +32,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
+	"github.com/ffpf-go/ffpf/bridges/ringbuf"
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
@@ -58,7 +60,7 @@ func newClockMap() (*ebpf.Map, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot create its clock map: %w", err)
 	}
-	off := time.Now().UnixNano() - monotonic()
+	off := ringbuf.Offset() // the one offset: the ring buffer's records' too
 	if err := m.Update(uint32(clockOffset), uint64(off), ebpf.UpdateAny); err != nil {
 		m.Close()
 		return nil, 0, fmt.Errorf("cannot set its clock: %w", err)
@@ -84,8 +86,7 @@ type epochs struct {
 
 // windowOf returns the double-buffering n needs, or nil without window=.
 func windowOf(n *flowspaces.Node, fn ebpfgen.Function) (*epochs, error) {
-	declared := slices.ContainsFunc(n.Class.Params, func(p functions.Param) bool { return p.Name == "window" })
-	if !declared || !n.Ctx.Params.Has("window") {
+	if !windowed(n) {
 		return nil, nil
 	}
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2})
@@ -93,6 +94,12 @@ func windowOf(n *flowspaces.Node, fn ebpfgen.Function) (*epochs, error) {
 		return nil, fmt.Errorf("cannot create the epoch map of its window: %w", err)
 	}
 	return &epochs{interval: int64(n.Ctx.Params.Duration("window")), slots: fn.StateSlots(), ready: m}, nil
+}
+
+// windowed says n has window=, which its class declares.
+func windowed(n *flowspaces.Node) bool {
+	declared := slices.ContainsFunc(n.Class.Params, func(p functions.Param) bool { return p.Name == "window" })
+	return declared && n.Ctx.Params.Has("window")
 }
 
 func (w *epochs) close() {
@@ -144,11 +151,11 @@ func (p *progSpec) prologue(w *epochs, late string) asm.Instructions {
 	} else {
 		in = append(in, asm.StoreImm(asm.RFP, stackKey, clockOffset, asm.Word))
 		in = append(in, lookup(p.clock)...)
+		// The packet's time, read once at the program's start (readsTime):
+		// the nanoseconds its timestamps and records carry.
 		in = append(in,
-			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-			asm.StoreMem(asm.RFP, stackValue, asm.R1, asm.DWord),
-			asm.FnKtimeGetNs.Call(),
-			asm.LoadMem(asm.R1, asm.RFP, stackValue, asm.DWord),
+			asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord),
+			asm.LoadMem(asm.R1, asm.RFP, p.frame().time, asm.DWord),
 			asm.Add.Reg(asm.R0, asm.R1),
 		)
 	}

@@ -48,7 +48,8 @@ type route struct {
 	// parsed and hashed once for all the functions keyed alike.
 	hashes []*flowkey.Hashes
 
-	stored       bool // the stream's packets are stored in a PBuf here (§6.2)
+	sentNow      int64 // the packet clock the last message up carried
+	stored       bool  // the stream's packets are stored in a PBuf here (§6.2)
 	up           *inproc.Bridge
 	pool         *inproc.Pool // where copies up go
 	zeroCopy     bool         // the bridge up refers to stored packets in place
@@ -104,6 +105,7 @@ func (fs *Flowspace) SetWant(want []*flowspaces.Node, b *inproc.Bridge, parentSt
 func (fs *Flowspace) Connect() error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	fs.state.Settle(fs)
 
 	// First what the new datapath is, without changing anything.
 	var keep []*flowspaces.Node

@@ -71,6 +71,10 @@ type Options struct {
 	// Budget limits the packets the sources of every flowspace sharing it
 	// may read (ffpf run -c); nil means no limit.
 	Budget *flowspaces.Budget
+	// StateLimit bounds the state (MBuf bytes) of the functions placed
+	// here together (flowspaces.StateBudget): 0 is half the machine's
+	// RAM, < 0 no bound.
+	StateLimit int64
 	// PerFunctionKeys makes each keyed function (flowkey.Keyed) parse and
 	// hash its packets itself, as it does alone, instead of sharing one
 	// hash per packet with the functions keyed alike on its route: the
@@ -87,6 +91,7 @@ type Flowspace struct {
 	nodes   []*flowspaces.Node // instantiated here, in topological order
 	locks   map[*flowspaces.Node]*sync.Mutex
 	removed []*flowspaces.Node // leave the datapath at the next Connect
+	state   *flowspaces.StateBudget
 
 	want []*flowspaces.Node // outputs the parent asked for (here or beneath)
 	up   *inproc.Bridge     // to the parent, once it asked for something
@@ -119,7 +124,8 @@ func New(opts Options) *Flowspace {
 	if opts.Kind == "" {
 		opts.Kind = flowspaces.KindUser
 	}
-	return &Flowspace{opts: opts, locks: map[*flowspaces.Node]*sync.Mutex{},
+	return &Flowspace{opts: opts, state: flowspaces.NewStateBudget(opts.StateLimit, flowspaces.MemoryShare(2)),
+		locks: map[*flowspaces.Node]*sync.Mutex{},
 		downs: map[*flowspaces.Stub]*inproc.Bridge{}, srcs: map[*flowspaces.Node]*worker{},
 		readers: map[*inproc.Bridge]*worker{}, pools: map[*flowspaces.Node]*inproc.Pool{},
 		prods: map[*flowspaces.Node]*producer{}}
@@ -193,8 +199,16 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 	if c.IsSource() && c.Interface == nil && fs.opts.Kind != flowspaces.KindUser {
 		return fmt.Errorf("%s reads nothing but its interfaces", fs.Name())
 	}
-	return nil
+	_, size, err := c.State.Layout(functions.TargetUser, n.Ctx.Params)
+	if err != nil {
+		return err
+	}
+	return fs.state.Admit(fs, n, int64(size))
 }
+
+// StateLimit is the bound on the state of the functions placed here
+// together, in bytes (≤ 0: none), and how much of it they take.
+func (fs *Flowspace) StateLimit() (limit, used int64) { return fs.state.Limit, fs.state.Used(fs) }
 
 // Instantiate implements flowspaces.Flowspace.
 func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
@@ -255,6 +269,7 @@ func (fs *Flowspace) Remove(n *flowspaces.Node) {
 	if slices.Contains(fs.nodes, n) && !slices.Contains(fs.removed, n) {
 		fs.removed = append(fs.removed, n)
 	}
+	fs.state.Release(n)
 }
 
 // Activate implements flowspaces.Flowspace: it starts a goroutine per

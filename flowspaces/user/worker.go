@@ -191,15 +191,13 @@ func (w *worker) fill(ctx context.Context) {
 		budget.Settle(b.Cap, b.N)
 		w.clock = clockOf(b, w.clock, w.live && err == nil, wallClock)
 		b.Now = w.clock
-		if r := w.route.Load(); b.N > 0 || len(r.clocked) > 0 && w.live {
+		if r := w.route.Load(); b.N > 0 || w.live && (len(r.clocked) > 0 || len(r.exports) > 0) {
 			w.busy.Store(true)
 			w.seen.Store(r.gen)
 			w.node.Counters.Add(b.N, b.N, 0)
 			r.vals[0] = b
 			r.carry(w)
-			if b.N > 0 {
-				w.export(ctx, r, reg, r.stored)
-			}
+			w.export(ctx, r, reg, r.stored)
 			w.busy.Store(false)
 		}
 		if err != nil {
@@ -239,6 +237,9 @@ func (w *worker) read(ctx context.Context) {
 		w.busy.Store(true)
 		set := w.routes.Load()
 		w.seen.Store(set.gen)
+		// The message's clock moves ours even when no packet came with it
+		// (a clock-only message): everything beneath was filtered.
+		w.clock = max(w.clock, m.Now)
 		if r := set.stream[m.Stream.(*flowspaces.Node)]; r != nil {
 			for i, g := range r.inputs {
 				r.vals[i] = nil
@@ -250,12 +251,18 @@ func (w *worker) read(ctx context.Context) {
 				}
 				if r.vals[i] == nil { // not sent: nothing of it passed
 					bl := &r.blank[i]
-					bl.PBuf, bl.Base, bl.N = m.Region.PBuf, m.Region.Base, 0
+					bl.PBuf, bl.Base, bl.N = nil, 0, 0
+					if m.Region != nil {
+						bl.PBuf, bl.Base = m.Region.PBuf, m.Region.Base
+					}
 					r.vals[i] = bl
 				}
 				for _, e := range r.vals[i].E[:r.vals[i].N] {
 					w.clock = max(w.clock, r.vals[i].PBuf.Meta(e.Slot).Timestamp)
 				}
+			}
+			for _, b := range r.vals[:len(r.inputs)] {
+				b.Now = w.clock
 			}
 			r.carry(w)
 			w.export(ctx, r, m.Region, m.Stored)
@@ -328,7 +335,9 @@ func (r *route) dropFrom(i, n int) {
 	r.up.Lose(lost)
 }
 
-// export sends the outputs the parent asked for up the bridge. stored says
+// export sends the outputs the parent asked for up the bridge, with the
+// stream's packet clock: a clock-only message when none of them passed a
+// packet but the clock moved since the last message. stored says
 // whether the packets are in a PBuf the parent may refer to. Across a
 // zero-copy barrier the parent refers to such packets in place; otherwise a
 // parent that keeps PBufs gets a copy in its own (one per stream); one
@@ -351,6 +360,9 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 		}
 	}
 	if n == 0 {
+		if w.clock > r.sentNow && r.up.SendClock(ctx, r.stream, w.clock) {
+			r.sentNow = w.clock
+		}
 		return
 	}
 	m, err := r.up.Message(ctx)
@@ -358,7 +370,8 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 		r.up.Lose(n) // the run stops: what was on its way up is dropped, and counted
 		return
 	}
-	m.Stream, m.Region, m.Packets = r.stream, reg, n
+	m.Stream, m.Region, m.Packets, m.Now = r.stream, reg, n, w.clock
+	r.sentNow = w.clock
 	for _, e := range r.exports {
 		if b := r.vals[e.val]; b.N > 0 {
 			m.Out = append(m.Out, inproc.Out{Tag: e.node})

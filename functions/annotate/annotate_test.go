@@ -57,10 +57,14 @@ func TestGraph(t *testing.T) {
 	for expr, want := range map[string]string{
 		`(gen) > (match,"t.value == 1") > t:(tag,value=1)`:   "must come after",
 		`(gen) > [t:(tag,value=1) | (match,"t.value == 1")]`: "must come after",
-		`(gen) > (tag)`:                   "one of value=N",
-		`(gen) > (tag,value=1,key=srcip)`: "one of value=N",
-		`(gen) > (tag,key=srcpt)`:         "srcpt",
-		`(gen) > (timestamp,clock=cpu)`:   "not one of",
+		`(gen) > (tag)`:                                             "one of value=N",
+		`(gen) > (tag,value=1,key=srcip)`:                           "one of value=N",
+		`(gen) > (tag,key=srcpt)`:                                   "srcpt",
+		`(gen) > (timestamp,clock=cpu)`:                             "not one of",
+		`(gen) > (tag,field=ipv4.tso,value=1)`:                      `tag cannot write field "ipv4.tso"`,
+		`(gen) > (tag,field=ipv4.dscp,value=64)`:                    "ipv4.dscp holds 0 to 63, not 64",
+		`(gen) > (tag,field=vlan.id,key=srcip)`:                     "give value=, not key=",
+		`(gen) > (counter,report=1) > (tag,field=ipv4.ttl,value=1)`: "tag reads packet headers, but counter feeds it records",
 	} {
 		rt := flowgraph.New(flowgraph.Config{})
 		if _, err := rt.Populate(expr, flowgraph.RequestOptions{}); err == nil || !strings.Contains(err.Error(), want) {

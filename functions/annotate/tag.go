@@ -13,12 +13,14 @@ import (
 var tagState = &functions.State{Fields: []functions.StateField{
 	{Name: "nokey", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
 		Summary: "packets without the layers the key needs, tagged 0 (key=)"},
+	{Name: "nofield", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
+		Summary: "packets without the header field, copied unchanged (field=)"},
 }}
 
 func init() {
 	functions.Register(&functions.Class{
 		Name:      "tag",
-		Summary:   "annotate each packet with a value, a constant or its flow's hash (MAFIA's Tag)",
+		Summary:   "annotate each packet with a value, a constant or its flow's hash, or write the value into a header field of a copy of each packet (MAFIA's Tag)",
 		MinInputs: 1, MaxInputs: -1,
 		Params: []functions.Param{
 			{Name: "value", Type: functions.Int, Summary: "the tag of every packet"},
@@ -26,7 +28,10 @@ func init() {
 				Summary: "tag each packet with a 53-bit hash of these key fields (srcip/24, dstport, 5tuple, …): one tag per flow",
 				Check:   func(v functions.Value) error { _, err := flowkey.Parse(v.Str); return err }},
 			{Name: "seed", Type: functions.Int, Default: "0", Summary: "seed of the key's hash (key=)"},
+			{Name: "field", Type: functions.String,
+				Summary: "write value= into this header field of a copy of each packet (ipv4.tos, ipv4.dscp, ip.dscp, ipv6.hlim, vlan.id, …): the copies are the output"},
 		},
+		Produces:  func(p functions.Params) bool { return p.Has("field") },
 		State:     tagState,
 		Targets:   []functions.Target{functions.TargetUser},
 		Annotates: 1,
@@ -34,6 +39,8 @@ func init() {
 		Validate: func(ctx *functions.Context) error {
 			v, k := ctx.Params.Has("value"), ctx.Params.Has("key")
 			switch {
+			case ctx.Params.Has("field"):
+				return checkField(ctx)
 			case v == k:
 				return errors.New("tag takes one of value=N (a constant) and key=FIELDS (the flow's hash)")
 			case k:
@@ -41,7 +48,13 @@ func init() {
 			}
 			return nil
 		},
-		New: func(ctx *functions.Context) (functions.Function, error) { return NewTag(ctx) },
+		New: func(ctx *functions.Context) (functions.Function, error) {
+			t, err := NewTag(ctx)
+			if err != nil || !ctx.Params.Has("field") {
+				return t, err
+			}
+			return &TagCopy{Tag: t, cp: newCopier(ctx, t.m)}, nil
+		},
 	})
 }
 
@@ -123,7 +136,30 @@ func (t *Tag) Read(name string) (functions.Reader, error) {
 	return func(p *buffers.PBuf, slot uint32) float64 { return float64(r(p, slot)) }, nil
 }
 
+// TagCopy is a tag with field=: a producer whose output is a copy of each
+// packet it receives with the header field set (see copy.go). Every packet
+// it receives counts as filtered; its copies are its records.
+type TagCopy struct {
+	*Tag
+	cp *copier
+}
+
+// Process copies the batch's packets and hands the copies on.
+func (t *TagCopy) Process(b *buffers.Batch) {
+	t.cp.process(b, t.at, t.m)
+	b.N = 0
+}
+
+// SetEmit implements functions.Producer.
+func (t *TagCopy) SetEmit(emit func(*buffers.Batch)) { t.cp.emit = emit }
+
+// Records implements functions.Producer: the copies handed on.
+func (t *TagCopy) Records() uint64 { return t.cp.records.Load() }
+
 var (
+	_ functions.Producer = (*TagCopy)(nil)
+	_ functions.Stateful = (*TagCopy)(nil)
+
 	_ functions.Readable    = (*Tag)(nil)
 	_ functions.IntReadable = (*Tag)(nil)
 	_ functions.Stateful    = (*Tag)(nil)

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cilium/ebpf/asm"
+
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/ebpfgen"
 )
 
 func init() {
@@ -17,7 +20,8 @@ func init() {
 			{Name: "clock", Type: functions.String, Default: "packet", Enum: []string{"packet", "wall"},
 				Summary: "packet: the packet's capture time; wall: the time the function processed it"},
 		},
-		Targets:   []functions.Target{functions.TargetUser},
+		Targets:   []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+		Code:      functions.EBPFCode(func(ctx *functions.Context) (ebpfgen.Function, error) { return ebpfTimestamp{at: ctx.Ann}, nil }),
 		Annotates: 1,
 		Readable:  func(p functions.Params) []string { return timestampReads(p.Str("clock") == "wall") },
 		New: func(ctx *functions.Context) (functions.Function, error) {
@@ -84,7 +88,34 @@ func (s *Timestamp) Read(name string) (functions.Reader, error) {
 	return func(p *buffers.PBuf, slot uint32) float64 { return float64(r(p, slot)) }, nil
 }
 
+// ebpfTimestamp is timestamp in an eBPF flowspace: the packet's time, which
+// the program reads once (bpf_ktime_get_ns, on the time base of the packet
+// clock above), is its annotation word; the record that carries the packet
+// up carries the word and the same time, so that the word equals the
+// packet's timestamp above. Both clocks are the arrival time there: the
+// packet is processed as it arrives.
+type ebpfTimestamp struct{ at int }
+
+func (t ebpfTimestamp) StateSlots() int { return 0 }
+func (t ebpfTimestamp) Timed() bool     { return true }
+
+func (t ebpfTimestamp) Emit(e *ebpfgen.Emitter) error {
+	if e.Ann == nil || e.Time == 0 {
+		return fmt.Errorf("timestamp needs the packet's time and an annotation word in its program")
+	}
+	e.Insns = append(e.Insns,
+		asm.LoadMem(asm.R1, asm.RFP, e.Time, asm.DWord),
+		asm.LoadImm(asm.R2, e.ClockOffset, asm.DWord),
+		asm.Add.Reg(asm.R1, asm.R2),
+		asm.StoreMem(asm.RFP, e.Ann(t.at), asm.R1, asm.DWord),
+		asm.Ja.Label(e.Pass),
+	)
+	return nil
+}
+
 var (
+	_ ebpfgen.Timed = ebpfTimestamp{}
+
 	_ functions.Readable    = (*Timestamp)(nil)
 	_ functions.IntReadable = (*Timestamp)(nil)
 )

@@ -50,6 +50,12 @@ type Function interface {
 	StateSlots() int
 }
 
+// Timed is a Function that reads the packet's time (Emitter.Time).
+type Timed interface {
+	Function
+	Timed() bool
+}
+
 // Mapped is a Function that keeps state fields in maps of its own.
 type Mapped interface {
 	Function
@@ -90,6 +96,21 @@ type Emitter struct {
 	// Outgoing is set in a program at an egress hook: its packets are
 	// sent ones (libpcap's outbound), where others' are received.
 	Outgoing bool
+
+	// Ann returns the stack offset of the packet's annotation word w
+	// (0 ≤ w < buffers.AnnWords), a u64: a function that annotates
+	// (Class.Annotates) writes its words (Context.Ann on) there, and the
+	// program carries them up to the flowspace above in the packet's
+	// record, into the slot's annotation area. Nil for a function that
+	// writes none.
+	Ann func(w int) int16
+	// Time is the stack offset of the packet's time, a u64 of
+	// bpf_ktime_get_ns (CLOCK_MONOTONIC) that the program reads once per
+	// packet, for a Timed function (0 otherwise); ClockOffset added to it
+	// gives ns since the Unix epoch, on the time base of the packet
+	// clock above: the time the packet's record carries up.
+	Time        int16
+	ClockOffset int64
 
 	Insns asm.Instructions
 }
