@@ -332,6 +332,11 @@ func (m *Monitor) Add(ev event.Event) error {
 				break
 			}
 		}
+		if f.last == m.cur && f.units != 0 {
+			// Its next packet in the epoch takes the fast path, which
+			// needs the epoch's summary ready (a flow that had no unit).
+			m.epochWords(f, int32(i))
+		}
 	}
 	return nil
 }
@@ -677,10 +682,14 @@ func (m *Monitor) Process(pkt []byte, ts int64, wirelen uint32) {
 	m.Packet(p)
 }
 
-// Packet processes a parsed packet.
+// Packet processes a parsed packet. A packet of a flow already seen in
+// the epoch reads the flow entry's first line and its summary words; the
+// flow's first packet in an epoch takes the slow path (forgetting an idle
+// flow, emptying the epoch's summary).
 func (m *Monitor) Packet(p *Packet) {
 	var idx int32
-	if m.lastIdx >= 0 && p.Key == m.lastKey && m.ft.pool[m.lastIdx].gen == m.lastGen {
+	fresh := false
+	if m.lastIdx >= 0 && p.Key.eq(&m.lastKey) && m.ft.pool[m.lastIdx].gen == m.lastGen {
 		idx = m.lastIdx
 	} else {
 		h := p.Key.hash()
@@ -689,21 +698,34 @@ func (m *Monitor) Packet(p *Packet) {
 			if idx = m.newFlow(p, h); idx < 0 {
 				return
 			}
+			fresh = true
 		}
 		m.lastIdx, m.lastGen, m.lastKey = idx, m.ft.pool[idx].gen, p.Key
 	}
 	f := &m.ft.pool[idx]
+	// f.last == m.cur says the summary of the epoch is ready (stamped by
+	// epochWords), except for a flow set up just now.
+	if f.last != m.cur || fresh {
+		m.firstOfEpoch(f, idx)
+	}
+	if p.TCP && p.Flags&FlagACK != 0 && f.rev >= 0 {
+		m.ackRTT(f, p)
+	}
+	if f.units != 0 {
+		m.update(f, m.words(idx, m.cur), p)
+	}
+}
+
+// firstOfEpoch readies a flow for its first packet of the epoch.
+func (m *Monitor) firstOfEpoch(f *flow, idx int32) {
 	if m.dead(f) {
 		// Idle for a whole epoch: forgotten, as if the sweep had freed it.
 		m.reset(idx)
 		m.lastGen = f.gen
 	}
 	f.last = m.cur
-	if p.TCP && p.Flags&FlagACK != 0 && f.rev >= 0 {
-		m.ackRTT(f, p)
-	}
 	if f.units != 0 {
-		m.update(f, idx, p)
+		m.epochWords(f, idx)
 	}
 }
 
@@ -759,10 +781,9 @@ func unwrap(last uint64, v uint32) uint64 { return last + uint64(int64(int32(v-u
 
 // update computes the flow's values of the packet and adds them to the
 // current epoch's summary.
-func (m *Monitor) update(f *flow, idx int32, p *Packet) {
+func (m *Monitor) update(f *flow, w []float64, p *Packet) {
 	var val [nValues]float64
 	vars := f.vars
-	w := m.epochWords(f, idx)
 	val[VVolume], val[VTTL] = float64(p.Payload), float64(p.TTL)
 	if p.ECN == 3 {
 		val[VECN] = 1
