@@ -699,8 +699,8 @@ type batchBuf struct {
 // ProcessBatch reads n packets, the i-th given by at(i), exactly as n
 // calls of Process in order would. It works in groups of BatchMax: it
 // parses and hashes a group and reads each packet's flow index slot, then
-// the flow entries' first lines and current summaries those slots point
-// to, and only then processes the packets one by one. The reads of a
+// the flow entries' first lines those slots point to, then the current
+// summaries of those that keep one, and only then processes the packets one by one. The reads of a
 // group do not depend on each other, so their cache misses overlap
 // instead of coming one per packet; the processing then finds the lines
 // in the cache.
@@ -723,12 +723,22 @@ func (m *Monitor) ProcessBatch(n int, at func(i int) (pkt []byte, ts int64, wire
 			}
 			k++
 		}
+		// bb.e becomes the entry the slot points to, +1 (0: none).
 		var sink uint64
-		words, par := m.cfg.Words, int(m.cur&1)
 		for j := range k {
 			if e := bb.e[j]; bb.hashed[j] && e>>32 == bb.h[j]&0xffffffff && e != 0 {
-				idx := int(uint32(e)) - 1
-				sink += uint64(m.ft.pool[idx].last) + math.Float64bits(m.sums[(idx*2+par)*words])
+				bb.e[j] = uint64(uint32(e))
+				sink += uint64(m.ft.pool[uint32(e)-1].last)
+			} else {
+				bb.e[j] = 0
+			}
+		}
+		// The summaries of the flows that keep one (their first lines
+		// are in the cache now).
+		words, par := m.cfg.Words, int(m.cur&1)
+		for j := range k {
+			if e := int(bb.e[j]); e != 0 && m.ft.pool[e-1].units != 0 {
+				sink += math.Float64bits(m.sums[((e-1)*2+par)*words])
 			}
 		}
 		bb.sink += sink
