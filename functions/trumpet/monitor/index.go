@@ -68,6 +68,52 @@ func portsExact(r event.PortRange) bool { return r.Lo == r.Hi || r == event.AnyP
 type index struct {
 	tuples []*tuple
 	byPat  map[pattern]*tuple
+
+	// The tuples' tables flattened into one open-addressing table keyed
+	// by (tuple, masked key), for match: rebuilt at the first match after
+	// a change (reusing its memory), it costs one multiply-shift hash and
+	// a probe per pattern where a Go map lookup costs several times that.
+	dirty  bool
+	slots  []int32 // group+1; 0 is empty
+	smask  uint64
+	groups []flatGroup
+	refs   []filterRef
+}
+
+// flatGroup is one key of one tuple and its filters, refs[lo:hi].
+type flatGroup struct {
+	key    Key
+	tuple  int32
+	lo, hi int32
+}
+
+func (ix *index) flatten() {
+	ix.dirty = false
+	ix.groups, ix.refs = ix.groups[:0], ix.refs[:0]
+	for ti, tp := range ix.tuples {
+		for k, refs := range tp.m {
+			ix.groups = append(ix.groups, flatGroup{key: k, tuple: int32(ti), lo: int32(len(ix.refs)), hi: int32(len(ix.refs) + len(refs))})
+			ix.refs = append(ix.refs, refs...)
+		}
+	}
+	size := 16
+	for size < 2*len(ix.groups) {
+		size <<= 1
+	}
+	if cap(ix.slots) < size {
+		ix.slots = make([]int32, size)
+	}
+	ix.slots = ix.slots[:size]
+	clear(ix.slots)
+	ix.smask = uint64(size - 1)
+	for gi := range ix.groups {
+		g := &ix.groups[gi]
+		i := flowkey.HashWords(g.key[:], uint64(g.tuple)) & ix.smask
+		for ix.slots[i] != 0 {
+			i = (i + 1) & ix.smask
+		}
+		ix.slots[i] = int32(gi + 1)
+	}
 }
 
 func prefixWords(a netip.Addr, bits int) (hi, lo uint64) {
@@ -211,9 +257,11 @@ func (ix *index) add(trig int32, f *event.Filter) {
 	}
 	k := filterKey(f, &p)
 	tp.m[k] = append(tp.m[k], filterRef{trig, f, portsExact(f.SrcPort) && portsExact(f.DstPort)})
+	ix.dirty = true
 }
 
 func (ix *index) remove(trig int32) {
+	ix.dirty = true
 	for i := 0; i < len(ix.tuples); i++ {
 		tp := ix.tuples[i]
 		for k, refs := range tp.m {
@@ -243,12 +291,15 @@ func (ix *index) patterns() int { return len(ix.tuples) }
 // match calls fn for each trigger with a filter matching k (a trigger
 // whose several filters match is called once per filter).
 func (ix *index) match(k *Key, fn func(trig int32)) {
+	if ix.dirty {
+		ix.flatten()
+	}
 	fam := k.Family()
 	fi := 0
 	if fam != 4 {
 		fi = 1
 	}
-	for _, tp := range ix.tuples {
+	for ti, tp := range ix.tuples {
 		// the key as the pattern sees it: of the pattern's family, with
 		// ports if it fixes one, masked
 		if tp.pat.fam != 0 && tp.pat.fam != fam ||
@@ -257,10 +308,17 @@ func (ix *index) match(k *Key, fn func(trig int32)) {
 		}
 		and := &tp.and[fi]
 		mk := Key{k[0] & and[0], k[1] & and[1], k[2] & and[2], k[3] & and[3], k[4] & and[4]}
-		for _, r := range tp.m[mk] {
-			if r.exact || matchFilter(r.f, k) {
-				fn(r.trig)
+		for i := flowkey.HashWords(mk[:], uint64(ti)) & ix.smask; ix.slots[i] != 0; i = (i + 1) & ix.smask {
+			g := &ix.groups[ix.slots[i]-1]
+			if g.tuple != int32(ti) || !g.key.eq(&mk) {
+				continue
 			}
+			for _, r := range ix.refs[g.lo:g.hi] {
+				if r.exact || matchFilter(r.f, k) {
+					fn(r.trig)
+				}
+			}
+			break
 		}
 	}
 }

@@ -110,6 +110,59 @@ func (t *Trigger) Fields() []event.Field { return t.gran.fields }
 // drops cleared) and the value the report carries.
 type ReportFunc func(t *Trigger, start int64, key *Key, value float64)
 
+// trigHot is what the sweep reads of a trigger for each of its flows, in
+// one array by trigger id (no pointer to chase per flow-trigger pair): a
+// trigger with the 5-tuple granularity, a one-epoch interval and the
+// predicate "sum or count OP number" is tested on the flow's summary word
+// unit without event.Eval or the aggregate's general code.
+type trigHot struct {
+	start int64
+	num   float64
+	unit  int8 // the summary unit the test reads; -1: the general test
+	op    uint8
+}
+
+const (
+	opLT = iota + 1
+	opLE
+	opGT
+	opGE
+	opEQ
+	opNE
+)
+
+func holds(op uint8, v, num float64) bool {
+	switch op {
+	case opLT:
+		return v < num
+	case opLE:
+		return v <= num
+	case opGT:
+		return v > num
+	case opGE:
+		return v >= num
+	case opEQ:
+		return v == num
+	}
+	return v != num
+}
+
+func opOf(cmp string) uint8 {
+	switch cmp {
+	case "<":
+		return opLT
+	case "<=":
+		return opLE
+	case ">":
+		return opGT
+	case ">=":
+		return opGE
+	case "==":
+		return opEQ
+	}
+	return opNE
+}
+
 type bucket struct {
 	key  Key
 	hash uint64
@@ -126,6 +179,7 @@ type Monitor struct {
 	sums   []float64 // per flow, per parity, MaxUnits words
 	ix     index
 	trigs  []*Trigger
+	hot    []trigHot // by trigger id
 	ntrig  int
 
 	btab    []int32 // bucket+1
@@ -316,6 +370,15 @@ func (m *Monitor) Add(ev event.Event) error {
 	// generation: a removed trigger's slot stays nil.
 	t.id = int32(len(m.trigs))
 	m.trigs = append(m.trigs, t)
+	h := trigHot{start: t.start, unit: -1}
+	if t.gran.five && t.m == 1 && t.cmp != "" {
+		if v := t.aggv[0]; v < 0 {
+			h.unit, h.op, h.num = unitCount, opOf(t.cmp), t.cmpNum
+		} else if a := t.aggs[0]; a.Func == "sum" && v < SAck {
+			h.unit, h.op, h.num = unitOf[v][sSum], opOf(t.cmp), t.cmpNum
+		}
+	}
+	m.hot = append(m.hot, h)
 	m.ntrig++
 	for i := range t.Event.Filters {
 		m.ix.add(t.id, &t.Event.Filters[i])
@@ -505,7 +568,17 @@ func (m *Monitor) step(bounded bool) bool {
 			}
 			f.tl[k] = id
 			k++
-			if sw.e >= t.start {
+			h := &m.hot[id]
+			switch {
+			case sw.e < h.start:
+			case h.unit >= 0:
+				if v := w[bits.OnesCount64(f.units&(1<<h.unit-1))]; holds(h.op, v, h.num) {
+					m.Stats.Reports++
+					if m.report != nil {
+						m.report(t, sw.e*m.cfg.Epoch, &f.key, v)
+					}
+				}
+			default:
 				m.gather(t, f, w)
 			}
 		}
@@ -558,22 +631,7 @@ func (m *Monitor) aggOf(a event.Agg) float64 {
 func (m *Monitor) test(t *Trigger, start int64, k *Key, mask uint64, w []float64) {
 	if t.cmp != "" {
 		v := aggValue(t.aggs[0], t.aggv[0], mask, w)
-		var hold bool
-		switch t.cmp {
-		case "<":
-			hold = v < t.cmpNum
-		case "<=":
-			hold = v <= t.cmpNum
-		case ">":
-			hold = v > t.cmpNum
-		case ">=":
-			hold = v >= t.cmpNum
-		case "==":
-			hold = v == t.cmpNum
-		default:
-			hold = v != t.cmpNum
-		}
-		if hold {
+		if holds(opOf(t.cmp), v, t.cmpNum) {
 			m.Stats.Reports++
 			if m.report != nil {
 				m.report(t, start, k, v)
