@@ -8,7 +8,11 @@
 // list of the triggers it matched; then the flow's summary for the
 // current epoch is updated. A summary keeps only the units (count, sum,
 // sum of squares, minimum, maximum of a variable) that some trigger the
-// flow matched needs, and it is double-buffered by epoch parity.
+// flow matched needs, and it is double-buffered by epoch parity. The
+// cost is cache misses, so a flow entry's first cache line holds what a
+// packet of a known flow reads, and ProcessBatch reads a batch's flow
+// index slots, entries and summaries ahead of processing its packets, so
+// that their misses overlap.
 //
 // Phase 2, gather, test and report, runs at each epoch's end (a deadline
 // on the packet clock): the flow table is walked in memory order and each
