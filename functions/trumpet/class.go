@@ -119,6 +119,10 @@ type Trumpet struct {
 	out   *record.Out
 	sweep int64
 	epoch time.Duration
+	// the batch at hand, and at reading its i-th packet for
+	// monitor.ProcessBatch (a method value made once)
+	cur *buffers.Batch
+	at  func(i int) ([]byte, int64, uint32)
 }
 
 // New instantiates a trumpet function with the events its parameters give.
@@ -132,6 +136,7 @@ func New(ctx *functions.Context) (*Trumpet, error) {
 	for _, f := range stateFields {
 		t.off = append(t.off, functions.FieldOf(mb, f.Name).Offset)
 	}
+	t.at = t.packet
 	t.m, err = monitor.New(monitor.Config{LinkType: ctx.LinkType, Epoch: int64(t.epoch), Flows: int(p.Int("flows")),
 		Buckets: int(p.Int("buckets")), Words: int(p.Int("words")), DoS: int(p.Int("dos")),
 		BurstGap: int64(p.Duration("burstgap")), BurstLen: int(p.Int("burstlen"))}, t.report)
@@ -174,17 +179,23 @@ func (t *Trumpet) Remove(name string) error {
 // has run short, Algorithm 2), runs a step of the pending sweep. Its
 // output is records, so it passes no packet.
 func (t *Trumpet) Process(b *buffers.Batch) {
-	p := b.PBuf
-	for _, e := range b.E[:b.N] {
-		m := p.Meta(e.Slot)
-		t.m.Process(p.Data(e.Slot), m.Timestamp, m.WireLen)
-	}
+	t.cur = b
+	t.m.ProcessBatch(b.N, t.at)
+	t.cur = nil
 	if b.N < buffers.MaxBatch && t.m.Pending() {
 		t.m.Sweep(t.sweep)
 	}
 	b.N = 0
 	t.out.Flush()
 	t.publish()
+}
+
+// packet is the batch's i-th packet as the monitor reads it.
+func (t *Trumpet) packet(i int) ([]byte, int64, uint32) {
+	b := t.cur
+	s := b.E[i].Slot
+	m := b.PBuf.Meta(s)
+	return b.PBuf.Data(s), m.Timestamp, m.WireLen
 }
 
 // Deadline implements functions.Clocked: the current epoch's end.

@@ -130,13 +130,17 @@ func newBenchTrace(n int, flood bool) *benchTrace {
 // sweeps (finished at the next epoch's end, not between batches), the
 // detection delay (the packet clock at the report minus the interval's
 // end, in epochs; a report is due within one epoch of its interval's
-// end, two epochs after the interval starts).
+// end, two epochs after the interval starts). The -batch cases feed the
+// batches of 256 packets (cut at an epoch's end) to ProcessBatch instead
+// of one Process per packet.
 func BenchmarkMonitor(b *testing.B) {
 	for _, c := range []struct {
 		name     string
 		triggers bool
 		flood    bool
-	}{{"floor", false, false}, {"triggers", true, false}, {"flood", true, true}} {
+		batch    bool
+	}{{"floor", false, false, false}, {"triggers", true, false, false}, {"flood", true, true, false},
+		{"floor-batch", false, false, true}, {"triggers-batch", true, false, true}, {"flood-batch", true, true, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			bt := newBenchTrace(1<<20, c.flood)
 			cfg := monitor.Config{LinkType: functions.LinkEthernet, Epoch: int64(10 * time.Millisecond),
@@ -163,7 +167,31 @@ func BenchmarkMonitor(b *testing.B) {
 				b.Fatalf("%d patterns", m.Patterns())
 			}
 			now = 1_700_000_000 * int64(time.Second)
+			var i0 int
+			var t0 int64
+			at := func(k int) ([]byte, int64, uint32) {
+				return bt.frames[(i0+k)&(1<<20-1)], t0 + int64(k+1)*linePeriod, 64
+			}
+			runBatch := func(n int) {
+				for i := 0; i < n; {
+					if now+linePeriod >= m.Deadline() {
+						m.Tick(now + linePeriod)
+					}
+					c := min(256, n-i, int((m.Deadline()-now-1)/linePeriod))
+					i0, t0 = i, now
+					m.ProcessBatch(c, at)
+					now += int64(c) * linePeriod
+					i += c
+					if m.Pending() {
+						m.Sweep(2000)
+					}
+				}
+			}
 			run := func(n int) {
+				if c.batch {
+					runBatch(n)
+					return
+				}
 				for i := range n {
 					now += linePeriod
 					if now >= m.Deadline() {

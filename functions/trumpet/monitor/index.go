@@ -23,16 +23,97 @@ type pattern struct {
 type tuple struct {
 	pat pattern
 	m   map[Key][]filterRef
+	// and is the pattern as word masks of an IPv4 key [0] and an IPv6
+	// key [1]: a flow's masked key is its key ANDed with them.
+	and [2]Key
 }
 
 type filterRef struct {
 	trig int32
 	f    *event.Filter
+	// exact: the pattern decides the filter (no port range to check on
+	// the candidates).
+	exact bool
 }
+
+func (p *pattern) ands() (a [2]Key) {
+	for i, fam := range [2]uint8{4, 6} {
+		if p.fam != 0 {
+			a[i][0] |= 0xff << flowkey.FamilyShift
+		}
+		if p.proto {
+			a[i][0] |= 0xff << flowkey.ProtoShift
+		}
+		if p.sport || p.dport {
+			a[i][0] |= flowkey.PortsPresent
+		}
+		if p.sport {
+			a[i][0] |= 0xffff << flowkey.SrcPortShift
+		}
+		if p.dport {
+			a[i][0] |= 0xffff << flowkey.DstPortShift
+		}
+		if p.sbits > 0 {
+			a[i][1], a[i][2] = addrMask(fam, int(p.sbits))
+		}
+		if p.dbits > 0 {
+			a[i][3], a[i][4] = addrMask(fam, int(p.dbits))
+		}
+	}
+	return a
+}
+
+func portsExact(r event.PortRange) bool { return r.Lo == r.Hi || r == event.AnyPort }
 
 type index struct {
 	tuples []*tuple
 	byPat  map[pattern]*tuple
+
+	// The tuples' tables flattened into one open-addressing table keyed
+	// by (tuple, masked key), for match: rebuilt at the first match after
+	// a change (reusing its memory), it costs one multiply-shift hash and
+	// a probe per pattern where a Go map lookup costs several times that.
+	dirty  bool
+	slots  []int32 // group+1; 0 is empty
+	smask  uint64
+	groups []flatGroup
+	refs   []filterRef
+}
+
+// flatGroup is one key of one tuple and its filters, refs[lo:hi].
+type flatGroup struct {
+	key    Key
+	tuple  int32
+	lo, hi int32
+}
+
+func (ix *index) flatten() {
+	ix.dirty = false
+	ix.groups, ix.refs = ix.groups[:0], ix.refs[:0]
+	for ti, tp := range ix.tuples {
+		for k, refs := range tp.m {
+			ix.groups = append(ix.groups, flatGroup{key: k, tuple: int32(ti), lo: int32(len(ix.refs)), hi: int32(len(ix.refs) + len(refs))})
+			ix.refs = append(ix.refs, refs...)
+		}
+	}
+	size := 16
+	for size < 2*len(ix.groups) {
+		size <<= 1
+	}
+	if cap(ix.slots) < size {
+		ix.slots = make([]int32, size)
+	}
+	ix.slots = ix.slots[:size]
+	clear(ix.slots)
+	ix.smask = uint64(size - 1)
+	for gi := range ix.groups {
+		g := &ix.groups[gi]
+		i := flowkey.HashWords(g.key[:], uint64(g.tuple)) & ix.smask
+		for ix.slots[i] != 0 {
+			i = (i + 1) & ix.smask
+		}
+		ix.slots[i] = int32(gi + 1)
+	}
 }
 
 func prefixWords(a netip.Addr, bits int) (hi, lo uint64) {
@@ -89,42 +170,6 @@ func patternOf(f *event.Filter) pattern {
 		p.dbits = uint8(f.DstIP.Bits())
 	}
 	return p
-}
-
-// mask returns k as pattern p sees it.
-func (p *pattern) mask(k *Key) Key {
-	var out Key
-	fam := k.Family()
-	if p.fam != 0 {
-		if fam != p.fam {
-			return Key{^uint64(0)} // matches no filter's key
-		}
-		out[0] = uint64(fam) << flowkey.FamilyShift
-	}
-	if p.proto {
-		out[0] |= k[0] & (0xff << flowkey.ProtoShift)
-	}
-	if p.sport || p.dport {
-		if k[0]&flowkey.PortsPresent == 0 {
-			return Key{^uint64(0)}
-		}
-		out[0] |= flowkey.PortsPresent
-	}
-	if p.sport {
-		out[0] |= k[0] & (0xffff << flowkey.SrcPortShift)
-	}
-	if p.dport {
-		out[0] |= k[0] & (0xffff << flowkey.DstPortShift)
-	}
-	if p.sbits > 0 {
-		hi, lo := addrMask(fam, int(p.sbits))
-		out[1], out[2] = k[1]&hi, k[2]&lo
-	}
-	if p.dbits > 0 {
-		hi, lo := addrMask(fam, int(p.dbits))
-		out[3], out[4] = k[3]&hi, k[4]&lo
-	}
-	return out
 }
 
 // filterKey is the masked key a flow matching f has under f's pattern.
@@ -206,15 +251,17 @@ func (ix *index) add(trig int32, f *event.Filter) {
 	p := patternOf(f)
 	tp := ix.byPat[p]
 	if tp == nil {
-		tp = &tuple{pat: p, m: map[Key][]filterRef{}}
+		tp = &tuple{pat: p, m: map[Key][]filterRef{}, and: p.ands()}
 		ix.byPat[p] = tp
 		ix.tuples = append(ix.tuples, tp)
 	}
 	k := filterKey(f, &p)
-	tp.m[k] = append(tp.m[k], filterRef{trig, f})
+	tp.m[k] = append(tp.m[k], filterRef{trig, f, portsExact(f.SrcPort) && portsExact(f.DstPort)})
+	ix.dirty = true
 }
 
 func (ix *index) remove(trig int32) {
+	ix.dirty = true
 	for i := 0; i < len(ix.tuples); i++ {
 		tp := ix.tuples[i]
 		for k, refs := range tp.m {
@@ -244,12 +291,34 @@ func (ix *index) patterns() int { return len(ix.tuples) }
 // match calls fn for each trigger with a filter matching k (a trigger
 // whose several filters match is called once per filter).
 func (ix *index) match(k *Key, fn func(trig int32)) {
-	for _, tp := range ix.tuples {
-		mk := tp.pat.mask(k)
-		for _, r := range tp.m[mk] {
-			if matchFilter(r.f, k) {
-				fn(r.trig)
+	if ix.dirty {
+		ix.flatten()
+	}
+	fam := k.Family()
+	fi := 0
+	if fam != 4 {
+		fi = 1
+	}
+	for ti, tp := range ix.tuples {
+		// the key as the pattern sees it: of the pattern's family, with
+		// ports if it fixes one, masked
+		if tp.pat.fam != 0 && tp.pat.fam != fam ||
+			(tp.pat.sport || tp.pat.dport) && k[0]&flowkey.PortsPresent == 0 {
+			continue
+		}
+		and := &tp.and[fi]
+		mk := Key{k[0] & and[0], k[1] & and[1], k[2] & and[2], k[3] & and[3], k[4] & and[4]}
+		for i := flowkey.HashWords(mk[:], uint64(ti)) & ix.smask; ix.slots[i] != 0; i = (i + 1) & ix.smask {
+			g := &ix.groups[ix.slots[i]-1]
+			if g.tuple != int32(ti) || !g.key.eq(&mk) {
+				continue
 			}
+			for _, r := range ix.refs[g.lo:g.hi] {
+				if r.exact || matchFilter(r.f, k) {
+					fn(r.trig)
+				}
+			}
+			break
 		}
 	}
 }

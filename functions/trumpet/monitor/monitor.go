@@ -8,7 +8,11 @@
 // list of the triggers it matched; then the flow's summary for the
 // current epoch is updated. A summary keeps only the units (count, sum,
 // sum of squares, minimum, maximum of a variable) that some trigger the
-// flow matched needs, and it is double-buffered by epoch parity.
+// flow matched needs, and it is double-buffered by epoch parity. The
+// cost is cache misses, so a flow entry's first cache line holds what a
+// packet of a known flow reads, and ProcessBatch reads a batch's flow
+// index slots, entries and summaries ahead of processing its packets, so
+// that their misses overlap.
 //
 // Phase 2, gather, test and report, runs at each epoch's end (a deadline
 // on the packet clock): the flow table is walked in memory order and each
@@ -110,6 +114,59 @@ func (t *Trigger) Fields() []event.Field { return t.gran.fields }
 // drops cleared) and the value the report carries.
 type ReportFunc func(t *Trigger, start int64, key *Key, value float64)
 
+// trigHot is what the sweep reads of a trigger for each of its flows, in
+// one array by trigger id (no pointer to chase per flow-trigger pair): a
+// trigger with the 5-tuple granularity, a one-epoch interval and the
+// predicate "sum or count OP number" is tested on the flow's summary word
+// unit without event.Eval or the aggregate's general code.
+type trigHot struct {
+	start int64
+	num   float64
+	unit  int8 // the summary unit the test reads; -1: the general test
+	op    uint8
+}
+
+const (
+	opLT = iota + 1
+	opLE
+	opGT
+	opGE
+	opEQ
+	opNE
+)
+
+func holds(op uint8, v, num float64) bool {
+	switch op {
+	case opLT:
+		return v < num
+	case opLE:
+		return v <= num
+	case opGT:
+		return v > num
+	case opGE:
+		return v >= num
+	case opEQ:
+		return v == num
+	}
+	return v != num
+}
+
+func opOf(cmp string) uint8 {
+	switch cmp {
+	case "<":
+		return opLT
+	case "<=":
+		return opLE
+	case ">":
+		return opGT
+	case ">=":
+		return opGE
+	case "==":
+		return opEQ
+	}
+	return opNE
+}
+
 type bucket struct {
 	key  Key
 	hash uint64
@@ -126,6 +183,7 @@ type Monitor struct {
 	sums   []float64 // per flow, per parity, MaxUnits words
 	ix     index
 	trigs  []*Trigger
+	hot    []trigHot // by trigger id
 	ntrig  int
 
 	btab    []int32 // bucket+1
@@ -149,6 +207,7 @@ type Monitor struct {
 	sw sweepState
 
 	pkt      Packet
+	bb       batchBuf
 	evalT    *Trigger
 	evalMask uint64
 	evalW    []float64
@@ -315,6 +374,15 @@ func (m *Monitor) Add(ev event.Event) error {
 	// generation: a removed trigger's slot stays nil.
 	t.id = int32(len(m.trigs))
 	m.trigs = append(m.trigs, t)
+	h := trigHot{start: t.start, unit: -1}
+	if t.gran.five && t.m == 1 && t.cmp != "" {
+		if v := t.aggv[0]; v < 0 {
+			h.unit, h.op, h.num = unitCount, opOf(t.cmp), t.cmpNum
+		} else if a := t.aggs[0]; a.Func == "sum" && v < SAck {
+			h.unit, h.op, h.num = unitOf[v][sSum], opOf(t.cmp), t.cmpNum
+		}
+	}
+	m.hot = append(m.hot, h)
 	m.ntrig++
 	for i := range t.Event.Filters {
 		m.ix.add(t.id, &t.Event.Filters[i])
@@ -331,6 +399,11 @@ func (m *Monitor) Add(ev event.Event) error {
 				m.join(t, int32(i))
 				break
 			}
+		}
+		if f.last == m.cur && f.units != 0 {
+			// Its next packet in the epoch takes the fast path, which
+			// needs the epoch's summary ready (a flow that had no unit).
+			m.epochWords(f, int32(i))
 		}
 	}
 	return nil
@@ -499,7 +572,17 @@ func (m *Monitor) step(bounded bool) bool {
 			}
 			f.tl[k] = id
 			k++
-			if sw.e >= t.start {
+			h := &m.hot[id]
+			switch {
+			case sw.e < h.start:
+			case h.unit >= 0:
+				if v := w[bits.OnesCount64(f.units&(1<<h.unit-1))]; holds(h.op, v, h.num) {
+					m.Stats.Reports++
+					if m.report != nil {
+						m.report(t, sw.e*m.cfg.Epoch, &f.key, v)
+					}
+				}
+			default:
 				m.gather(t, f, w)
 			}
 		}
@@ -552,22 +635,7 @@ func (m *Monitor) aggOf(a event.Agg) float64 {
 func (m *Monitor) test(t *Trigger, start int64, k *Key, mask uint64, w []float64) {
 	if t.cmp != "" {
 		v := aggValue(t.aggs[0], t.aggv[0], mask, w)
-		var hold bool
-		switch t.cmp {
-		case "<":
-			hold = v < t.cmpNum
-		case "<=":
-			hold = v <= t.cmpNum
-		case ">":
-			hold = v > t.cmpNum
-		case ">=":
-			hold = v >= t.cmpNum
-		case "==":
-			hold = v == t.cmpNum
-		default:
-			hold = v != t.cmpNum
-		}
-		if hold {
+		if holds(opOf(t.cmp), v, t.cmpNum) {
 			m.Stats.Reports++
 			if m.report != nil {
 				m.report(t, start, k, v)
@@ -677,33 +745,120 @@ func (m *Monitor) Process(pkt []byte, ts int64, wirelen uint32) {
 	m.Packet(p)
 }
 
-// Packet processes a parsed packet.
-func (m *Monitor) Packet(p *Packet) {
+// BatchMax is how many packets ProcessBatch looks up together.
+const BatchMax = 64
+
+// batchBuf is ProcessBatch's staging: the packets parsed, their hashes
+// and the flow index slots their lookups start at.
+type batchBuf struct {
+	p      [BatchMax]Packet
+	h      [BatchMax]uint64
+	e      [BatchMax]uint64
+	hashed [BatchMax]bool
+	sink   uint64
+}
+
+// ProcessBatch reads n packets, the i-th given by at(i), exactly as n
+// calls of Process in order would. It works in groups of BatchMax: it
+// parses and hashes a group and reads each packet's flow index slot, then
+// the flow entries' first lines those slots point to, then the current
+// summaries of those that keep one, and only then processes the packets one by one. The reads of a
+// group do not depend on each other, so their cache misses overlap
+// instead of coming one per packet; the processing then finds the lines
+// in the cache.
+func (m *Monitor) ProcessBatch(n int, at func(i int) (pkt []byte, ts int64, wirelen uint32)) {
+	bb := &m.bb
+	for base := 0; base < n; base += BatchMax {
+		k := 0
+		for i := base; i < min(n, base+BatchMax); i++ {
+			data, ts, wl := at(i)
+			m.Stats.Packets++
+			p := &bb.p[k]
+			if !Parse(m.cfg.LinkType, data, ts, wl, p) {
+				m.Stats.NoKey++
+				continue
+			}
+			// The packet after one of its flow finds the last lookup.
+			if bb.hashed[k] = k == 0 || !p.Key.eq(&bb.p[k-1].Key); bb.hashed[k] {
+				h := p.Key.hash()
+				bb.h[k], bb.e[k] = h, m.ft.tab[h&m.ft.mask]
+			}
+			k++
+		}
+		// bb.e becomes the entry the slot points to, +1 (0: none).
+		var sink uint64
+		for j := range k {
+			if e := bb.e[j]; bb.hashed[j] && e>>32 == bb.h[j]&0xffffffff && e != 0 {
+				bb.e[j] = uint64(uint32(e))
+				sink += uint64(m.ft.pool[uint32(e)-1].last)
+			} else {
+				bb.e[j] = 0
+			}
+		}
+		// The summaries of the flows that keep one (their first lines
+		// are in the cache now).
+		words, par := m.cfg.Words, int(m.cur&1)
+		for j := range k {
+			if e := int(bb.e[j]); e != 0 && m.ft.pool[e-1].units != 0 {
+				sink += math.Float64bits(m.sums[((e-1)*2+par)*words])
+			}
+		}
+		bb.sink += sink
+		for j := range k {
+			m.packet(&bb.p[j], bb.h[j], bb.hashed[j])
+		}
+	}
+}
+
+// Packet processes a parsed packet. A packet of a flow already seen in
+// the epoch reads the flow entry's first line and its summary words; the
+// flow's first packet in an epoch takes the slow path (forgetting an idle
+// flow, emptying the epoch's summary).
+func (m *Monitor) Packet(p *Packet) { m.packet(p, 0, false) }
+
+// packet is Packet with the key's hash h when hashed.
+func (m *Monitor) packet(p *Packet, h uint64, hashed bool) {
 	var idx int32
-	if m.lastIdx >= 0 && p.Key == m.lastKey && m.ft.pool[m.lastIdx].gen == m.lastGen {
+	fresh := false
+	if m.lastIdx >= 0 && p.Key.eq(&m.lastKey) && m.ft.pool[m.lastIdx].gen == m.lastGen {
 		idx = m.lastIdx
 	} else {
-		h := p.Key.hash()
+		if !hashed {
+			h = p.Key.hash()
+		}
 		idx = m.ft.find(&p.Key, h)
 		if idx < 0 {
 			if idx = m.newFlow(p, h); idx < 0 {
 				return
 			}
+			fresh = true
 		}
 		m.lastIdx, m.lastGen, m.lastKey = idx, m.ft.pool[idx].gen, p.Key
 	}
 	f := &m.ft.pool[idx]
+	// f.last == m.cur says the summary of the epoch is ready (stamped by
+	// epochWords), except for a flow set up just now.
+	if f.last != m.cur || fresh {
+		m.firstOfEpoch(f, idx)
+	}
+	if p.TCP && p.Flags&FlagACK != 0 && f.rev >= 0 {
+		m.ackRTT(f, p)
+	}
+	if f.units != 0 {
+		m.update(f, m.words(idx, m.cur), p)
+	}
+}
+
+// firstOfEpoch readies a flow for its first packet of the epoch.
+func (m *Monitor) firstOfEpoch(f *flow, idx int32) {
 	if m.dead(f) {
 		// Idle for a whole epoch: forgotten, as if the sweep had freed it.
 		m.reset(idx)
 		m.lastGen = f.gen
 	}
 	f.last = m.cur
-	if p.TCP && p.Flags&FlagACK != 0 && f.rev >= 0 {
-		m.ackRTT(f, p)
-	}
 	if f.units != 0 {
-		m.update(f, idx, p)
+		m.epochWords(f, idx)
 	}
 }
 
@@ -759,10 +914,9 @@ func unwrap(last uint64, v uint32) uint64 { return last + uint64(int64(int32(v-u
 
 // update computes the flow's values of the packet and adds them to the
 // current epoch's summary.
-func (m *Monitor) update(f *flow, idx int32, p *Packet) {
+func (m *Monitor) update(f *flow, w []float64, p *Packet) {
 	var val [nValues]float64
 	vars := f.vars
-	w := m.epochWords(f, idx)
 	val[VVolume], val[VTTL] = float64(p.Payload), float64(p.TTL)
 	if p.ECN == 3 {
 		val[VECN] = 1

@@ -100,6 +100,13 @@ var ocfg = oracle.Config{Epoch: epoch, BurstGap: burstGap, BurstLen: burstLen}
 // few packets in steps of a few flows (a clock that moves one tick per
 // read and a budget of one tick).
 func run(t *testing.T, events []event.Event, trace []oracle.Packet, sliced bool) (map[string]float64, *monitor.Monitor) {
+	return runMode(t, events, trace, sliced, false)
+}
+
+// runMode is run, with batch feeding the packets through ProcessBatch in
+// batches of up to 150 packets that end at the epoch's end (the sweep
+// slices between batches).
+func runMode(t *testing.T, events []event.Event, trace []oracle.Packet, sliced, batch bool) (map[string]float64, *monitor.Monitor) {
 	t.Helper()
 	out := map[string]float64{}
 	var clock int64
@@ -124,6 +131,27 @@ func run(t *testing.T, events []event.Event, trace []oracle.Packet, sliced bool)
 		}
 	}
 	var last int64
+	if batch {
+		for i := 0; i < len(trace); {
+			for trace[i].TS >= m.Deadline() {
+				m.Tick(trace[i].TS)
+			}
+			j := i + 1
+			for j < len(trace) && j-i < 150 && trace[j].TS < m.Deadline() {
+				j++
+			}
+			b := trace[i:j]
+			m.ProcessBatch(len(b), func(k int) ([]byte, int64, uint32) {
+				return b[k].Data, b[k].TS, uint32(len(b[k].Data))
+			})
+			last, i = b[len(b)-1].TS, j
+			if sliced && m.Pending() {
+				m.Sweep(1)
+			}
+		}
+		m.Flush(last)
+		return out, m
+	}
 	for i, p := range trace {
 		for p.TS >= m.Deadline() {
 			m.Tick(p.TS)
@@ -184,9 +212,10 @@ func TestTable2AgainstOracle(t *testing.T) {
 		}
 	}
 	t.Logf("%d packets, oracle reports per event: %v", len(trace), per)
-	for _, sliced := range []bool{false, true} {
-		got, m := run(t, events, trace, sliced)
-		compare(t, fmt.Sprintf("sliced=%v", sliced), got, want)
+	for _, c := range []struct{ sliced, batch bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		sliced := c.sliced
+		got, m := runMode(t, events, trace, sliced, c.batch)
+		compare(t, fmt.Sprintf("sliced=%v batch=%v", sliced, c.batch), got, want)
 		st := m.Stats
 		if st.Overflow != 0 || st.Unmatched != 0 || st.BucketFull != 0 || st.NoKey != 0 {
 			t.Errorf("stats %+v: something was lost", st)
@@ -194,6 +223,6 @@ func TestTable2AgainstOracle(t *testing.T) {
 		if sliced && st.Slices == 0 {
 			t.Errorf("no sweep ran in slices")
 		}
-		t.Logf("sliced=%v: %+v", sliced, st)
+		t.Logf("sliced=%v batch=%v: %+v", sliced, c.batch, st)
 	}
 }

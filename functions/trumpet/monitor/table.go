@@ -1,50 +1,63 @@
 package monitor
 
+import "unsafe"
+
 // MaxTriggers is the most triggers a flow joins (the reference's
 // FLOWENTRY_TRIGGER_SIZE); a match beyond is counted in unmatched.
 const MaxTriggers = 16
 
 // flow is one entry of the flow table: a 5-tuple, the epochs it was seen
 // in, the summary units its triggers need, and the per-flow state of the
-// TCP variables (which outlives an epoch).
+// TCP variables (which outlives an epoch). Its first 64 bytes are all a
+// packet of a flow already seen in the epoch reads (with its summary
+// words); the entry is 256 bytes, so that a pool allocated on a cache
+// line keeps each entry's lines to itself.
 type flow struct {
+	// The hot line.
 	key   Key
-	hash  uint64
+	last  int64  // epoch of its last packet
+	units uint64 // summary units kept
 	gen   uint32 // bumped when the entry is freed or reset: stale references see it
-	used  bool
-	last  int64    // epoch of its last packet
-	stamp [2]int64 // epoch whose summary each parity holds
-	units uint64   // summary units kept
-	ntl   uint8
-	tl    [MaxTriggers]int32 // the triggers it matched
-	vars  uint32             // values computed for it (those of units)
+	vars  uint32 // values computed for it (those of units)
 
-	rev    int32 // the flow of the other direction, or -1
+	hash   uint64
+	stamp  [2]int64 // epoch whose summary each parity holds
+	rev    int32    // the flow of the other direction, or -1
 	revGen uint32
+	used   bool
+	ntl    uint8
+	wscale int8
+	rttOn  bool
+	// state initialised
+	seqInit, ackInit, burstInit bool
+	_                           [25]byte
 
-	// TCP state (unwrapped sequence space; see Monitor's doc).
-	seqInit bool
-	seqLast uint64
-	seqMax  uint64
-	maxEnd  uint64 // highest seq+payload seen
-	ackInit bool
-	ackLast uint64
-	dup     uint64
-	wscale  int8
-	rttOn   bool
-	rttEnd  uint32
-	rttTS   int64
-	// burst state
-	burstInit bool
+	tl [MaxTriggers]int32 // the triggers it matched
+
+	// TCP state (unwrapped sequence space; see Monitor's doc) and burst
+	// state: the line TCP and burst variables update.
+	seqLast   uint64
+	seqMax    uint64
+	maxEnd    uint64 // highest seq+payload seen
+	ackLast   uint64
+	dup       uint64
+	rttTS     int64
 	burstLast int64
+	rttEnd    uint32
 	burstRun  int32
 }
+
+// The entry is four cache lines, no more, no less.
+var _ = [1]struct{}{}[unsafe.Sizeof(flow{})-256]
 
 // flowTable is the 5-tuple flow table: an open-addressing index (linear
 // probing, backward-shift deletion) over a preallocated pool of entries
 // whose positions never move, so that triggers keep references to them.
 type flowTable struct {
-	tab  []int32 // entry+1; 0 is empty
+	// tab holds entry+1 in its low 32 bits (0 is empty) and the low 32
+	// bits of the key's hash in its high ones: a probe compares the hash
+	// without reading the entry, and a deletion finds a slot's home.
+	tab  []uint64
 	mask uint64
 	pool []flow
 	free []int32
@@ -55,7 +68,7 @@ func newFlowTable(n int) flowTable {
 	for size < 2*n {
 		size <<= 1
 	}
-	t := flowTable{tab: make([]int32, size), mask: uint64(size - 1), pool: make([]flow, n), free: make([]int32, n)}
+	t := flowTable{tab: make([]uint64, size), mask: uint64(size - 1), pool: make([]flow, n), free: make([]int32, n)}
 	for i := range t.free {
 		t.free[i] = int32(n - 1 - i)
 		t.pool[i].rev = -1
@@ -65,13 +78,16 @@ func newFlowTable(n int) flowTable {
 
 // find returns the entry holding key, or -1.
 func (t *flowTable) find(k *Key, h uint64) int32 {
+	tag := h << 32
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
 		e := t.tab[i]
 		if e == 0 {
 			return -1
 		}
-		if f := &t.pool[e-1]; f.hash == h && f.key == *k {
-			return e - 1
+		if e&^0xffffffff == tag {
+			if idx := int32(uint32(e)) - 1; t.pool[idx].key.eq(k) {
+				return idx
+			}
 		}
 	}
 }
@@ -88,7 +104,7 @@ func (t *flowTable) insert(k *Key, h uint64) int32 {
 	for t.tab[i] != 0 {
 		i = (i + 1) & t.mask
 	}
-	t.tab[i] = idx + 1
+	t.tab[i] = h<<32 | uint64(idx+1)
 	f := &t.pool[idx]
 	gen := f.gen
 	*f = flow{key: *k, hash: h, gen: gen + 1, used: true, rev: -1, stamp: [2]int64{-1 << 62, -1 << 62}}
@@ -99,12 +115,12 @@ func (t *flowTable) insert(k *Key, h uint64) int32 {
 func (t *flowTable) remove(idx int32) {
 	f := &t.pool[idx]
 	i := f.hash & t.mask
-	for t.tab[i] != idx+1 {
+	for uint32(t.tab[i]) != uint32(idx+1) {
 		i = (i + 1) & t.mask
 	}
 	t.tab[i] = 0
 	for j := (i + 1) & t.mask; t.tab[j] != 0; j = (j + 1) & t.mask {
-		home := t.pool[t.tab[j]-1].hash & t.mask
+		home := t.tab[j] >> 32 & t.mask
 		// move j back into the hole at i unless its home lies in (i, j]
 		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 			t.tab[i], t.tab[j] = t.tab[j], 0
