@@ -44,7 +44,17 @@ func AppendJSON(dst, rec []byte) ([]byte, error) {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				dst = append(dst, "null"...)
 			} else {
-				dst = strconv.AppendFloat(dst, v, 'g', -1, 64)
+				// As encoding/json writes a float64: whole numbers of bytes
+				// read 1516940, not 1.51694e+06.
+				format := byte('f')
+				if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
+					format = 'e'
+				}
+				dst = strconv.AppendFloat(dst, v, format, -1, 64)
+				if n := len(dst); format == 'e' && n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+					dst[n-2] = dst[n-1] // e-07 is e-7
+					dst = dst[:n-1]
+				}
 			}
 		case Bool:
 			dst = strconv.AppendBool(dst, f.Raw[0] != 0)

@@ -97,3 +97,30 @@ func FuzzFields(f *testing.F) {
 		}
 	})
 }
+
+// Floats are written as encoding/json writes them: 1516940, not 1.51694e+06.
+func TestJSONFloatsAsEncodingJSON(t *testing.T) {
+	for _, v := range []float64{1516940, 0.25, 1e21, 1e20, 1e-7, 1e-6, -3, 0, 123456789012345680, 1.0 / 3} {
+		buf := make([]byte, 128)
+		var b Builder
+		b.Start(buf, Report, 1, "x#1")
+		b.F64("v", v)
+		n, ok := b.Finish()
+		if !ok {
+			t.Fatal("record did not fit")
+		}
+		out, err := AppendJSON(nil, buf[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(map[string]any{"function": "x#1", "ts": 1, "kind": "report", "v": v})
+		var got, exp map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%v: not JSON: %s", v, out)
+		}
+		json.Unmarshal(want, &exp)
+		if string(got["v"]) != string(exp["v"]) {
+			t.Errorf("%v written %s, encoding/json writes %s", v, got["v"], exp["v"])
+		}
+	}
+}
