@@ -133,6 +133,11 @@ func validate(ctx *functions.Context) error {
 	if p.Has("redundancy") && (op == wire.Append || op == wire.Postcarding) {
 		return fmt.Errorf("op=%v takes no redundancy=", op)
 	}
+	if hop && p.Has("hop") { // a hop of 8 bits: a larger number would make no report at all
+		if v := parseValue(p.Str("hop")); v.lit && v.n > 255 {
+			return fmt.Errorf("hop=%s is past 255, the last hop a postcard names", p.Str("hop"))
+		}
+	}
 	if ctx.LinkType != functions.LinkRecord {
 		for _, name := range []string{"key", "data", "hop"} {
 			if !p.Has(name) {

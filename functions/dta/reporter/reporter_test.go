@@ -291,6 +291,7 @@ func TestPopulateErrors(t *testing.T) {
 		"(gen) > (dta,op=append,list=1,data=1,key=ipv4.src)":                  "takes no key=",
 		"(gen) > (dta,op=append,list=1,data=1,redundancy=2)":                  "takes no redundancy=",
 		"(gen) > (dta,op=postcarding,key=1,data=2)":                           "needs hop=",
+		"(gen) > (dta,op=postcarding,key=1,data=2,hop=256)":                   "hop=256 is past 255",
 		"(gen) > (dta,op=keywrite,key=ipv4.srcc,data=1)":                      "did you mean ipv4.src",
 		"(gen) > (dta,op=keywrite,key=ipv6.src,data=1)":                       "128-bit",
 		"(gen) > (dta,op=keywrite,key=1,data=1,to=localhost)":                 "HOST:PORT",
