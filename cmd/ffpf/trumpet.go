@@ -7,22 +7,24 @@ import (
 
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/trumpet/event"
+	"github.com/ffpf-go/ffpf/functions/trumpet/monitor"
 	"github.com/ffpf-go/ffpf/lang"
 )
 
-const trumpetUsage = `Usage: ffpf trumpet check [--epoch DURATION] [-e EVENT]... [FILE]...
+const trumpetUsage = `Usage: ffpf trumpet check [--epoch DURATION] [--words N] [-e EVENT]... [FILE]...
 
 Trumpet event definitions (functions/trumpet/event/README.md).
 `
 
-const trumpetCheckSynopsis = `[--epoch DURATION] [-e EVENT]... [FILE]...
+const trumpetCheckSynopsis = `[--epoch DURATION] [--words N] [-e EVENT]... [FILE]...
 
 Validates the Trumpet events of each FILE (YAML with an events: list, or one
 event a line) and of each -e EVENT (the one-line form
 'name: filter; predicate; granularity; interval') and prints each event in
 its canonical one-line form, one a line (the -e events first, then each
 file's in order): the output is itself an event file. An interval must be a positive multiple of the epoch; an event
-name may be defined once across all inputs. A definition error is reported
+name may be defined once across all inputs; an event may need at most the
+summary words a flow keeps (--words, the trumpet class's words=). A definition error is reported
 as file:line and one sentence (exit status 2); a file that cannot be read
 exits with status 1.`
 
@@ -49,6 +51,7 @@ func cmdTrumpet(args []string, stdout, stderr io.Writer) error {
 func cmdTrumpetCheck(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("trumpet check", trumpetCheckSynopsis, stderr)
 	epoch := fs.String("epoch", event.IntervalString(event.DefaultEpoch), "the monitor's epoch, of which every interval is a multiple")
+	words := fs.Int("words", 16, "the summary words a flow keeps, as the trumpet class's words= (1 to 54)")
 	var lines multiFlag
 	fs.Var(&lines, "e", "an event in the one-line form (repeatable)")
 	files, err := parseInterleaved(fs, args)
@@ -58,6 +61,9 @@ func cmdTrumpetCheck(args []string, stdout, stderr io.Writer) error {
 	ep, err := event.ParseInterval(*epoch)
 	if err != nil {
 		return usageErrorf("--epoch %s: %v", *epoch, err)
+	}
+	if *words < 1 || *words > monitor.MaxUnits {
+		return usageErrorf("--words %d: a flow keeps 1 to %d summary words", *words, monitor.MaxUnits)
 	}
 	if len(files) == 0 && len(lines) == 0 {
 		return usageErrorf("trumpet check needs a FILE or -e EVENT; see 'ffpf trumpet check -h'")
@@ -84,6 +90,11 @@ func cmdTrumpetCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := event.ValidateAll(evs, ep); err != nil {
 		return &exitError{2, err}
+	}
+	for i := range evs { // what the monitor refuses, the class refuses: its summary words
+		if err := monitor.Check(&evs[i], int64(ep), *words); err != nil {
+			return &exitError{2, fmt.Errorf("%s: %v", evs[i].Pos, err)}
+		}
 	}
 	for _, ev := range evs {
 		fmt.Fprintln(stdout, ev.String())

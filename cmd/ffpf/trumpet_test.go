@@ -55,6 +55,7 @@ func TestTrumpetCheckErrors(t *testing.T) {
 	syn := write("syntax.yaml", "events:\n  - name: a\n   predicate: x\n")
 	dup := write("dup.txt", "# again\na: dstport=80; count() > 1; 5-tuple; 10ms\n")
 	missing := filepath.Join(dir, "missing.yaml")
+	wide := "wide: proto=tcp; sum(volume) + sum(ecn) + max(rwnd) + min(ttl) + avg(rtt) + stddev(is_lost) + sum(is_burst) + max(ack) + max(seq) + sum(dup) + count() >= 0; 5-tuple; 10ms"
 	for _, c := range []struct {
 		args   []string
 		code   int
@@ -68,6 +69,9 @@ func TestTrumpetCheckErrors(t *testing.T) {
 		{[]string{"trumpet", "check", "--epoch", "1x", good}, 2, "ffpf: --epoch 1x: "},
 		{[]string{"trumpet", "check", "-e", "b: *; count() > 1; 5-tuple; 10ms", "-e", "c: *; cuont() > 1; 5-tuple; 10ms"}, 2,
 			"ffpf: -e:2: event c: unknown function \"cuont\"; did you mean \"count\"?\n"},
+		// the class's default words=16 refuses this event: check does too
+		{[]string{"trumpet", "check", "-e", wide}, 2, "ffpf: -e:1: event wide needs 17 summary words, more than the 16 a flow keeps\n"},
+		{[]string{"trumpet", "check", "--words", "0", good}, 2, "ffpf: --words 0: "},
 		{[]string{"trumpet", "check", missing}, 1, "ffpf: cannot read " + missing + ": no such file or directory\n"},
 		{[]string{"trumpet", "check"}, 2, "ffpf: trumpet check needs a FILE or -e EVENT"},
 		{[]string{"trumpet", "chek"}, 2, "ffpf: unknown trumpet command \"chek\" (did you mean \"check\"?)"},
@@ -86,6 +90,9 @@ func TestTrumpetCheckErrors(t *testing.T) {
 	r := trumpetRun("trumpet", "check", "--epoch", "5ms", good, "-e", "b: proto=udp; max(ttl) < 2; srcip/24; 5ms")
 	if want := "b: proto=udp; max(ttl) < 2; srcip/24; 5ms\na: *; count() > 1; 5-tuple; 20ms\n"; r.code != 0 || r.stdout != want {
 		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := trumpetRun("trumpet", "check", "--words", "54", "-e", wide); r.code != 0 {
+		t.Errorf("--words 54: exit %d, stderr %q", r.code, r.stderr)
 	}
 	if r := trumpetRun("--help"); !strings.Contains(r.stdout, "ffpf trumpet check") {
 		t.Error("--help does not name trumpet check")
