@@ -358,6 +358,10 @@ func compileGran(fs []event.Field) gran {
 	if has["srcip"] && has["dstip"] && has["srcport"] && has["dstport"] && has["proto"] && g.src == [2]int{32, 128} && g.dst == [2]int{32, 128} {
 		g.five = true
 	}
+	if !has["srcip"] && !has["dstip"] {
+		// no address in the report's key: IPv4 and IPv6 flows share a bucket
+		g.hdr &^= 0xff << flowkey.FamilyShift
+	}
 	return g
 }
 
