@@ -175,10 +175,11 @@ func Payload(lt functions.LinkType, pkt []byte, port uint16) (payload []byte, ok
 	if binary.BigEndian.Uint16(udp[2:]) != port {
 		return nil, false
 	}
-	end := min(int(binary.BigEndian.Uint16(udp[4:])), total-ihl, len(udp))
-	if end < 8 {
-		return nil, false
+	end := int(binary.BigEndian.Uint16(udp[4:]))
+	if end < 8 || end > total-ihl {
+		return nil, false // a UDP length that lies
 	}
+	end = min(end, len(udp))
 	return udp[8:end], true
 }
 

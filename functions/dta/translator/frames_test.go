@@ -67,7 +67,8 @@ func TestBadFrames(t *testing.T) {
 		{vlan, "keywrite"},
 		{frame(kw, 40041, 17, 0, 0), "notdta"},
 		{frame(kw, wire.Port, 6, 0, 0), "notdta"},
-		{frame(kw, wire.Port, 17, 20, 0), "notdta"}, // IPv4 length shorter than its headers
+		{frame(kw, wire.Port, 17, 20, 0), "notdta"},  // IPv4 length shorter than its headers
+		{frame(kw, wire.Port, 17, 0, 100), "notdta"}, // UDP length past the IPv4 datagram: a lying length
 		{frag, "notdta"},
 		{frame(kw, wire.Port, 17, 0, 0)[:40], "notdta"},
 		{frame(kw[:5], wire.Port, 17, 0, 0), "short"},
