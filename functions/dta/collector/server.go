@@ -84,6 +84,15 @@ func Serve(c *Collector, cfg ServerConfig) (*Server, error) {
 	}
 	s := &Server{c: c}
 	addr := cfg.Listen
+	// SO_REUSEPORT would let this collector join another's port, the kernel
+	// splitting the reports between them: a plain socket finds the port taken.
+	if ua, err := net.ResolveUDPAddr("udp", addr); err == nil && ua.Port != 0 {
+		probe, err := net.ListenUDP("udp", ua)
+		if err != nil {
+			return nil, fmt.Errorf("cannot listen on udp %s: %v", addr, opErr(err))
+		}
+		probe.Close()
+	}
 	for i := range cfg.Sockets {
 		var in ingester = c.NewIngester()
 		if cfg.sink != nil {

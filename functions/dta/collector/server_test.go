@@ -201,3 +201,18 @@ func TestServerFloodCounted(t *testing.T) {
 		t.Errorf("after Close: %d socket drops, before %d", got, st.Dropped["socket"])
 	}
 }
+
+// A second collector on a port a collector holds is refused: with
+// SO_REUSEPORT alone the kernel would split the reports between the two,
+// each answering queries from half of them.
+func TestServerPortTaken(t *testing.T) {
+	cfg := ServerConfig{Config: Config{KeyWrite: KeyWriteConfig{Slots: 1021, Redundancy: 2}}, Sockets: 2}
+	s := startServer(t, cfg)
+	cfg.Listen = s.Addr().String()
+	if s2, err := NewServer(cfg); err == nil {
+		s2.Close()
+		t.Fatalf("a second collector listens on %s", cfg.Listen)
+	} else if !strings.Contains(err.Error(), "in use") {
+		t.Errorf("error %q does not say the address is in use", err)
+	}
+}
