@@ -218,6 +218,9 @@ func parseSpec(what, s string, set map[string]func(uint64) error) error {
 		if err != nil {
 			return fmt.Errorf("%s %s: %v", what, k, err)
 		}
+		if n == 0 && (k == "redundancy" || k == "hops" || k == "values") { // 0 stands for the default
+			return fmt.Errorf("%s %s=0: at least 1 (leave %s out for the default)", what, k, k)
+		}
 		if err := f(n); err != nil {
 			return err
 		}

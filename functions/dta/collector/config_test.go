@@ -20,6 +20,18 @@ func TestParse(t *testing.T) {
 			t.Errorf("ParseKeyWrite(%q) passed", bad)
 		}
 	}
+	// 0 is the default in the structures; written out, it is an error, not the default
+	if _, err := ParseKeyWrite("slots=1021,redundancy=0"); err == nil {
+		t.Error("keywrite redundancy=0 passed")
+	}
+	if _, err := ParseKeyIncrement("slots=1021,redundancy=0"); err == nil {
+		t.Error("keyincrement redundancy=0 passed")
+	}
+	for _, bad := range []string{"chunks=61,hops=0", "chunks=61,values=0", "chunks=61,redundancy=0"} {
+		if _, err := ParsePostcarding(bad); err == nil {
+			t.Errorf("ParsePostcarding(%q) passed", bad)
+		}
+	}
 	for _, c := range []Config{
 		{},
 		{KeyWrite: KeyWriteConfig{Slots: 1 << 20}},
