@@ -69,8 +69,12 @@ var Class = &functions.Class{
 		{Name: "immediate", Type: functions.Bool, Default: "false", Summary: "set the immediate flag (the collector is to be told at once)"},
 		{Name: "to", Type: functions.String, Summary: "also send each report as a UDP datagram to \"HOST:PORT\" (IPv4; quoted: a colon ends a word)",
 			Check: func(v functions.Value) error {
-				if _, _, err := splitHostPort(v.Str); err != nil {
+				host, _, err := splitHostPort(v.Str)
+				if err != nil {
 					return err
+				}
+				if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil && !a.Unmap().Is4() {
+					return fmt.Errorf("to=%s: the reports go over IPv4, not to an IPv6 address", v.Str)
 				}
 				return nil
 			}},

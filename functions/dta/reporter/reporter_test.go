@@ -295,6 +295,7 @@ func TestPopulateErrors(t *testing.T) {
 		"(gen) > (dta,op=keywrite,key=ipv4.srcc,data=1)":                      "did you mean ipv4.src",
 		"(gen) > (dta,op=keywrite,key=ipv6.src,data=1)":                       "128-bit",
 		"(gen) > (dta,op=keywrite,key=1,data=1,to=localhost)":                 "HOST:PORT",
+		"(gen) > (dta,op=keywrite,key=1,data=1,to=\"[::1]:40040\")":           "IPv4",
 		"(gen) > (dta,op=keywrite,key=1,data=1,redundancy=0)":                 "redundancy is 1 to 255",
 		"(gen) > (dta,op=write,key=1,data=1)":                                 "op",
 		"(gen) > (dta,op=keywrite,key=1,data=1) > (bpf,\"udp\") > (pktcount)": "",
