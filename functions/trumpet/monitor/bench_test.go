@@ -218,6 +218,7 @@ func BenchmarkMonitor(b *testing.B) {
 			b.ReportMetric(float64(b.N)/float64(cpu)*1e3, "Mpps-cpu")
 			b.ReportMetric(float64(m.Stats.SweepMaxNs)/1e6, "sweep-ms")
 			b.ReportMetric(float64(m.Stats.Late), "late")
+			b.ReportMetric(float64(m.Stats.NewFlows)/float64(b.N), "new/pkt")
 			b.ReportMetric(float64(delay)/float64(cfg.Epoch), "detect-epochs")
 			if c.flood {
 				b.ReportMetric(float64(m.Stats.DoSFiltered)/float64(b.N), "filtered/pkt")

@@ -31,6 +31,9 @@
 // The sharp edge: a flow without a packet for a whole epoch is forgotten
 // (its entry freed by the sweep, or reset by its next packet), and with it
 // its TCP state; this is what keeps the flow table small, as in Trumpet.
+// Only its matches are kept, for one more sweep: a flow coming back after
+// an idle epoch would match the same triggers, and matching is most of a
+// new flow's cost (one probe of the index per pattern).
 package monitor
 
 import (
@@ -122,7 +125,8 @@ type ReportFunc func(t *Trigger, start int64, key *Key, value float64)
 type trigHot struct {
 	start int64
 	num   float64
-	unit  int8 // the summary unit the test reads; -1: the general test
+	units uint64 // the trigger's units, for a flow that keeps its matches
+	unit  int8   // the summary unit the test reads; -1: the general test
 	op    uint8
 }
 
@@ -195,6 +199,12 @@ type Monitor struct {
 	dosCount []uint32
 	dosStamp []uint32
 
+	// idle lists the flows the sweeps of the last two epochs (by parity)
+	// found dead and kept for their matches; kept counts them while they
+	// are. A kept flow is evicted when a new flow finds no room.
+	idle [2][]idleRef
+	kept int
+
 	started bool
 	cur     int64 // current epoch
 	seq     uint64
@@ -216,6 +226,11 @@ type Monitor struct {
 	matchF   int32
 
 	Stats Stats
+}
+
+type idleRef struct {
+	idx int32
+	gen uint32
 }
 
 type sweepState struct {
@@ -250,6 +265,7 @@ func New(cfg Config, report ReportFunc) (*Monitor, error) {
 	}
 	m := &Monitor{cfg: cfg, report: report, ft: newFlowTable(cfg.Flows), lastIdx: -1}
 	m.sums = make([]float64, 2*cfg.Words*cfg.Flows)
+	m.idle = [2][]idleRef{make([]idleRef, 0, cfg.Flows), make([]idleRef, 0, cfg.Flows)}
 	size := 1
 	for size < 2*cfg.Buckets {
 		size <<= 1
@@ -275,8 +291,9 @@ func New(cfg Config, report ReportFunc) (*Monitor, error) {
 	return m, nil
 }
 
-// Flows is how many flows the table holds.
-func (m *Monitor) Flows() int { return m.ft.len() }
+// Flows is how many flows the table holds, not counting the dead ones it
+// keeps only for their matches.
+func (m *Monitor) Flows() int { return m.ft.len() - m.kept }
 
 // Triggers is how many triggers are installed.
 func (m *Monitor) Triggers() int { return m.ntrig }
@@ -374,7 +391,7 @@ func (m *Monitor) Add(ev event.Event) error {
 	// generation: a removed trigger's slot stays nil.
 	t.id = int32(len(m.trigs))
 	m.trigs = append(m.trigs, t)
-	h := trigHot{start: t.start, unit: -1}
+	h := trigHot{start: t.start, units: t.units, unit: -1}
 	if t.gran.five && t.m == 1 && t.cmp != "" {
 		if v := t.aggv[0]; v < 0 {
 			h.unit, h.op, h.num = unitCount, opOf(t.cmp), t.cmpNum
@@ -387,10 +404,11 @@ func (m *Monitor) Add(ev event.Event) error {
 	for i := range t.Event.Filters {
 		m.ix.add(t.id, &t.Event.Filters[i])
 	}
-	// The flows already here.
+	// The flows already here, the dead ones too: they keep their matches
+	// for their return.
 	for i := 0; m.ft.len() > 0 && i < len(m.ft.pool); i++ {
 		f := &m.ft.pool[i]
-		if !f.used || m.dead(f) {
+		if !f.used {
 			continue
 		}
 		m.seq++
@@ -400,7 +418,7 @@ func (m *Monitor) Add(ev event.Event) error {
 				break
 			}
 		}
-		if f.last == m.cur && f.units != 0 {
+		if f.last == m.cur && !m.dead(f) && f.units != 0 {
 			// Its next packet in the epoch takes the fast path, which
 			// needs the epoch's summary ready (a flow that had no unit).
 			m.epochWords(f, int32(i))
@@ -520,6 +538,9 @@ func (m *Monitor) finish() {
 
 func (m *Monitor) startSweep(e int64) {
 	m.sw = sweepState{on: true, e: e}
+	// The flows the sweep of e-2 kept are gone (freed by the sweep of
+	// e-1, or back and reset).
+	m.idle[e&1] = m.idle[e&1][:0]
 }
 
 func (m *Monitor) endSweep() {
@@ -541,10 +562,13 @@ func (m *Monitor) words(idx int32, parity int64) []float64 {
 
 // step runs the sweep; bounded, it returns at the budget with its state
 // kept, and reports whether it is done. It walks the flow table in order
-// (memory order: the summaries stream through the cache), frees the flows
-// without a packet in the epoch, and gathers each other flow's summary
-// into the triggers it matched; then it tests the triggers whose interval
-// ends with the epoch.
+// (memory order: the summaries stream through the cache), and gathers
+// each flow's summary into the triggers it matched; then it tests the
+// triggers whose interval ends with the epoch. A flow without a packet in
+// the epoch is dead: the first sweep to find it so keeps it for its
+// matches (a flow that comes back after an idle epoch is forgotten, but
+// matching it again against the trigger index is most of a new flow's
+// cost), the next one frees it.
 func (m *Monitor) step(bounded bool) bool {
 	sw := &m.sw
 	n := 0
@@ -557,7 +581,13 @@ func (m *Monitor) step(bounded bool) bool {
 			continue
 		}
 		if f.last < sw.e { // no packet in the epoch: dead
-			m.ft.remove(int32(sw.fi))
+			if f.kept || f.last < sw.e-1 { // (after epochs without a sweep)
+				m.forget(int32(sw.fi))
+			} else {
+				f.kept = true
+				m.kept++
+				m.idle[sw.e&1] = append(m.idle[sw.e&1], idleRef{int32(sw.fi), f.gen})
+			}
 			continue
 		}
 		if f.stamp[sw.e&1] != sw.e {
@@ -838,8 +868,8 @@ func (m *Monitor) packet(p *Packet, h uint64, hashed bool) {
 	f := &m.ft.pool[idx]
 	// f.last == m.cur says the summary of the epoch is ready (stamped by
 	// epochWords), except for a flow set up just now.
-	if f.last != m.cur || fresh {
-		m.firstOfEpoch(f, idx)
+	if (f.last != m.cur || fresh) && !m.firstOfEpoch(f, idx, p) {
+		return
 	}
 	if p.TCP && p.Flags&FlagACK != 0 && f.rev >= 0 {
 		m.ackRTT(f, p)
@@ -849,10 +879,18 @@ func (m *Monitor) packet(p *Packet, h uint64, hashed bool) {
 	}
 }
 
-// firstOfEpoch readies a flow for its first packet of the epoch.
-func (m *Monitor) firstOfEpoch(f *flow, idx int32) {
+// firstOfEpoch readies a flow for its first packet of the epoch; it
+// reports false when the flow came back from the dead and the filter
+// table holds the packet back.
+func (m *Monitor) firstOfEpoch(f *flow, idx int32, p *Packet) bool {
 	if m.dead(f) {
-		// Idle for a whole epoch: forgotten, as if the sweep had freed it.
+		// Idle for a whole epoch: forgotten, a new flow but for its
+		// matches, and as a new flow it passes the filter table.
+		if !m.admit(f.hash, p.WireLen) {
+			m.forget(idx)
+			m.lastIdx = -1
+			return false
+		}
 		m.reset(idx)
 		m.lastGen = f.gen
 	}
@@ -860,22 +898,63 @@ func (m *Monitor) firstOfEpoch(f *flow, idx int32) {
 	if f.units != 0 {
 		m.epochWords(f, idx)
 	}
+	return true
+}
+
+// admit counts a new flow's packet in the filter table and reports
+// whether the flow has sent enough to enter the flow table.
+func (m *Monitor) admit(h uint64, wirelen uint32) bool {
+	if m.dosCount == nil {
+		return true
+	}
+	i := h & uint64(len(m.dosCount)-1)
+	if uint32(m.cur)-m.dosStamp[i] > 1 {
+		m.dosCount[i] = 0
+	}
+	m.dosStamp[i] = uint32(m.cur)
+	m.dosCount[i] = min(m.dosCount[i]+wirelen, 1<<30)
+	if m.dosCount[i] < uint32(m.cfg.DoS) {
+		m.Stats.DoSFiltered++
+		return false
+	}
+	return true
+}
+
+// forget frees a flow's entry.
+func (m *Monitor) forget(idx int32) {
+	if m.ft.pool[idx].kept {
+		m.kept--
+	}
+	m.ft.remove(idx)
+}
+
+// evict frees a dead flow kept for its matches, to make room; it reports
+// whether there was one.
+func (m *Monitor) evict() bool {
+	for p := range m.idle {
+		l := m.idle[p]
+		for len(l) > 0 {
+			r := l[len(l)-1]
+			l = l[:len(l)-1]
+			if f := &m.ft.pool[r.idx]; f.used && f.gen == r.gen && f.kept {
+				m.idle[p] = l
+				m.forget(r.idx)
+				return true
+			}
+		}
+		m.idle[p] = l
+	}
+	return false
 }
 
 func (m *Monitor) newFlow(p *Packet, h uint64) int32 {
-	if m.dosCount != nil {
-		i := h & uint64(len(m.dosCount)-1)
-		if uint32(m.cur)-m.dosStamp[i] > 1 {
-			m.dosCount[i] = 0
-		}
-		m.dosStamp[i] = uint32(m.cur)
-		m.dosCount[i] = min(m.dosCount[i]+p.WireLen, 1<<30)
-		if m.dosCount[i] < uint32(m.cfg.DoS) {
-			m.Stats.DoSFiltered++
-			return -1
-		}
+	if !m.admit(h, p.WireLen) {
+		return -1
 	}
 	idx := m.ft.insert(&p.Key, h)
+	if idx < 0 && m.evict() {
+		idx = m.ft.insert(&p.Key, h)
+	}
 	if idx < 0 {
 		m.Stats.Overflow++
 		return -1
@@ -885,9 +964,17 @@ func (m *Monitor) newFlow(p *Packet, h uint64) int32 {
 	return idx
 }
 
-// setup links a new (or reset) flow to its other direction and matches it
-// against the triggers.
+// setup links a new flow to its other direction and matches it against
+// the triggers.
 func (m *Monitor) setup(idx int32) {
+	m.link(idx)
+	m.seq++
+	m.matchF = idx
+	m.ix.match(&m.ft.pool[idx].key, m.matchFn)
+}
+
+// link links a new (or reset) flow and the flow of its other direction.
+func (m *Monitor) link(idx int32) {
 	f := &m.ft.pool[idx]
 	f.last = m.cur
 	rk := f.key.reverse()
@@ -896,18 +983,30 @@ func (m *Monitor) setup(idx int32) {
 		f.rev, f.revGen = r, rf.gen
 		rf.rev, rf.revGen = idx, f.gen
 	}
-	m.seq++
-	m.matchF = idx
-	m.ix.match(&f.key, m.matchFn)
 }
 
-// reset forgets a flow that came back after an idle epoch: new state, and
-// matched again.
+// reset forgets a flow that came back after an idle epoch: new state, the
+// same matches. They are what matching it again would give, since Add
+// joins the dead flows too; the triggers removed meanwhile leave, with
+// their units.
 func (m *Monitor) reset(idx int32) {
 	f := &m.ft.pool[idx]
+	if f.kept {
+		m.kept--
+	}
+	tl, ntl := f.tl, f.ntl
 	*f = flow{key: f.key, hash: f.hash, gen: f.gen + 1, used: true, rev: -1, stamp: [2]int64{-1 << 62, -1 << 62}}
+	var units uint64
+	for _, id := range tl[:ntl] {
+		if m.trigs[id] != nil {
+			f.tl[f.ntl] = id
+			f.ntl++
+			units |= m.hot[id].units
+		}
+	}
+	f.units, f.vars = units, varsOf(units)
 	m.Stats.NewFlows++
-	m.setup(idx)
+	m.link(idx)
 }
 
 func unwrap(last uint64, v uint32) uint64 { return last + uint64(int64(int32(v-uint32(last)))) }

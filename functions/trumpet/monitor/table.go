@@ -30,7 +30,8 @@ type flow struct {
 	rttOn  bool
 	// state initialised
 	seqInit, ackInit, burstInit bool
-	_                           [25]byte
+	kept                        bool // dead, kept for its matches
+	_                           [24]byte
 
 	tl [MaxTriggers]int32 // the triggers it matched
 
