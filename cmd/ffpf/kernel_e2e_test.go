@@ -312,8 +312,10 @@ func TestPlacementsGiveLibpcapVerdicts(t *testing.T) {
 		waitPrograms(t, 4)   // tc and XDP attached, each with tc egress
 		waitFile(t, arrived) // and libpcap's socket open: sources open before the export
 		sent := filepath.Join(dir, fmt.Sprintf("sent%d.pcap", i))
+		// Paced (as sendTracePaced says why): the user run's libpcap
+		// socket is the oracle of the tc placement, and must lose nothing.
 		if out, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "20000",
-			"--seed", fmt.Sprint(i+1), "--malformed", "0.02", "-o", sent).CombinedOutput(); err != nil {
+			"--seed", fmt.Sprint(i+1), "--malformed", "0.02", "--pps", "20000", "-o", sent).CombinedOutput(); err != nil {
 			t.Fatalf("gen: %v: %s", err, out)
 		}
 		settle(t)
