@@ -78,6 +78,7 @@ type index struct {
 	smask  uint64
 	groups []flatGroup
 	refs   []filterRef
+	sink   int32 // keeps match's early loads
 }
 
 // flatGroup is one key of one tuple and its filters, refs[lo:hi].
@@ -299,26 +300,54 @@ func (ix *index) match(k *Key, fn func(trig int32)) {
 	if fam != 4 {
 		fi = 1
 	}
-	for ti, tp := range ix.tuples {
-		// the key as the pattern sees it: of the pattern's family, with
-		// ports if it fixes one, masked
-		if tp.pat.fam != 0 && tp.pat.fam != fam ||
-			(tp.pat.sport || tp.pat.dport) && k[0]&flowkey.PortsPresent == 0 {
-			continue
-		}
-		and := &tp.and[fi]
-		mk := Key{k[0] & and[0], k[1] & and[1], k[2] & and[2], k[3] & and[3], k[4] & and[4]}
-		for i := flowkey.HashWords(mk[:], uint64(ti)) & ix.smask; ix.slots[i] != 0; i = (i + 1) & ix.smask {
-			g := &ix.groups[ix.slots[i]-1]
-			if g.tuple != int32(ti) || !g.key.eq(&mk) {
+	// The patterns are probed in chunks: the masked keys and their slots
+	// first, then the groups the slots point to, then the probes proper.
+	// The loads of a chunk do not depend on each other, so their cache
+	// misses overlap instead of coming one pattern after the other.
+	const chunk = 16
+	var (
+		mks  [chunk]Key
+		slot [chunk]uint64
+		tis  [chunk]int32
+		sink int32
+	)
+	for base := 0; base < len(ix.tuples); base += chunk {
+		n := 0
+		for ti := base; ti < min(base+chunk, len(ix.tuples)); ti++ {
+			tp := ix.tuples[ti]
+			// the key as the pattern sees it: of the pattern's family,
+			// with ports if it fixes one, masked
+			if tp.pat.fam != 0 && tp.pat.fam != fam ||
+				(tp.pat.sport || tp.pat.dport) && k[0]&flowkey.PortsPresent == 0 {
 				continue
 			}
-			for _, r := range ix.refs[g.lo:g.hi] {
-				if r.exact || matchFilter(r.f, k) {
-					fn(r.trig)
-				}
+			and := &tp.and[fi]
+			mks[n] = Key{k[0] & and[0], k[1] & and[1], k[2] & and[2], k[3] & and[3], k[4] & and[4]}
+			slot[n] = flowkey.HashWords(mks[n][:], uint64(ti)) & ix.smask
+			tis[n] = int32(ti)
+			sink += ix.slots[slot[n]]
+			n++
+		}
+		for j := range n {
+			if g := ix.slots[slot[j]]; g != 0 {
+				sink += ix.groups[g-1].tuple
 			}
-			break
+		}
+		ix.sink += sink
+		for j := range n {
+			ti, mk := tis[j], &mks[j]
+			for i := slot[j]; ix.slots[i] != 0; i = (i + 1) & ix.smask {
+				g := &ix.groups[ix.slots[i]-1]
+				if g.tuple != ti || !g.key.eq(mk) {
+					continue
+				}
+				for _, r := range ix.refs[g.lo:g.hi] {
+					if r.exact || matchFilter(r.f, k) {
+						fn(r.trig)
+					}
+				}
+				break
+			}
 		}
 	}
 }
