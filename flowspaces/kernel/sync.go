@@ -268,7 +268,9 @@ func (fs *Flowspace) sync() {
 		h := 0
 		if w := k.win; w != nil && k.started.Load() {
 			late = sum(k.slot + w.lateSlot())
-			h = int(w.open & 1)
+			if w.flow == nil {
+				h = int(w.open & 1)
+			}
 		}
 		in := sum(k.slot)
 		if failed {

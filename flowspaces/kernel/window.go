@@ -21,12 +21,22 @@ package kernel
 // windows, each half has a ready mark, the epoch it is clean for; a packet
 // whose half is not ready for its epoch is not measured, and counts as the
 // function's dropped, never silently.
+//
+// A function that keeps an entry per flow (ebpfgen.Drained: trumpet's
+// phase 1) is double-buffered the same way, on its epoch rather than a
+// window, with a hash map per parity in place of halves of its counter
+// slots, which stay cumulative: once an epoch has ended (and the grace)
+// its Go half (functions.Drainer) is handed the entries of the epoch's
+// map, read and deleted in one batch while the programs write the other
+// map, and the map is made ready for the epoch after next.
 
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -82,10 +92,20 @@ type epochs struct {
 	ready    *ebpf.Map // [parity]: the epoch the half is clean for
 	open     int64     // the epoch the Go half reads as the window filling
 	started  bool
+	// A Drained function's: its flow maps by parity, and the buffers a
+	// drain reads their entries into (keys and values, all CPUs').
+	flow       *ebpfgen.FlowMap
+	fmaps      [2]*ebpf.Map
+	keys, vals reflect.Value
+	cpus       int
 }
 
-// windowOf returns the double-buffering n needs, or nil without window=.
+// windowOf returns the double-buffering n needs, or nil without window=
+// (and not Drained).
 func windowOf(n *flowspaces.Node, fn ebpfgen.Function) (*epochs, error) {
+	if d, ok := fn.(ebpfgen.Drained); ok {
+		return drainedOf(d)
+	}
 	if !windowed(n) {
 		return nil, nil
 	}
@@ -94,6 +114,57 @@ func windowOf(n *flowspaces.Node, fn ebpfgen.Function) (*epochs, error) {
 		return nil, fmt.Errorf("cannot create the epoch map of its window: %w", err)
 	}
 	return &epochs{interval: int64(n.Ctx.Params.Duration("window")), slots: fn.StateSlots(), ready: m}, nil
+}
+
+// drainedOf returns the double-buffering of a Drained function: its ready
+// marks and its two flow maps.
+func drainedOf(d ebpfgen.Drained) (*epochs, error) {
+	fm := d.FlowMap()
+	if fm.Epoch <= 0 || fm.KeySize <= 0 || fm.ValueSize <= 0 || fm.ValueSize%8 != 0 || fm.Entries <= 0 {
+		return nil, fmt.Errorf("its flow maps are declared wrong: %+v", fm)
+	}
+	ready, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2})
+	if err != nil {
+		return nil, fmt.Errorf("cannot create the epoch map of its flow maps: %w", err)
+	}
+	w := &epochs{interval: int64(fm.Epoch), slots: d.StateSlots(), ready: ready, flow: &fm, cpus: 1}
+	typ := ebpf.Hash
+	if fm.PerCPU {
+		typ, w.cpus = ebpf.PerCPUHash, ebpf.MustPossibleCPU()
+	}
+	for h := range w.fmaps {
+		m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_flows", Type: typ, KeySize: uint32(fm.KeySize), ValueSize: uint32(fm.ValueSize), MaxEntries: uint32(fm.Entries)})
+		if err != nil {
+			w.close()
+			return nil, fmt.Errorf("cannot create its flow map (%d flows of %d+%d bytes): %w", fm.Entries, fm.KeySize, fm.ValueSize, err)
+		}
+		w.fmaps[h] = m
+	}
+	w.keys = reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(fm.KeySize, reflect.TypeFor[byte]())), fm.Entries, fm.Entries)
+	w.vals = reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(fm.ValueSize, reflect.TypeFor[byte]())), fm.Entries*w.cpus, fm.Entries*w.cpus)
+	return w, nil
+}
+
+// drain reads and deletes the entries of flow map h, those of epoch e,
+// and hands them to the Go half.
+func (w *epochs) drain(h int, e int64, d functions.Drainer) error {
+	m, fm := w.fmaps[h], w.flow
+	n := 0
+	var cursor ebpf.MapBatchCursor
+	for n < fm.Entries {
+		got, err := m.BatchLookupAndDelete(&cursor, w.keys.Slice(n, fm.Entries).Interface(), w.vals.Slice(n*w.cpus, fm.Entries*w.cpus).Interface(), nil)
+		n += got
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("cannot drain its flow map: %w", err)
+		}
+	}
+	keys := unsafe.Slice((*byte)(w.keys.UnsafePointer()), fm.Entries*fm.KeySize)
+	vals := unsafe.Slice((*byte)(w.vals.UnsafePointer()), fm.Entries*w.cpus*fm.ValueSize)
+	d.Drain(e, keys[:n*fm.KeySize], vals[:n*w.cpus*fm.ValueSize], n, w.cpus)
+	return nil
 }
 
 // windowed says n has window=, which its class declares.
@@ -107,28 +178,37 @@ func (w *epochs) close() {
 		w.ready.Close()
 		w.ready = nil
 	}
+	if w != nil {
+		for h, m := range w.fmaps {
+			if m != nil {
+				m.Close()
+				w.fmaps[h] = nil
+			}
+		}
+	}
 }
 
-// halves is how many copies of its state a function keeps.
+// halves is how many copies of its state a function keeps: a Drained
+// function's counter slots and state maps are not double-buffered.
 func (w *epochs) halves() int {
-	if w == nil {
+	if w == nil || w.flow != nil {
 		return 1
 	}
 	return 2
 }
 
 // need is how many counter slots a function with slots state slots keeps:
-// in, out, its state (twice, windowed) and, windowed, late: packets whose
-// half was not ready.
+// in, out, its state (twice, windowed) and, windowed or drained, late:
+// packets whose half was not ready.
 func (w *epochs) need(slots int) int {
 	if w == nil {
 		return 2 + slots
 	}
-	return 2 + 2*slots + 1
+	return 2 + w.halves()*slots + 1
 }
 
 // lateSlot is the offset of the late slot among a windowed function's.
-func (w *epochs) lateSlot() int { return 2 + 2*w.slots }
+func (w *epochs) lateSlot() int { return 2 + w.halves()*w.slots }
 
 // prologue is the code before a windowed function's: the packet's epoch
 // e, its parity into stackHalf, and to late unless half e&1 is ready for
@@ -159,10 +239,19 @@ func (p *progSpec) prologue(w *epochs, late string) asm.Instructions {
 			asm.Add.Reg(asm.R0, asm.R1),
 		)
 	}
+	fr := p.frame()
+	if fr.clock != 0 {
+		in = append(in, asm.StoreMem(asm.RFP, fr.clock, asm.R0, asm.DWord))
+	}
 	in = append(in,
 		asm.LoadImm(asm.R1, w.interval, asm.DWord),
 		asm.Div.Reg(asm.R0, asm.R1), // the epoch (unsigned: times after 1970)
 		asm.StoreMem(asm.RFP, stackValue, asm.R0, asm.DWord),
+	)
+	if fr.epoch != 0 {
+		in = append(in, asm.StoreMem(asm.RFP, fr.epoch, asm.R0, asm.DWord))
+	}
+	in = append(in,
 		asm.And.Imm(asm.R0, 1),
 		asm.StoreMem(asm.RFP, stackHalf, asm.R0, asm.Word),
 		asm.StoreMem(asm.RFP, stackKey, asm.R0, asm.Word),
@@ -201,6 +290,9 @@ func (s *halfState) load(h int) bool {
 	if s.mbuf == nil {
 		return true
 	}
+	if s.win != nil && s.win.flow != nil {
+		h = 0 // one copy
+	}
 	fields := s.mbuf.Fields()
 	vals := make([]uint64, 0, s.slots)
 	for i := range min(len(fields), s.slots) {
@@ -221,8 +313,12 @@ func (s *halfState) load(h int) bool {
 	return true
 }
 
-// sweep zeroes half h: its counter slots and its maps' values.
+// sweep zeroes half h: its counter slots and its maps' values. A Drained
+// function's are cumulative, and its flow maps emptied by their drains.
 func (s *halfState) sweep(h int) error {
+	if s.win != nil && s.win.flow != nil {
+		return nil
+	}
 	zero := make([]uint64, ebpf.MustPossibleCPU())
 	for i := range s.slots {
 		if err := s.counters.Update(uint32(s.slot+2+h*s.slots+i), zero, ebpf.UpdateAny); err != nil {
@@ -284,6 +380,20 @@ func (s *halfState) advance(now int64) error {
 	}
 	for closed := 0; w.open < e && closed < 2; closed++ {
 		h := int(w.open & 1)
+		if w.flow != nil {
+			d, ok := s.gofn.(functions.Drainer)
+			if !ok {
+				return errors.New("its Go half drains no flow map")
+			}
+			if err := w.drain(h, w.open, d); err != nil {
+				return err
+			}
+			if err := s.setReady(w.open + 2); err != nil {
+				return err
+			}
+			w.open++
+			continue
+		}
 		if !s.load(h) {
 			return errors.New("its state maps are closed")
 		}
@@ -300,7 +410,7 @@ func (s *halfState) advance(now int64) error {
 		w.open++
 	}
 	if w.open < e {
-		if c != nil {
+		if c != nil && w.flow == nil {
 			c.Tick(e * w.interval)
 		}
 		if err := errors.Join(s.setReady(e), s.setReady(e+1)); err != nil {
