@@ -435,3 +435,140 @@ func TestTrumpetInEBPFEqualGo(t *testing.T) {
 		t.Errorf("%d records from eBPF, %d from Go, %d differ", len(got), len(want), n)
 	}
 }
+
+// trumpetRig is trumpet's program on its own (as drained builds it), for
+// benchmarks.
+type trumpetRig struct {
+	prog     *ebpf.Program
+	hs       *halfState
+	clock    *ebpf.Map
+	closeAll func()
+}
+
+func newTrumpetRig(b *testing.B, gofn functions.Function, flows int, testClock bool, events ...string) *trumpetRig {
+	c, _ := functions.Default.Lookup("trumpet")
+	ctx := &functions.Context{ID: "trumpet", Params: trumpetParams(b, c, "10ms", flows, events...), LinkType: functions.LinkEthernet,
+		Snaplen: 262144, Target: functions.TargetXDP}
+	if gofn == nil {
+		var err error
+		if gofn, err = c.New(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fn, err := c.EBPF(functions.TargetXDP, ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	node := &flowspaces.Node{ID: c.Name, Class: c, Ctx: *ctx}
+	win, err := windowOf(node, fn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	counters, _ := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(2 + win.need(fn.StateSlots()))})
+	clock, off, _ := newClockMap()
+	p := &progSpec{kind: flowspaces.KindXDP, iface: "t", counters: counters, snap: ringbuf.Snap, progName: "ffpf_test", clock: clock, testClock: testClock,
+		nodes: []progNode{{iface: "t", in: true, slot: 0}, {node: node, fn: fn, inputs: []int{0}, slot: 2, win: win}}}
+	prog, err := p.load("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &halfState{counters: counters, slot: 2, slots: fn.StateSlots(), win: win, gofn: gofn}
+	now := monotonic() + off
+	if testClock {
+		now = int64(1_700_000_000_000_000_000)
+	}
+	if err := hs.start(now); err != nil {
+		b.Fatal(err)
+	}
+	return &trumpetRig{prog: prog, hs: hs, clock: clock, closeAll: func() { prog.Close(); clock.Close(); counters.Close(); win.close() }}
+}
+
+// BenchmarkTrumpetCost is trumpet's program's time per packet
+// (BPF_PROG_TEST_RUN, repeated on one frame: a flow already in the map of
+// its epoch); BenchmarkWindowCost's counter with key=5tuple is the cost
+// of the same key and a table, for comparison.
+func BenchmarkTrumpetCost(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("loading eBPF programs needs root")
+	}
+	frame := cat(ethHdr(0x0800), ipv4Hdr(0, 64, 6, 5, 60, 0, 1, 1), tcpHdr(1000, 80, 5), make([]byte, 20))
+	b.Run("trumpet", func(b *testing.B) {
+		r := newTrumpetRig(b, nil, 16384, false, "heavy: dstip=10.0.0.0/8; sum(volume) > 125KB; 5-tuple; 10ms")
+		defer r.closeAll()
+		b.ResetTimer()
+		_, d, err := r.prog.Benchmark(frame, b.N, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(d.Nanoseconds()), "ns/pkt")
+	})
+}
+
+// BenchmarkTrumpetDrain is the Go half's work at an epoch's end with
+// 16,384 flows in the epoch's flow map: the map read and emptied (all
+// CPUs' values: us/read), then the summaries decoded, fed to the monitor
+// and the epoch swept (us/go); us/drain is the two.
+func BenchmarkTrumpetDrain(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("loading eBPF programs needs root")
+	}
+	const flows = 16384
+	const epoch = int64(10 * time.Millisecond)
+	var frames [][]byte
+	for i := range flows {
+		ip := ipv4Hdr(0, 64, 17, 5, 20+8+100, 0, byte(i), byte(i>>8))
+		frames = append(frames, cat(ethHdr(0x0800), ip, udpHdr(uint16(i>>16), 53, 108), make([]byte, 100)))
+	}
+	c, _ := functions.Default.Lookup("trumpet")
+	ctx := &functions.Context{ID: "trumpet", Params: trumpetParams(b, c, "10ms", flows, "heavy: dstip=10.0.0.0/8; sum(volume) > 125KB; 5-tuple; 10ms"),
+		LinkType: functions.LinkEthernet, Snaplen: 262144, Target: functions.TargetXDP}
+	gofn, err := c.New(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := &timedDrain{d: gofn.(functions.Drainer)}
+	r := newTrumpetRig(b, d, flows, true, "heavy: dstip=10.0.0.0/8; sum(volume) > 125KB; 5-tuple; 10ms")
+	defer r.closeAll()
+	var work time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		e := r.hs.win.open
+		if err := r.clock.Update(uint32(clockFixed), uint64(e*epoch+epoch/2), ebpf.UpdateAny); err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range frames {
+			if _, err := r.prog.Run(&ebpf.RunOptions{Data: f}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		if err := r.hs.advance((e + 1) * epoch); err != nil {
+			b.Fatal(err)
+		}
+		work += time.Since(t0)
+		if d.n != flows {
+			b.Fatalf("drained %d flows, want %d", d.n, flows)
+		}
+	}
+	b.ReportMetric(float64(r.hs.win.cpus), "cpus")
+	b.ReportMetric(float64(work.Microseconds())/float64(b.N), "us/drain")
+	b.ReportMetric(float64((work-d.work).Microseconds())/float64(b.N), "us/read")
+	b.ReportMetric(float64(d.work.Microseconds())/float64(b.N), "us/go")
+}
+
+// timedDrain times a Go half's drains.
+type timedDrain struct {
+	d    functions.Drainer
+	n    int
+	work time.Duration
+}
+
+func (d *timedDrain) Process(*buffers.Batch) {}
+func (d *timedDrain) Drain(e int64, keys, values []byte, n, cpus int) {
+	t0 := time.Now()
+	d.d.Drain(e, keys, values, n, cpus)
+	d.work += time.Since(t0)
+	d.n = n
+}

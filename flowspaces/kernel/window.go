@@ -33,7 +33,7 @@ package kernel
 import (
 	"errors"
 	"fmt"
-	"reflect"
+	"runtime"
 	"slices"
 	"time"
 	"unsafe"
@@ -96,7 +96,7 @@ type epochs struct {
 	// drain reads their entries into (keys and values, all CPUs').
 	flow       *ebpfgen.FlowMap
 	fmaps      [2]*ebpf.Map
-	keys, vals reflect.Value
+	keys, vals []byte
 	cpus       int
 }
 
@@ -140,30 +140,98 @@ func drainedOf(d ebpfgen.Drained) (*epochs, error) {
 		}
 		w.fmaps[h] = m
 	}
-	w.keys = reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(fm.KeySize, reflect.TypeFor[byte]())), fm.Entries, fm.Entries)
-	w.vals = reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(fm.ValueSize, reflect.TypeFor[byte]())), fm.Entries*w.cpus, fm.Entries*w.cpus)
+	w.keys = make([]byte, fm.Entries*fm.KeySize)
+	// u64 words: the values are read as words, aligned
+	w.vals = words(make([]uint64, fm.Entries*w.cpus*fm.ValueSize/8))
 	return w, nil
 }
 
-// drain reads and deletes the entries of flow map h, those of epoch e,
-// and hands them to the Go half.
+// drain reads the entries of flow map h, those of epoch e, and hands
+// them to the Go half; then it deletes the entries no packet of e wrote
+// (the flow was idle for the two epochs of the parity), so that the map
+// holds the flows that have packets.
 func (w *epochs) drain(h int, e int64, d functions.Drainer) error {
-	m, fm := w.fmaps[h], w.flow
-	n := 0
-	var cursor ebpf.MapBatchCursor
-	for n < fm.Entries {
-		got, err := m.BatchLookupAndDelete(&cursor, w.keys.Slice(n, fm.Entries).Interface(), w.vals.Slice(n*w.cpus, fm.Entries*w.cpus).Interface(), nil)
-		n += got
-		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			break
+	fm, m := w.flow, w.fmaps[h]
+	n, err := batchLookup(m, w.keys, w.vals, fm.Entries)
+	if err != nil {
+		return fmt.Errorf("cannot drain its flow map: %w", err)
+	}
+	d.Drain(e, w.keys[:n*fm.KeySize], w.vals[:n*w.cpus*fm.ValueSize], n, w.cpus)
+	idle := 0
+	for i := range n {
+		live := false
+		for c := range w.cpus {
+			live = live || int64(buffers.Native.Uint64(w.vals[(i*w.cpus+c)*fm.ValueSize:])) == e
 		}
-		if err != nil {
-			return fmt.Errorf("cannot drain its flow map: %w", err)
+		if !live {
+			copy(w.keys[idle*fm.KeySize:], w.keys[i*fm.KeySize:(i+1)*fm.KeySize])
+			idle++
 		}
 	}
-	keys := unsafe.Slice((*byte)(w.keys.UnsafePointer()), fm.Entries*fm.KeySize)
-	vals := unsafe.Slice((*byte)(w.vals.UnsafePointer()), fm.Entries*w.cpus*fm.ValueSize)
-	d.Drain(e, keys[:n*fm.KeySize], vals[:n*w.cpus*fm.ValueSize], n, w.cpus)
+	if err := batchDelete(m, w.keys, idle); err != nil {
+		return fmt.Errorf("cannot delete the idle flows of its flow map: %w", err)
+	}
+	return nil
+}
+
+// bpf_attr of the batch commands.
+type batchAttr struct {
+	inBatch, outBatch, keys, values uint64
+	count, fd                       uint32
+	elemFlags, flags                uint64
+}
+
+const (
+	bpfMapLookupBatch = 24 // BPF_MAP_LOOKUP_BATCH
+	bpfMapDeleteBatch = 27 // BPF_MAP_DELETE_BATCH
+)
+
+func bpf(cmd int, attr *batchAttr) unix.Errno {
+	_, _, errno := unix.Syscall(unix.SYS_BPF, uintptr(cmd), uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr))
+	return errno
+}
+
+// batchLookup reads every entry of hash map m (at most max) into keys and
+// vals, in batches (BPF_MAP_LOOKUP_BATCH), and returns how many. It makes
+// the system call itself: cilium/ebpf decodes a per-CPU map's values one
+// by one through reflection, which took 13 ms for 16,384 flows on 2
+// CPUs, longer than an epoch.
+func batchLookup(m *ebpf.Map, keys, vals []byte, max int) (int, error) {
+	var attr batchAttr
+	var cursor [2]uint64 // in_batch and out_batch: a hash map's bucket, a u32
+	ks, vs := len(keys)/max, len(vals)/max
+	n := 0
+	for n < max {
+		attr.outBatch = uint64(uintptr(unsafe.Pointer(&cursor[1])))
+		attr.keys = uint64(uintptr(unsafe.Pointer(&keys[n*ks])))
+		attr.values = uint64(uintptr(unsafe.Pointer(&vals[n*vs])))
+		attr.count, attr.fd = uint32(max-n), uint32(m.FD())
+		errno := bpf(bpfMapLookupBatch, &attr)
+		runtime.KeepAlive(&cursor)
+		n += int(attr.count)
+		if errno == unix.ENOENT {
+			return n, nil
+		}
+		if errno != 0 {
+			return n, errno
+		}
+		cursor[0] = cursor[1]
+		attr.inBatch = uint64(uintptr(unsafe.Pointer(&cursor[0])))
+	}
+	return n, nil
+}
+
+// batchDelete deletes the n keys at the start of keys from hash map m.
+func batchDelete(m *ebpf.Map, keys []byte, n int) error {
+	if n == 0 {
+		return nil
+	}
+	attr := batchAttr{keys: uint64(uintptr(unsafe.Pointer(&keys[0]))), count: uint32(n), fd: uint32(m.FD())}
+	errno := bpf(bpfMapDeleteBatch, &attr)
+	runtime.KeepAlive(keys)
+	if errno != 0 && errno != unix.ENOENT {
+		return errno
+	}
 	return nil
 }
 

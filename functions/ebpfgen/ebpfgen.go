@@ -70,11 +70,13 @@ type Mapped interface {
 // own, one per epoch parity: the code, emitted once per parity, updates
 // the entry of the packet's flow in the map of the packet's epoch
 // (Emitter.FlowMap, Epoch, Clock), and the function's Go half
-// (functions.Drainer) reads and empties that map once the epoch has
-// ended, while the packets of the next write the other. A map read only
-// after its epoch, and emptied before the epoch after next, loses no
-// update to a deletion that races a packet, as deleting the idle entries
-// of one shared map would; an LRU map would evict flows silently.
+// (functions.Drainer) reads that map once the epoch has ended, while the
+// packets of the next write the other. A value's first u64 is the epoch
+// it holds: the code resets an entry of another epoch, and an entry no
+// CPU wrote in the epoch drained is deleted then (the flow was idle for
+// two epochs). A map is read and pruned only between its epochs, so no
+// update is lost to a deletion that races a packet, as deleting the idle
+// entries of one shared map would; an LRU map would evict flows silently.
 type Drained interface {
 	Function
 	FlowMap() FlowMap

@@ -288,8 +288,8 @@ func (t *Trumpet) Drain(e int64, keys, values []byte, n, cpus int) {
 		t.m.Tick(e * ep)
 	}
 	t.m.Flush(e * ep) // a sweep left pending ends
-	for _, i := range t.sc.order {
-		t.m.Summarise(&t.sc.keys[i], &t.sc.sums[i])
+	for _, o := range t.sc.order {
+		t.m.Summarise(&t.sc.keys[o.i], &t.sc.sums[o.i])
 	}
 	t.m.Flush((e + 1) * ep)
 	t.out.Flush()
