@@ -207,7 +207,9 @@ func (fs *Flowspace) flush(now int64) {
 	fs.mu.Unlock()
 	for _, k := range nodes {
 		if f, ok := k.gofn.(functions.Flusher); ok && k.started.Load() {
+			k.goMu.Lock()
 			f.Flush(now)
+			k.goMu.Unlock()
 		}
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -346,10 +347,20 @@ type halfState struct {
 	mbuf     *buffers.MBuf
 	win      *epochs
 	gofn     functions.Function
+	mu       *sync.Mutex // the Go half's lock (node.goMu), nil for none
 }
 
 func (k *node) half(counters *ebpf.Map) *halfState {
-	return &halfState{counters: counters, slot: k.slot, slots: k.slots, maps: k.maps, mbuf: k.mbuf, win: k.win, gofn: k.gofn}
+	return &halfState{counters: counters, slot: k.slot, slots: k.slots, maps: k.maps, mbuf: k.mbuf, win: k.win, gofn: k.gofn, mu: &k.goMu}
+}
+
+// lock locks the Go half.
+func (s *halfState) lock() func() {
+	if s.mu == nil {
+		return func() {}
+	}
+	s.mu.Lock()
+	return s.mu.Unlock
 }
 
 // load reads half h of the state into the MBuf; it reports whether it
@@ -409,6 +420,7 @@ func (s *halfState) setReady(e int64) error {
 // start opens the window of time now: both halves swept and ready for
 // the epoch of now and the next, and the Go function's window started.
 func (s *halfState) start(now int64) error {
+	defer s.lock()()
 	if c, ok := s.gofn.(functions.Clocked); ok && c.Deadline() <= now {
 		c.Tick(now) // the first tick starts the Go function's window (or the whole run)
 	}
@@ -437,6 +449,7 @@ func (s *halfState) start(now int64) error {
 // halves were not ready), are passed over in one tick, as the Go function
 // passes over windows without packets.
 func (s *halfState) advance(now int64) error {
+	defer s.lock()()
 	w := s.win
 	if w == nil || !w.started {
 		return nil

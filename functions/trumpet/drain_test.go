@@ -1,6 +1,7 @@
 package trumpet
 
 import (
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -65,4 +66,36 @@ func BenchmarkDrainGo(b *testing.B) {
 	if tr.m.Flows() != n {
 		b.Fatalf("%d flows in the monitor", tr.m.Flows())
 	}
+}
+
+// TestAddInEBPF: a trumpet whose phase 1 runs in eBPF takes, through its
+// add handler, only the events its flow summaries serve.
+func TestAddInEBPF(t *testing.T) {
+	p, err := class.Bind([]functions.Arg{{Key: "event", Value: functions.Raw{Kind: functions.RawString, Text: "a: *; count() > 1; 5-tuple; 10ms"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []functions.Target{functions.TargetXDP, functions.TargetKernel, functions.TargetUser} {
+		tr, err := New(&functions.Context{ID: "t", LinkType: functions.LinkEthernet, Target: target, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.addHandler("b: *; max(ttl) > 1 and sum(ecn) > 0; dstip/24; 20ms"); err != nil {
+			t.Errorf("%v: %v", target, err)
+		}
+		_, err = tr.addHandler("c: proto=tcp; sum(is_lost) > 0; 5-tuple; 10ms")
+		if ebpf := target != functions.TargetUser; ebpf != (err != nil) || ebpf && !strings.Contains(err.Error(), "event c reads is_lost") {
+			t.Errorf("%v: adding an event on is_lost: %v", target, err)
+		}
+		if want := 2 + btoi(target == functions.TargetUser); len(tr.List()) != want {
+			t.Errorf("%v: events %v", target, tr.List())
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
