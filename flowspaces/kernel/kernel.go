@@ -11,7 +11,8 @@
 // (attach.go: XDP, TCX, clsact), state sync from the per-CPU counter map
 // into the nodes' counters and MBufs every 100 ms (sync.go), windows
 // double-buffered by epoch parity and closed by the functions' Go halves
-// in this process (window.go), whose records (report=) go up as streams of
+// in this process, and per-flow maps by epoch parity drained by them
+// (window.go), whose records (report=) go up as streams of
 // their own (records.go), and the way
 // up (up.go): packets a flowspace above asks for cross the barrier through
 // the ring-buffer bridge (bridges/ringbuf) or, when the capture steals
