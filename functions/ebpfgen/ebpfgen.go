@@ -73,8 +73,8 @@ type Mapped interface {
 // (functions.Drainer) reads that map once the epoch has ended, while the
 // packets of the next write the other. A value's first u64 is the epoch
 // it holds: the code resets an entry of another epoch, and an entry no
-// CPU wrote in the epoch drained is deleted then (the flow was idle for
-// two epochs). A map is read and pruned only between its epochs, so no
+// CPU wrote in the epoch drained is deleted then (its flow had no packet
+// in that epoch: the entry was last written two or more epochs before). A map is read and pruned only between its epochs, so no
 // update is lost to a deletion that races a packet, as deleting the idle
 // entries of one shared map would; an LRU map would evict flows silently.
 type Drained interface {
