@@ -150,8 +150,7 @@ func drainedOf(d ebpfgen.Drained) (*epochs, error) {
 // drain reads the entries of flow map h, those of epoch e, and hands
 // them to the Go half; then it deletes the entries no packet of e wrote
 // (its flow had none in e: the entry was last written two or more epochs
-// before), so that the map
-// holds the flows that have packets.
+// before), so that the map holds the flows that have packets.
 func (w *epochs) drain(h int, e int64, d functions.Drainer) error {
 	fm, m := w.flow, w.fmaps[h]
 	n, err := batchLookup(m, w.keys, w.vals, fm.Entries)
