@@ -40,3 +40,14 @@ func AlignUp(t, interval int64) int64 {
 	}
 	return (t/interval + 1) * interval
 }
+
+// Drainer is the Go half of a function whose eBPF code keeps an entry per
+// flow in hash maps by epoch parity (ebpfgen.Drained). Once epoch e has
+// ended (and a grace), the eBPF flowspace reads and empties the map of e
+// and calls Drain with its n entries: keys holds n keys, values n values
+// per CPU (cpus of them, key i's at i·cpus), each of the sizes the code
+// declared; n may be 0. It calls Drain for every epoch in order, from
+// the goroutine that reads the flowspace's state.
+type Drainer interface {
+	Drain(e int64, keys, values []byte, n, cpus int)
+}

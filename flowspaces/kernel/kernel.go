@@ -11,7 +11,8 @@
 // (attach.go: XDP, TCX, clsact), state sync from the per-CPU counter map
 // into the nodes' counters and MBufs every 100 ms (sync.go), windows
 // double-buffered by epoch parity and closed by the functions' Go halves
-// in this process (window.go), whose records (report=) go up as streams of
+// in this process, and per-flow maps by epoch parity drained by them
+// (window.go), whose records (report=) go up as streams of
 // their own (records.go), and the way
 // up (up.go): packets a flowspace above asks for cross the barrier through
 // the ring-buffer bridge (bridges/ringbuf) or, when the capture steals
@@ -121,6 +122,9 @@ type node struct {
 	// started is set once its Go half's clock (and window) started, before
 	// its program saw a packet.
 	started atomic.Bool
+	// goMu serialises a Drained function's Go half: its drains and ticks,
+	// and its handlers (Lock).
+	goMu sync.Mutex
 }
 
 // New returns an eBPF flowspace.
@@ -230,6 +234,13 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 			k.recs = &records{node: n}
 			pr.SetEmit(k.recs.emit)
 			n.Function = producing{sum, pr}
+			if hs, ok := gofn.(functions.Handlers); ok {
+				if _, drained := fn.(ebpfgen.Drained); drained {
+					// Its Go half holds what the handlers change (trumpet's
+					// events): they run under goMu, between two drains.
+					n.Function = handling{producing{sum, pr}, hs}
+				}
+			}
 		}
 		if k.win, err = windowOf(n, fn); err != nil {
 			n.Source, n.Function = nil, nil
@@ -547,6 +558,33 @@ type annotating struct {
 type readable interface {
 	functions.Readable
 	functions.IntReadable
+}
+
+// handling is a producing function whose handlers its Go half serves
+// (a Drained function's).
+type handling struct {
+	producing
+	hs functions.Handlers
+}
+
+func (h handling) Handlers() []functions.Handler { return h.hs.Handlers() }
+
+// Lock implements flowspaces.Locker: a Drained function's Go half is
+// locked against its drains while a handler runs.
+func (fs *Flowspace) Lock(n *flowspaces.Node) func() {
+	fs.mu.Lock()
+	var k *node
+	for _, o := range fs.nodes {
+		if o.Node == n {
+			k = o
+		}
+	}
+	fs.mu.Unlock()
+	if k == nil {
+		return func() {}
+	}
+	k.goMu.Lock()
+	return k.goMu.Unlock
 }
 
 // noState stands for a function without state that runs in eBPF.

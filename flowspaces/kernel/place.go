@@ -72,17 +72,29 @@ func (fs *Flowspace) StateLimit() (limit, used int64) { return fs.state.Limit, f
 
 // mapBytes is the memory of the state maps fn keeps: 8 bytes per value,
 // on every possible CPU for a per-CPU map (what the kernel allocates), and
-// twice over with window= (a copy per epoch parity, window.go).
+// twice over with window= (a copy per epoch parity, window.go); and a
+// Drained function's two flow maps.
 func mapBytes(t functions.Target, n *flowspaces.Node, fn ebpfgen.Function) (int64, error) {
-	mf, ok := fn.(ebpfgen.Mapped)
-	if !ok {
-		return 0, nil
-	}
-	fields, _, err := n.Class.State.Layout(t, n.Ctx.Params)
+	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
 		return 0, err
 	}
-	cpus, err := ebpf.PossibleCPU()
+	var flows int64
+	if d, ok := fn.(ebpfgen.Drained); ok {
+		// Two flow maps (one per epoch parity), each entry a key and a
+		// value per CPU.
+		fm := d.FlowMap()
+		v := int64(fm.ValueSize)
+		if fm.PerCPU {
+			v *= int64(cpus)
+		}
+		flows = 2 * int64(fm.Entries) * (int64(fm.KeySize) + v)
+	}
+	mf, ok := fn.(ebpfgen.Mapped)
+	if !ok {
+		return flows, nil
+	}
+	fields, _, err := n.Class.State.Layout(t, n.Ctx.Params)
 	if err != nil {
 		return 0, err
 	}
@@ -102,7 +114,7 @@ func mapBytes(t functions.Target, n *flowspaces.Node, fn ebpfgen.Function) (int6
 	if windowed(n) {
 		size *= 2
 	}
-	return size, nil
+	return size + flows, nil
 }
 
 // mergeOf is the merge the class declares for state field name.

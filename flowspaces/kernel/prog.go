@@ -104,7 +104,10 @@ func flag(i int) int16 { return int16(stackFlags - 8*i) }
 type frame struct {
 	time int16 // 0 without
 	ann  int16 // word w at ann + 8w; 0 without
-	used int
+	// a Drained function's packet epoch and packet clock (window.go's
+	// prologue writes them); 0 without
+	epoch, clock int16
+	used         int
 }
 
 // readsTime says the program reads the packet's time once, at its start:
@@ -128,6 +131,10 @@ func (p *progSpec) frame() frame {
 	if len(p.ann) > 0 {
 		f.used += 8 * (slices.Max(p.ann) + 1) // words 0 to the last written
 		f.ann = int16(-f.used)
+	}
+	if slices.ContainsFunc(p.nodes, func(n progNode) bool { return n.win != nil && n.win.flow != nil }) {
+		f.used += 16
+		f.epoch, f.clock = int16(-f.used), int16(-f.used+8)
 	}
 	return f
 }
@@ -234,13 +241,14 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		in = append(in, add(n.slot, asm.R1)...) // in += 1 (r1 is 1: flags are 0 or 1)
 		// emit generates the function's code on the maps and slots of one
 		// epoch parity (the only ones without window=).
-		emit := func(prefix string, maps func(string) int, slot0 int) (asm.Instructions, error) {
+		emit := func(prefix string, maps func(string) int, slot0, flow int) (asm.Instructions, error) {
 			state := p.addState(prefix + "_state")
 			e := &ebpfgen.Emitter{Prefix: prefix, Pass: pass, Drop: drop, Outgoing: p.egress,
 				StackOffset: fr.used, // the flags, time and annotations end here
 				AddState:    func(k int, r asm.Register) asm.Instructions { return state(slot0+k, r) },
 				Map:         maps, KeySlot: stackKey,
-				Time: fr.time, ClockOffset: p.offset}
+				Time: fr.time, ClockOffset: p.offset,
+				FlowMap: flow, Epoch: fr.epoch, Clock: fr.clock}
 			if len(p.ann) > 0 && n.node.Class.Annotates > 0 {
 				e.Ann = fr.annAt
 			}
@@ -250,7 +258,13 @@ func (p *progSpec) build() (asm.Instructions, error) {
 			return e.Insns, nil
 		}
 		late := fmt.Sprintf("n%d_late", i)
-		code, err := emit(fmt.Sprintf("n%d", i), fds(n.maps), n.slot+2)
+		flowFD := func(h int) int {
+			if n.win == nil || n.win.fmaps[h] == nil {
+				return -1
+			}
+			return n.win.fmaps[h].FD()
+		}
+		code, err := emit(fmt.Sprintf("n%d", i), fds(n.maps), n.slot+2, flowFD(0))
 		if err != nil {
 			return nil, err
 		}
@@ -261,7 +275,11 @@ func (p *progSpec) build() (asm.Instructions, error) {
 			if p.clock == nil {
 				return nil, fmt.Errorf("%s: a window needs the flowspace's clock", n.node.ID)
 			}
-			oddCode, err := emit(fmt.Sprintf("n%do", i), oddFds(n.maps), n.slot+2+n.win.slots)
+			oddMaps, oddSlot := oddFds(n.maps), n.slot+2+n.win.slots
+			if n.win.flow != nil { // its counter slots and state maps are one copy
+				oddMaps, oddSlot = fds(n.maps), n.slot+2
+			}
+			oddCode, err := emit(fmt.Sprintf("n%do", i), oddMaps, oddSlot, flowFD(1))
 			if err != nil {
 				return nil, err
 			}

@@ -207,7 +207,9 @@ func (fs *Flowspace) flush(now int64) {
 	fs.mu.Unlock()
 	for _, k := range nodes {
 		if f, ok := k.gofn.(functions.Flusher); ok && k.started.Load() {
+			k.goMu.Lock()
 			f.Flush(now)
+			k.goMu.Unlock()
 		}
 	}
 }
@@ -268,7 +270,9 @@ func (fs *Flowspace) sync() {
 		h := 0
 		if w := k.win; w != nil && k.started.Load() {
 			late = sum(k.slot + w.lateSlot())
-			h = int(w.open & 1)
+			if w.flow == nil {
+				h = int(w.open & 1)
+			}
 		}
 		in := sum(k.slot)
 		if failed {

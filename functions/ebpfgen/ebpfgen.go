@@ -66,6 +66,31 @@ type Mapped interface {
 	MapFields() []MapField
 }
 
+// Drained is a Function that keeps an entry per flow in a hash map of its
+// own, one per epoch parity: the code, emitted once per parity, updates
+// the entry of the packet's flow in the map of the packet's epoch
+// (Emitter.FlowMap, Epoch, Clock), and the function's Go half
+// (functions.Drainer) reads that map once the epoch has ended, while the
+// packets of the next write the other. A value's first u64 is the epoch
+// it holds: the code resets an entry of another epoch, and an entry no
+// CPU wrote in the epoch drained is deleted then (its flow had no packet
+// in that epoch: the entry was last written two or more epochs before). A map is read and pruned only between its epochs, so no
+// update is lost to a deletion that races a packet, as deleting the idle
+// entries of one shared map would; an LRU map would evict flows silently.
+type Drained interface {
+	Function
+	FlowMap() FlowMap
+}
+
+// FlowMap describes a Drained function's maps.
+type FlowMap struct {
+	Epoch     time.Duration // the period its Go half drains at
+	KeySize   int           // bytes
+	ValueSize int           // bytes, a multiple of 8
+	Entries   int           // flows one epoch holds
+	PerCPU    bool          // one value per CPU, merged by the Go half
+}
+
 // MapField is a field of a function's MBuf kept in a map. The map is
 // per-CPU unless the class declares the field's merge shared or Shared is
 // set: a structure the code itself tests (a Bloom filter that passes the
@@ -111,6 +136,12 @@ type Emitter struct {
 	// clock above: the time the packet's record carries up.
 	Time        int16
 	ClockOffset int64
+	// For a Drained function: FlowMap is the file descriptor of the map
+	// of the epoch parity the code is emitted for; Epoch and Clock are the
+	// stack offsets of the packet's epoch number and of its time on the
+	// packet clock (ns since the Unix epoch), u64s the program computed.
+	FlowMap      int
+	Epoch, Clock int16
 
 	Insns asm.Instructions
 }

@@ -61,6 +61,7 @@ var params = []functions.Param{
 var stateFields = []functions.StateField{
 	{Name: "packets", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets read"},
 	{Name: "nokey", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets without an IPv4 or IPv6 header (no flow)"},
+	{Name: "mapfull", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "in eBPF: packets of new flows the full flow map of their epoch had no room for"},
 	{Name: "flows", Type: buffers.U64, Merge: functions.MergeShared, Summary: "5-tuples in the flow table"},
 	{Name: "newflows", Type: buffers.U64, Merge: functions.MergeSum, Summary: "flows that entered the flow table (again, after an idle epoch)"},
 	{Name: "overflow", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets of new flows the full flow table had no room for"},
@@ -87,20 +88,39 @@ var class = &functions.Class{
 	Params:  params,
 	State:   &functions.State{Fields: stateFields},
 	Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
-	Runs: func(t functions.Target, _ functions.Params) error {
+	Runs: func(t functions.Target, p functions.Params) error {
 		if t != functions.TargetUser {
-			return errNoEBPF
+			return ebpfRuns(p)
 		}
 		return nil
 	},
-	Code:     func(functions.Target, *functions.Context) (any, error) { return nil, errNoEBPF },
+	Code:     functions.EBPFCode(ebpfCode),
 	Produces: func(functions.Params) bool { return true },
 	Validate: validate,
 	New:      func(ctx *functions.Context) (functions.Function, error) { return New(ctx) },
 }
 
-// errNoEBPF is the placement's reason for keeping trumpet out of eBPF.
-var errNoEBPF = errors.New("trumpet's phase 1 has no eBPF code yet: its per-flow state (variable summary layouts by epoch parity, unwrapped TCP sequence space, the RTT timer of the other direction) and the tuple-space match of new flows need per-CPU maps and a sweep that merges them, so it runs in userspace")
+// ebpfRuns says whether phase 1 can run in eBPF, on per-CPU flow
+// summaries (ebpf.go); the error is the placement's reason for keeping
+// the function in userspace.
+func ebpfRuns(p functions.Params) error {
+	if p.Int("dos") > 0 {
+		return errors.New("trumpet's DoS defence (dos=) counts each new flow's packets in the filter table as they come, which per-CPU flow summaries in eBPF cannot, so it runs in userspace")
+	}
+	if ep := p.Duration("epoch"); ep < MinEBPFEpoch {
+		return fmt.Errorf("an epoch of %v is shorter than the %v trumpet's Go half needs to drain and sweep an epoch's flows from eBPF, so it runs in userspace", ep, MinEBPFEpoch)
+	}
+	evs, err := loadEvents(p)
+	if err != nil {
+		return err
+	}
+	for i := range evs {
+		if err := monitor.Summarisable(&evs[i]); err != nil {
+			return fmt.Errorf("trumpet runs in userspace: %v", err)
+		}
+	}
+	return nil
+}
 
 func validate(ctx *functions.Context) error {
 	if err := measure.CheckLinkType(ctx); err != nil {
@@ -119,6 +139,11 @@ type Trumpet struct {
 	out   *record.Out
 	sweep int64
 	epoch time.Duration
+	// ebpf is set when phase 1 runs in eBPF: the monitor is fed the
+	// flows' summaries (Drain), and the first nSlots fields of the MBuf
+	// are the eBPF code's counters.
+	ebpf bool
+	sc   scratch
 	// the batch at hand, and at reading its i-th packet for
 	// monitor.ProcessBatch (a method value made once)
 	cur *buffers.Batch
@@ -132,7 +157,8 @@ func New(ctx *functions.Context) (*Trumpet, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trumpet{id: ctx.ID, mbuf: mb, out: record.NewOut(2048), sweep: int64(p.Duration("sweep")), epoch: p.Duration("epoch")}
+	t := &Trumpet{id: ctx.ID, mbuf: mb, out: record.NewOut(2048), sweep: int64(p.Duration("sweep")), epoch: p.Duration("epoch"),
+		ebpf: ctx.Target == functions.TargetKernel || ctx.Target == functions.TargetXDP}
 	for _, f := range stateFields {
 		t.off = append(t.off, functions.FieldOf(mb, f.Name).Offset)
 	}
@@ -156,8 +182,14 @@ func New(ctx *functions.Context) (*Trumpet, error) {
 	return t, nil
 }
 
-// Add installs an event on the running function.
+// Add installs an event on the running function. In eBPF, an event the
+// flow summaries cannot serve is refused.
 func (t *Trumpet) Add(ev event.Event) error {
+	if t.ebpf {
+		if err := monitor.Summarisable(&ev); err != nil {
+			return fmt.Errorf("%v: this trumpet's phase 1 runs in eBPF", err)
+		}
+	}
 	if err := t.m.Add(ev); err != nil {
 		return err
 	}
@@ -227,11 +259,41 @@ func (t *Trumpet) MBuf() *buffers.MBuf { return t.mbuf }
 
 func (t *Trumpet) publish() {
 	s := &t.m.Stats
-	for i, v := range [...]uint64{s.Packets, s.NoKey, uint64(t.m.Flows()), s.NewFlows, s.Overflow, s.DoSFiltered,
+	for i, v := range [...]uint64{s.Packets, s.NoKey, 0, uint64(t.m.Flows()), s.NewFlows, s.Overflow, s.DoSFiltered,
 		s.Unmatched, s.BucketFull, uint64(t.m.Triggers()), uint64(t.m.Patterns()), s.Reports, t.out.Lost(),
 		s.Sweeps, s.Late, s.Slices, s.SweepNs, s.SweepMaxNs} {
+		if t.ebpf && i < nSlots {
+			continue // the eBPF code's counters, which the flowspace syncs
+		}
 		t.mbuf.Store64(t.off[i], v)
 	}
+}
+
+// Summary implements functions.Summarizer: the state as its fields give it.
+func (t *Trumpet) Summary() map[string]any { return t.mbuf.Snapshot() }
+
+// Drain implements functions.Drainer: in eBPF, the flows of epoch e, each
+// merged over the CPUs into a summary, are fed to the monitor in the
+// order of their first packets, as the packets would have been, and the
+// epoch ends: its sweep reports as in userspace. An epoch without a flow
+// is passed over as the packet clock passes it in userspace (the next
+// epoch with flows ticks the monitor over it).
+func (t *Trumpet) Drain(e int64, keys, values []byte, n, cpus int) {
+	t.sc.summaries(e, keys, values, n, cpus)
+	if len(t.sc.order) == 0 {
+		return
+	}
+	ep := int64(t.epoch)
+	if t.m.Deadline() <= e*ep {
+		t.m.Tick(e * ep)
+	}
+	t.m.Flush(e * ep) // a sweep left pending ends
+	for _, o := range t.sc.order {
+		t.m.Summarise(&t.sc.keys[o.i], &t.sc.sums[o.i])
+	}
+	t.m.Flush((e + 1) * ep)
+	t.out.Flush()
+	t.publish()
 }
 
 // report writes a satisfied bucket as a record: the event, the bucket's
@@ -312,4 +374,5 @@ var (
 	_ functions.Producer = (*Trumpet)(nil)
 	_ functions.Stateful = (*Trumpet)(nil)
 	_ functions.Handlers = (*Trumpet)(nil)
+	_ functions.Drainer  = (*Trumpet)(nil)
 )
