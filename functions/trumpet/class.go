@@ -276,13 +276,13 @@ func (t *Trumpet) Summary() map[string]any { return t.mbuf.Snapshot() }
 // merged over the CPUs into a summary, are fed to the monitor in the
 // order of their first packets, as the packets would have been, and the
 // epoch ends: its sweep reports as in userspace. An epoch without a flow
-// is passed over as the packet clock passes it in userspace (the next
-// epoch with flows ticks the monitor over it).
+// ends too, as an idle live source moves the packet clock in userspace:
+// the monitor's epoch follows the present, and an event added through a
+// handler starts with the interval after the present one, not after the
+// last epoch that had flows (which would report packets the present
+// epoch saw before the event was added).
 func (t *Trumpet) Drain(e int64, keys, values []byte, n, cpus int) {
 	t.sc.summaries(e, keys, values, n, cpus)
-	if len(t.sc.order) == 0 {
-		return
-	}
 	ep := int64(t.epoch)
 	if t.m.Deadline() <= e*ep {
 		t.m.Tick(e * ep)

@@ -1,12 +1,15 @@
 package trumpet
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/record"
 	"github.com/ffpf-go/ffpf/functions/trumpet/event"
 )
 
@@ -98,4 +101,65 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestAddInEBPFAfterIdle: in eBPF the Go half learns that time passes
+// from its drains, one per epoch, flows or none: an event added after a
+// long idle stretch starts with the interval after the present one, as in
+// userspace (where an idle live source moves the packet clock), and not
+// with the one after the last epoch that had flows, which would report the
+// present epoch's packets from before the event was added.
+func TestAddInEBPFAfterIdle(t *testing.T) {
+	p, err := class.Bind([]functions.Arg{{Key: "event", Value: functions.Raw{Kind: functions.RawString, Text: "a: *; count() > 0; 5-tuple; 10ms"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := New(&functions.Context{ID: "t", LinkType: functions.LinkEthernet, Target: functions.TargetXDP, Params: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []string
+	tr.SetEmit(func(b *buffers.Batch) {
+		for _, e := range b.E[:b.N] {
+			j, err := record.AppendJSON(nil, b.PBuf.Data(e.Slot))
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, string(j))
+		}
+	})
+	const ep, e0 = int64(10_000_000), int64(170_000_000_000)
+	tr.Tick(e0 * ep) // the flowspace starts the Go half's clock
+	flows := func(e int64, n int) {
+		if n == 0 {
+			tr.Drain(e, nil, nil, 0, 2)
+			return
+		}
+		k, v := drainInput(e, n, 2)
+		tr.Drain(e, k, v, n, 2)
+	}
+	flows(e0, 1)
+	for e := e0 + 1; e < e0+50; e++ {
+		flows(e, 0) // idle: the flow map of each epoch is drained empty
+	}
+	// Epoch e0+49 has been drained: the present is in epoch e0+50.
+	if _, err := tr.addHandler("b: *; count() > 0; 5-tuple; 10ms"); err != nil {
+		t.Fatal(err)
+	}
+	flows(e0+50, 1)
+	flows(e0+51, 1)
+	reports := map[string][]int64{}
+	for _, r := range recs {
+		var v struct {
+			Event string
+			TS    int64
+		}
+		if err := json.Unmarshal([]byte(r), &v); err != nil {
+			t.Fatal(err)
+		}
+		reports[v.Event] = append(reports[v.Event], v.TS/ep-e0)
+	}
+	if !slices.Equal(reports["a"], []int64{0, 50, 51}) || !slices.Equal(reports["b"], []int64{51}) {
+		t.Errorf("reports by epoch (from e0): %v; want a at 0, 50, 51 and b, added in epoch 50, at 51 only", reports)
+	}
 }
