@@ -51,3 +51,11 @@ func AlignUp(t, interval int64) int64 {
 type Drainer interface {
 	Drain(e int64, keys, values []byte, n, cpus int)
 }
+
+// Presenter is a Drainer that is told the present on the packet clock
+// before a handler runs on it: its drains come after their epochs (and a
+// grace), so the epoch its Go half is in lags the present, and what a
+// handler starts "with the next interval" must start after the present's.
+type Presenter interface {
+	Present(now int64)
+}

@@ -3,6 +3,7 @@ package trumpet
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -144,6 +145,9 @@ type Trumpet struct {
 	// are the eBPF code's counters.
 	ebpf bool
 	sc   scratch
+	// present is, in eBPF, the packet clock the flowspace last gave
+	// (Present): the epoch a handler's event starts after.
+	present int64
 	// the batch at hand, and at reading its i-th packet for
 	// monitor.ProcessBatch (a method value made once)
 	cur *buffers.Batch
@@ -158,7 +162,7 @@ func New(ctx *functions.Context) (*Trumpet, error) {
 		return nil, err
 	}
 	t := &Trumpet{id: ctx.ID, mbuf: mb, out: record.NewOut(2048), sweep: int64(p.Duration("sweep")), epoch: p.Duration("epoch"),
-		ebpf: ctx.Target == functions.TargetKernel || ctx.Target == functions.TargetXDP}
+		ebpf: ctx.Target == functions.TargetKernel || ctx.Target == functions.TargetXDP, present: math.MinInt64}
 	for _, f := range stateFields {
 		t.off = append(t.off, functions.FieldOf(mb, f.Name).Offset)
 	}
@@ -190,12 +194,18 @@ func (t *Trumpet) Add(ev event.Event) error {
 			return fmt.Errorf("%v: this trumpet's phase 1 runs in eBPF", err)
 		}
 	}
-	if err := t.m.Add(ev); err != nil {
+	if err := t.m.AddAt(ev, t.present); err != nil {
 		return err
 	}
 	t.publish()
 	return nil
 }
+
+// Present implements functions.Presenter: in eBPF the monitor's epoch,
+// which its drains move, lags the present by up to an epoch and the
+// grace; an event added now starts with the interval after the present
+// one, as in userspace, not with the one being drained.
+func (t *Trumpet) Present(now int64) { t.present = now }
 
 // Remove uninstalls the event named name.
 func (t *Trumpet) Remove(name string) error {
@@ -369,10 +379,11 @@ func (t *Trumpet) Handlers() []functions.Handler {
 }
 
 var (
-	_ functions.Clocked  = (*Trumpet)(nil)
-	_ functions.Flusher  = (*Trumpet)(nil)
-	_ functions.Producer = (*Trumpet)(nil)
-	_ functions.Stateful = (*Trumpet)(nil)
-	_ functions.Handlers = (*Trumpet)(nil)
-	_ functions.Drainer  = (*Trumpet)(nil)
+	_ functions.Clocked   = (*Trumpet)(nil)
+	_ functions.Flusher   = (*Trumpet)(nil)
+	_ functions.Producer  = (*Trumpet)(nil)
+	_ functions.Stateful  = (*Trumpet)(nil)
+	_ functions.Handlers  = (*Trumpet)(nil)
+	_ functions.Drainer   = (*Trumpet)(nil)
+	_ functions.Presenter = (*Trumpet)(nil)
 )

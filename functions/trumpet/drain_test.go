@@ -2,6 +2,7 @@ package trumpet
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -161,5 +162,68 @@ func TestAddInEBPFAfterIdle(t *testing.T) {
 	}
 	if !slices.Equal(reports["a"], []int64{0, 50, 51}) || !slices.Equal(reports["b"], []int64{51}) {
 		t.Errorf("reports by epoch (from e0): %v; want a at 0, 50, 51 and b, added in epoch 50, at 51 only", reports)
+	}
+}
+
+// TestAddInEBPFInGrace: an epoch is drained only after its end and a
+// grace, so in the first moments of an epoch the monitor is still in the
+// one before. An event added then, the flowspace having told the Go half
+// the present (Present, before a handler runs), starts with the interval
+// after the present one, as in userspace: the present epoch, whose packets
+// before the add are already in the flow map, is not reported for it.
+func TestAddInEBPFInGrace(t *testing.T) {
+	for _, iv := range []int64{1, 3} {
+		p, err := class.Bind([]functions.Arg{{Key: "event", Value: functions.Raw{Kind: functions.RawString, Text: "a: *; count() > 0; 5-tuple; 10ms"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := New(&functions.Context{ID: "t", LinkType: functions.LinkEthernet, Target: functions.TargetXDP, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []string
+		tr.SetEmit(func(b *buffers.Batch) {
+			for _, e := range b.E[:b.N] {
+				j, _ := record.AppendJSON(nil, b.PBuf.Data(e.Slot))
+				recs = append(recs, string(j))
+			}
+		})
+		const ep, e0 = int64(10_000_000), int64(170_000_000_002) // e0+2 starts an interval of 3 epochs
+		tr.Tick(e0 * ep)
+		flows := func(e int64) {
+			k, v := drainInput(e, 1, 2)
+			tr.Drain(e, k, v, 1, 2)
+		}
+		flows(e0)
+		// The present is 1 ms into epoch e0+2; e0+1 is not drained yet.
+		tr.Present((e0+2)*ep + 1_000_000)
+		if _, err := tr.addHandler(fmt.Sprintf("b: *; count() > 0; 5-tuple; %dms", 10*iv)); err != nil {
+			t.Fatal(err)
+		}
+		for e := e0 + 1; e < e0+2+2*iv; e++ {
+			flows(e)
+		}
+		var got []int64
+		for _, r := range recs {
+			var v struct {
+				Event string
+				TS    int64
+			}
+			if err := json.Unmarshal([]byte(r), &v); err != nil {
+				t.Fatal(err)
+			}
+			if v.Event == "b" {
+				got = append(got, v.TS/ep-e0)
+			}
+		}
+		// The first whole interval after epoch e0+2: e0+3, or e0+5 for 3
+		// epochs (intervals aligned to multiples of themselves).
+		want := []int64{3}
+		if iv == 3 {
+			want = []int64{5}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("interval of %d epochs: b reported for the intervals starting at epochs %v (from e0), want %v", iv, got, want)
+		}
 	}
 }
