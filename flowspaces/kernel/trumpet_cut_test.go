@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 	"time"
 
@@ -85,4 +86,95 @@ func TestTrumpetCutFramesEqualGo(t *testing.T) {
 		}
 	}
 	t.Logf("%d frames, %d without a key, %d differ", len(frames), nokey, bad)
+}
+
+// TestTrumpetDrainStall: when the Go half stalls for several epochs (from
+// the start of epoch 8 to the end of 12), the epochs whose maps were
+// ready (7 and 8) are drained whole when it comes back, the
+// packets of the epochs after them (their maps not ready) are counted as
+// late, none is summarised, and none is mixed into another epoch; then
+// the epochs go on as before.
+func TestTrumpetDrainStall(t *testing.T) {
+	needRoot(t)
+	c, _ := functions.Default.Lookup("trumpet")
+	const epoch = int64(10 * time.Millisecond)
+	frames, ts := trumpetTrace(6000, epoch, 25)
+	base := ts[0] / epoch
+	stalled := func(i int) bool { e := ts[i]/epoch - base; return e >= 8 && e <= 12 }
+	var kept [][]byte
+	var keptTS []int64
+	lost := uint64(0)
+	for i := range frames {
+		if e := ts[i]/epoch - base; e >= 9 && e <= 12 {
+			lost++ // the maps of 9 to 12 are not ready: 7 and 8 not drained
+			continue
+		}
+		kept, keptTS = append(kept, frames[i]), append(keptTS, ts[i])
+	}
+	want, nokey := goSummaries(kept, keptTS, epoch)
+	ctx := &functions.Context{ID: "trumpet", Params: trumpetParams(t, c, "10ms", 16384, "a: *; count() > 0; 5-tuple; 10ms"),
+		LinkType: functions.LinkEthernet, Snaplen: 262144, Target: functions.TargetXDP}
+	rec := &drainRec{got: map[int64][]flowSum{}}
+	slots := drained(t, c, ctx, rec, frames, ts, ts[len(ts)-1]+epoch, stalled)
+	if lost == 0 || slots[0] != uint64(len(kept)) || slots[1] != nokey || slots[2] != 0 || slots[3] != lost {
+		t.Errorf("packets %d nokey %d mapfull %d late %d; want %d, %d, 0, %d", slots[0], slots[1], slots[2], slots[3], len(kept), nokey, lost)
+	}
+	for e := base; e <= ts[len(ts)-1]/epoch; e++ {
+		g, w := rec.got[e], want[e]
+		if len(g) != len(w) {
+			t.Errorf("epoch %d: %d flows drained, want %d", e-base, len(g), len(w))
+			continue
+		}
+		for j := range g {
+			if g[j] != w[j] {
+				t.Errorf("epoch %d flow %d: %+v, want %+v", e-base, j, g[j], w[j])
+				break
+			}
+		}
+	}
+}
+
+// TestTrumpetEpochEdges: packets 1 ns before, at and 1 ns after epochs'
+// ends go to the epoch Go gives them (an end belongs to the next epoch),
+// in the summaries and in the reports, over one and several epochs.
+func TestTrumpetEpochEdges(t *testing.T) {
+	needRoot(t)
+	c, _ := functions.Default.Lookup("trumpet")
+	const epoch = int64(10 * time.Millisecond)
+	frames, _ := trumpetTrace(3000, epoch, 1)
+	base := int64(1_700_000_000_000_000_000)/epoch*epoch + epoch
+	ts := make([]int64, len(frames))
+	for i := range ts {
+		ts[i] = base + int64(i/3)*epoch + int64(i%3) - 1
+	}
+	want, nokey := goSummaries(frames, ts, epoch)
+	params := trumpetParams(t, c, "10ms", 16384, "a: *; count() > 0; 5-tuple; 10ms", "b: *; sum(volume) >= 0; proto; 30ms")
+	ctx := &functions.Context{ID: "trumpet", Params: params, LinkType: functions.LinkEthernet, Snaplen: 262144, Target: functions.TargetXDP}
+	rec := &drainRec{got: map[int64][]flowSum{}}
+	slots := drained(t, c, ctx, rec, frames, ts, ts[len(ts)-1]+epoch)
+	if slots[0] != uint64(len(frames)) || slots[1] != nokey || slots[3] != 0 {
+		t.Errorf("packets %d nokey %d late %d; want %d, %d, 0", slots[0], slots[1], slots[3], len(frames), nokey)
+	}
+	for e, w := range want {
+		if g := rec.got[e]; !slices.Equal(g, w) {
+			t.Errorf("epoch %d: %d flows, want %d", e-base/epoch, len(g), len(w))
+		}
+	}
+	uctx := *ctx
+	uctx.Target = ""
+	_, wantRecs, _ := windowedGo(t, c, &uctx, frames, ts)
+	gofn, err := c.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	gofn.(functions.Producer).SetEmit(collect(&got))
+	last := ts[len(ts)-1]
+	drained(t, c, ctx, gofn, frames, ts, last)
+	gofn.(functions.Flusher).Flush(last)
+	slices.Sort(got)
+	slices.Sort(wantRecs)
+	if len(wantRecs) == 0 || !slices.Equal(got, wantRecs) {
+		t.Errorf("%d records from eBPF, %d from Go", len(got), len(wantRecs))
+	}
 }

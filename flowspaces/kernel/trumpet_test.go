@@ -215,9 +215,10 @@ func onCPU(cpu int, f func() error) error {
 // drives its Go half gofn as the flowspace does (frame i on CPU i mod the
 // CPUs, so that flows have entries on several): each epoch's flow map is
 // drained once the clock has passed the epoch's end. After the last frame
-// the clock is at end. It returns the sums of the function's counter
-// slots (its state, then late).
-func drained(t testing.TB, c *functions.Class, ctx *functions.Context, gofn functions.Function, frames [][]byte, ts []int64, end int64) []uint64 {
+// the clock is at end. With stall, the Go half does not run at the frames
+// it names (a process that stalls). It returns the sums of the function's
+// counter slots (its state, then late).
+func drained(t testing.TB, c *functions.Class, ctx *functions.Context, gofn functions.Function, frames [][]byte, ts []int64, end int64, stall ...func(i int) bool) []uint64 {
 	t.Helper()
 	fn, err := c.EBPF(functions.TargetXDP, ctx)
 	if err != nil {
@@ -258,8 +259,10 @@ func drained(t testing.TB, c *functions.Class, ctx *functions.Context, gofn func
 		if err := clock.Update(uint32(clockFixed), uint64(ts[i]), ebpf.UpdateAny); err != nil {
 			t.Fatal(err)
 		}
-		if err := hs.advance(ts[i]); err != nil {
-			t.Fatal(err)
+		if len(stall) == 0 || !stall[0](i) {
+			if err := hs.advance(ts[i]); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := onCPU(i%runtime.NumCPU(), func() error {
 			_, err := prog.Run(&ebpf.RunOptions{Data: f})
