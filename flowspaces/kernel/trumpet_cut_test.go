@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -136,8 +137,17 @@ func TestTrumpetDrainStall(t *testing.T) {
 
 // TestTrumpetEpochEdges: packets 1 ns before, at and 1 ns after epochs'
 // ends go to the epoch Go gives them (an end belongs to the next epoch),
-// in the summaries and in the reports, over one and several epochs.
+// in the summaries and in the reports, over one and several epochs; and
+// so they do with idle epochs between (stride: one epoch in 2 or 5 has
+// packets), drained empty in eBPF and passed over by the packet clock in
+// userspace.
 func TestTrumpetEpochEdges(t *testing.T) {
+	for _, stride := range []int64{1, 2, 5} {
+		t.Run(fmt.Sprintf("stride=%d", stride), func(t *testing.T) { epochEdges(t, stride) })
+	}
+}
+
+func epochEdges(t *testing.T, stride int64) {
 	needRoot(t)
 	c, _ := functions.Default.Lookup("trumpet")
 	const epoch = int64(10 * time.Millisecond)
@@ -145,10 +155,11 @@ func TestTrumpetEpochEdges(t *testing.T) {
 	base := int64(1_700_000_000_000_000_000)/epoch*epoch + epoch
 	ts := make([]int64, len(frames))
 	for i := range ts {
-		ts[i] = base + int64(i/3)*epoch + int64(i%3) - 1
+		ts[i] = base + int64(i/3)*stride*epoch + int64(i%3) - 1
 	}
 	want, nokey := goSummaries(frames, ts, epoch)
-	params := trumpetParams(t, c, "10ms", 16384, "a: *; count() > 0; 5-tuple; 10ms", "b: *; sum(volume) >= 0; proto; 30ms")
+	params := trumpetParams(t, c, "10ms", 16384, "a: *; count() > 0; 5-tuple; 10ms", "b: *; sum(volume) >= 0; proto; 30ms",
+		"c: *; max(ttl) > 0; dstip/24; 20ms")
 	ctx := &functions.Context{ID: "trumpet", Params: params, LinkType: functions.LinkEthernet, Snaplen: 262144, Target: functions.TargetXDP}
 	rec := &drainRec{got: map[int64][]flowSum{}}
 	slots := drained(t, c, ctx, rec, frames, ts, ts[len(ts)-1]+epoch)
