@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
 )
 
@@ -116,7 +119,7 @@ func TestTrumpetDrainStall(t *testing.T) {
 	ctx := &functions.Context{ID: "trumpet", Params: trumpetParams(t, c, "10ms", 16384, "a: *; count() > 0; 5-tuple; 10ms"),
 		LinkType: functions.LinkEthernet, Snaplen: 262144, Target: functions.TargetXDP}
 	rec := &drainRec{got: map[int64][]flowSum{}}
-	slots := drained(t, c, ctx, rec, frames, ts, ts[len(ts)-1]+epoch, stalled)
+	slots := drained(t, c, ctx, rec, frames, ts, ts[len(ts)-1]+epoch, drainOpts{stall: stalled})
 	if lost == 0 || slots[0] != uint64(len(kept)) || slots[1] != nokey || slots[2] != 0 || slots[3] != lost {
 		t.Errorf("packets %d nokey %d mapfull %d late %d; want %d, %d, 0, %d", slots[0], slots[1], slots[2], slots[3], len(kept), nokey, lost)
 	}
@@ -188,4 +191,107 @@ func epochEdges(t *testing.T, stride int64) {
 	if len(wantRecs) == 0 || !slices.Equal(got, wantRecs) {
 		t.Errorf("%d records from eBPF, %d from Go", len(got), len(wantRecs))
 	}
+}
+
+// TestTrumpetHandlersDuringDrains: handlers (add, list, remove) run on
+// trumpet's Go half in eBPF under the flowspace's Lock while its epochs
+// are drained, and its counters synced into its MBuf and read, in other
+// goroutines (run with -race: nothing is shared outside the lock); the
+// event installed from the start reports exactly what it reports in
+// userspace, undisturbed by the events that come and go.
+func TestTrumpetHandlersDuringDrains(t *testing.T) {
+	needRoot(t)
+	c, _ := functions.Default.Lookup("trumpet")
+	const epoch = int64(10 * time.Millisecond)
+	frames, ts := trumpetTrace(20000, epoch, 25)
+	params := trumpetParams(t, c, "10ms", 16384, "heavy: *; sum(volume) > 600; 5-tuple; 10ms")
+	uctx := &functions.Context{ID: "trumpet", Params: params, LinkType: functions.LinkEthernet, Snaplen: 262144}
+	_, want, _ := windowedGo(t, c, uctx, frames, ts)
+	ctx := *uctx
+	ctx.Target = functions.TargetXDP
+	gofn, err := c.New(&ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []string
+	gofn.(functions.Producer).SetEmit(collect(&recs))
+	n := &flowspaces.Node{ID: "trumpet"}
+	k := &node{Node: n, gofn: gofn}
+	k.started.Store(true)
+	fs := &Flowspace{nodes: []*node{k}}
+	hs := gofn.(functions.Handlers).Handlers()
+	call := func(name, arg string) error {
+		defer fs.Lock(n)()
+		for _, h := range hs {
+			if h.Name == name {
+				_, err := h.Call(arg)
+				return err
+			}
+		}
+		return fmt.Errorf("no handler %s", name)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	calls := 0
+	stop := func() {
+		close(done)
+		wg.Wait()
+	}
+	opts := drainOpts{mu: &k.goMu, sync: func(load func() bool) func() {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				load()
+				gofn.(functions.Summarizer).Summary()
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				name := fmt.Sprintf("x%d", i)
+				if err := call("add", name+": proto=udp; count() > 1; srcip/24; 20ms"); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := call("list", ""); err != nil {
+					t.Error(err)
+				}
+				if err := call("remove", name); err != nil {
+					t.Error(err)
+					return
+				}
+				calls++
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+		return stop
+	}}
+	last := ts[len(ts)-1]
+	drained(t, c, &ctx, gofn, frames, ts, last, opts)
+	defer fs.Lock(n)()
+	gofn.(functions.Flusher).Flush(last)
+	var got []string
+	for _, r := range recs {
+		if strings.Contains(r, `"event":"heavy"`) {
+			got = append(got, r)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("heavy: %d records in eBPF with handlers running, %d in userspace", len(got), len(want))
+	}
+	t.Logf("%d handler rounds during the drains; %d records of heavy", calls, len(got))
 }

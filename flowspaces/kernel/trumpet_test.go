@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,6 +194,16 @@ func trumpetParams(t testing.TB, c *functions.Class, epoch string, flows int, ev
 	return p
 }
 
+// drainOpts are drained's options.
+type drainOpts struct {
+	stall func(i int) bool // the Go half does not run at these frames (a process that stalls)
+	mu    *sync.Mutex      // the Go half's lock (node.goMu), which its drains take
+	// sync, when set, is called once the program is loaded with what the
+	// flowspace's sync reads the counters into the Go half's MBuf with;
+	// what it returns is called before the maps are closed.
+	sync func(load func() bool) (stop func())
+}
+
 // onCPU runs f on CPU cpu: a program that BPF_PROG_TEST_RUN runs there
 // writes that CPU's copy of a per-CPU map.
 func onCPU(cpu int, f func() error) error {
@@ -215,10 +226,9 @@ func onCPU(cpu int, f func() error) error {
 // drives its Go half gofn as the flowspace does (frame i on CPU i mod the
 // CPUs, so that flows have entries on several): each epoch's flow map is
 // drained once the clock has passed the epoch's end. After the last frame
-// the clock is at end. With stall, the Go half does not run at the frames
-// it names (a process that stalls). It returns the sums of the function's
-// counter slots (its state, then late).
-func drained(t testing.TB, c *functions.Class, ctx *functions.Context, gofn functions.Function, frames [][]byte, ts []int64, end int64, stall ...func(i int) bool) []uint64 {
+// the clock is at end. It returns the sums of the function's counter
+// slots (its state, then late).
+func drained(t testing.TB, c *functions.Class, ctx *functions.Context, gofn functions.Function, frames [][]byte, ts []int64, end int64, opts ...drainOpts) []uint64 {
 	t.Helper()
 	fn, err := c.EBPF(functions.TargetXDP, ctx)
 	if err != nil {
@@ -252,14 +262,25 @@ func drained(t testing.TB, c *functions.Class, ctx *functions.Context, gofn func
 	}
 	defer prog.Close()
 	hs := &halfState{counters: counters, slot: 2, slots: fn.StateSlots(), win: win, gofn: gofn}
+	var o drainOpts
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	hs.mu = o.mu
+	if st, ok := gofn.(functions.Stateful); ok {
+		hs.mbuf = st.MBuf()
+	}
 	if err := hs.start(ts[0]); err != nil {
 		t.Fatal(err)
+	}
+	if o.sync != nil {
+		defer o.sync(func() bool { return hs.load(0) })()
 	}
 	for i, f := range frames {
 		if err := clock.Update(uint32(clockFixed), uint64(ts[i]), ebpf.UpdateAny); err != nil {
 			t.Fatal(err)
 		}
-		if len(stall) == 0 || !stall[0](i) {
+		if o.stall == nil || !o.stall(i) {
 			if err := hs.advance(ts[i]); err != nil {
 				t.Fatal(err)
 			}
