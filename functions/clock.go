@@ -43,11 +43,23 @@ func AlignUp(t, interval int64) int64 {
 
 // Drainer is the Go half of a function whose eBPF code keeps an entry per
 // flow in hash maps by epoch parity (ebpfgen.Drained). Once epoch e has
-// ended (and a grace), the eBPF flowspace reads and empties the map of e
-// and calls Drain with its n entries: keys holds n keys, values n values
-// per CPU (cpus of them, key i's at i·cpus), each of the sizes the code
-// declared; n may be 0. It calls Drain for every epoch in order, from
-// the goroutine that reads the flowspace's state.
+// ended (and a grace), the eBPF flowspace reads the map of e and calls
+// Drain with its n entries: keys holds n keys, values n values per CPU
+// (cpus of them, key i's at i·cpus), each of the sizes the code declared;
+// the map also holds entries of e-2 its drain kept (values stamped with
+// another epoch), and n may be 0. Then the entries no packet of e wrote
+// are deleted. It calls Drain for every epoch in order, from the
+// goroutine that reads the flowspace's state, under the Go half's lock;
+// after a stall of more than two epochs, the epochs whose packets found
+// their map not ready (counted as dropped) are passed over.
 type Drainer interface {
 	Drain(e int64, keys, values []byte, n, cpus int)
+}
+
+// Presenter is a Drainer that is told the present on the packet clock
+// before a handler runs on it: its drains come after their epochs (and a
+// grace), so the epoch its Go half is in lags the present, and what a
+// handler starts "with the next interval" must start after the present's.
+type Presenter interface {
+	Present(now int64)
 }

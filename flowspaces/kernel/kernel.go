@@ -570,7 +570,8 @@ type handling struct {
 func (h handling) Handlers() []functions.Handler { return h.hs.Handlers() }
 
 // Lock implements flowspaces.Locker: a Drained function's Go half is
-// locked against its drains while a handler runs.
+// locked against its drains while a handler runs, and told the present
+// (functions.Presenter).
 func (fs *Flowspace) Lock(n *flowspaces.Node) func() {
 	fs.mu.Lock()
 	var k *node
@@ -584,6 +585,9 @@ func (fs *Flowspace) Lock(n *flowspaces.Node) func() {
 		return func() {}
 	}
 	k.goMu.Lock()
+	if p, ok := k.gofn.(functions.Presenter); ok && k.started.Load() {
+		p.Present(fs.now())
+	}
 	return k.goMu.Unlock
 }
 

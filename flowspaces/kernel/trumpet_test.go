@@ -6,12 +6,15 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/ffpf-go/ffpf/bridges/ringbuf"
 	"github.com/ffpf-go/ffpf/buffers"
@@ -191,13 +194,41 @@ func trumpetParams(t testing.TB, c *functions.Class, epoch string, flows int, ev
 	return p
 }
 
+// drainOpts are drained's options.
+type drainOpts struct {
+	stall func(i int) bool // the Go half does not run at these frames (a process that stalls)
+	mu    *sync.Mutex      // the Go half's lock (node.goMu), which its drains take
+	// sync, when set, is called once the program is loaded with what the
+	// flowspace's sync reads the counters into the Go half's MBuf with;
+	// what it returns is called before the maps are closed.
+	sync func(load func() bool) (stop func())
+}
+
+// onCPU runs f on CPU cpu: a program that BPF_PROG_TEST_RUN runs there
+// writes that CPU's copy of a per-CPU map.
+func onCPU(cpu int, f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		return err
+	}
+	one.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		return err
+	}
+	defer unix.SchedSetaffinity(0, &all)
+	return f()
+}
+
 // drained runs the class's eBPF code (a Drained function) on frames with
 // times ts, the program reading each frame's time from the clock map, and
-// drives its Go half gofn as the flowspace does: each epoch's flow map is
+// drives its Go half gofn as the flowspace does (frame i on CPU i mod the
+// CPUs, so that flows have entries on several): each epoch's flow map is
 // drained once the clock has passed the epoch's end. After the last frame
 // the clock is at end. It returns the sums of the function's counter
 // slots (its state, then late).
-func drained(t testing.TB, c *functions.Class, ctx *functions.Context, gofn functions.Function, frames [][]byte, ts []int64, end int64) []uint64 {
+func drained(t testing.TB, c *functions.Class, ctx *functions.Context, gofn functions.Function, frames [][]byte, ts []int64, end int64, opts ...drainOpts) []uint64 {
 	t.Helper()
 	fn, err := c.EBPF(functions.TargetXDP, ctx)
 	if err != nil {
@@ -231,17 +262,33 @@ func drained(t testing.TB, c *functions.Class, ctx *functions.Context, gofn func
 	}
 	defer prog.Close()
 	hs := &halfState{counters: counters, slot: 2, slots: fn.StateSlots(), win: win, gofn: gofn}
+	var o drainOpts
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	hs.mu = o.mu
+	if st, ok := gofn.(functions.Stateful); ok {
+		hs.mbuf = st.MBuf()
+	}
 	if err := hs.start(ts[0]); err != nil {
 		t.Fatal(err)
+	}
+	if o.sync != nil {
+		defer o.sync(func() bool { return hs.load(0) })()
 	}
 	for i, f := range frames {
 		if err := clock.Update(uint32(clockFixed), uint64(ts[i]), ebpf.UpdateAny); err != nil {
 			t.Fatal(err)
 		}
-		if err := hs.advance(ts[i]); err != nil {
-			t.Fatal(err)
+		if o.stall == nil || !o.stall(i) {
+			if err := hs.advance(ts[i]); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, err := prog.Run(&ebpf.RunOptions{Data: f}); err != nil {
+		if err := onCPU(i%runtime.NumCPU(), func() error {
+			_, err := prog.Run(&ebpf.RunOptions{Data: f})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -264,11 +311,27 @@ type flowSum struct {
 	sum monitor.Summary
 }
 
-// drainRec is a Go half that keeps the summaries it is handed.
-type drainRec struct{ got map[int64][]flowSum }
+// drainRec is a Go half that keeps the summaries it is handed, and
+// counts the flows written on several CPUs in their epoch.
+type drainRec struct {
+	got   map[int64][]flowSum
+	multi int
+}
 
 func (d *drainRec) Process(*buffers.Batch) {}
 func (d *drainRec) Drain(e int64, keys, values []byte, n, cpus int) {
+	vs := len(values) / max(n*cpus, 1)
+	for i := range n {
+		on := 0
+		for c := range cpus {
+			if int64(buffers.Native.Uint64(values[(i*cpus+c)*vs:])) == e {
+				on++
+			}
+		}
+		if on > 1 {
+			d.multi++
+		}
+	}
 	trumpet.FlowSummaries(e, keys, values, n, cpus, func(k *monitor.Key, s *monitor.Summary) {
 		d.got[e] = append(d.got[e], flowSum{*k, *s})
 	})
@@ -366,7 +429,10 @@ func TestTrumpetSummariesEqualGo(t *testing.T) {
 			if flows >= 16384 && full != 0 || flows < 100 && full == 0 {
 				t.Errorf("flows=%d: %d packets found the map full", flows, full)
 			}
-			t.Logf("%d frames, %d flow-epochs, %d without a key, %d packets found the map full", len(frames), flowsSeen, nokey, full)
+			if runtime.NumCPU() > 1 && rec.multi == 0 {
+				t.Errorf("no flow was written on two CPUs in an epoch: the test does not see the CPUs' copies merged")
+			}
+			t.Logf("%d frames, %d flow-epochs (%d on several CPUs), %d without a key, %d packets found the map full", len(frames), flowsSeen, rec.multi, nokey, full)
 		})
 	}
 }

@@ -27,8 +27,10 @@ package kernel
 // window, with a hash map per parity in place of halves of its counter
 // slots, which stay cumulative: once an epoch has ended (and the grace)
 // its Go half (functions.Drainer) is handed the entries of the epoch's
-// map, read and deleted in one batch while the programs write the other
-// map, and the map is made ready for the epoch after next.
+// map, read in batches (BPF_MAP_LOOKUP_BATCH) while the programs write
+// the other map; the entries no packet of the epoch wrote are deleted
+// (one BPF_MAP_DELETE_BATCH), those it wrote kept for their flows' next
+// packets, and the map is made ready for the epoch after next.
 
 import (
 	"errors"

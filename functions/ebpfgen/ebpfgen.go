@@ -87,7 +87,7 @@ type FlowMap struct {
 	Epoch     time.Duration // the period its Go half drains at
 	KeySize   int           // bytes
 	ValueSize int           // bytes, a multiple of 8
-	Entries   int           // flows one epoch holds
+	Entries   int           // entries of a map: its epoch's flows and those its last drain kept
 	PerCPU    bool          // one value per CPU, merged by the Go half
 }
 

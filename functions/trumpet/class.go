@@ -3,6 +3,7 @@ package trumpet
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -144,6 +145,9 @@ type Trumpet struct {
 	// are the eBPF code's counters.
 	ebpf bool
 	sc   scratch
+	// present is, in eBPF, the packet clock the flowspace last gave
+	// (Present): the epoch a handler's event starts after.
+	present int64
 	// the batch at hand, and at reading its i-th packet for
 	// monitor.ProcessBatch (a method value made once)
 	cur *buffers.Batch
@@ -158,7 +162,7 @@ func New(ctx *functions.Context) (*Trumpet, error) {
 		return nil, err
 	}
 	t := &Trumpet{id: ctx.ID, mbuf: mb, out: record.NewOut(2048), sweep: int64(p.Duration("sweep")), epoch: p.Duration("epoch"),
-		ebpf: ctx.Target == functions.TargetKernel || ctx.Target == functions.TargetXDP}
+		ebpf: ctx.Target == functions.TargetKernel || ctx.Target == functions.TargetXDP, present: math.MinInt64}
 	for _, f := range stateFields {
 		t.off = append(t.off, functions.FieldOf(mb, f.Name).Offset)
 	}
@@ -190,12 +194,18 @@ func (t *Trumpet) Add(ev event.Event) error {
 			return fmt.Errorf("%v: this trumpet's phase 1 runs in eBPF", err)
 		}
 	}
-	if err := t.m.Add(ev); err != nil {
+	if err := t.m.AddAt(ev, t.present); err != nil {
 		return err
 	}
 	t.publish()
 	return nil
 }
+
+// Present implements functions.Presenter: in eBPF the monitor's epoch,
+// which its drains move, lags the present by up to an epoch and the
+// grace; an event added now starts with the interval after the present
+// one, as in userspace, not with the one being drained.
+func (t *Trumpet) Present(now int64) { t.present = now }
 
 // Remove uninstalls the event named name.
 func (t *Trumpet) Remove(name string) error {
@@ -276,13 +286,13 @@ func (t *Trumpet) Summary() map[string]any { return t.mbuf.Snapshot() }
 // merged over the CPUs into a summary, are fed to the monitor in the
 // order of their first packets, as the packets would have been, and the
 // epoch ends: its sweep reports as in userspace. An epoch without a flow
-// is passed over as the packet clock passes it in userspace (the next
-// epoch with flows ticks the monitor over it).
+// ends too, as an idle live source moves the packet clock in userspace:
+// the monitor's epoch follows the present, and an event added through a
+// handler starts with the interval after the present one, not after the
+// last epoch that had flows (which would report packets the present
+// epoch saw before the event was added).
 func (t *Trumpet) Drain(e int64, keys, values []byte, n, cpus int) {
 	t.sc.summaries(e, keys, values, n, cpus)
-	if len(t.sc.order) == 0 {
-		return
-	}
 	ep := int64(t.epoch)
 	if t.m.Deadline() <= e*ep {
 		t.m.Tick(e * ep)
@@ -369,10 +379,11 @@ func (t *Trumpet) Handlers() []functions.Handler {
 }
 
 var (
-	_ functions.Clocked  = (*Trumpet)(nil)
-	_ functions.Flusher  = (*Trumpet)(nil)
-	_ functions.Producer = (*Trumpet)(nil)
-	_ functions.Stateful = (*Trumpet)(nil)
-	_ functions.Handlers = (*Trumpet)(nil)
-	_ functions.Drainer  = (*Trumpet)(nil)
+	_ functions.Clocked   = (*Trumpet)(nil)
+	_ functions.Flusher   = (*Trumpet)(nil)
+	_ functions.Producer  = (*Trumpet)(nil)
+	_ functions.Stateful  = (*Trumpet)(nil)
+	_ functions.Handlers  = (*Trumpet)(nil)
+	_ functions.Drainer   = (*Trumpet)(nil)
+	_ functions.Presenter = (*Trumpet)(nil)
 )

@@ -11,7 +11,7 @@ package trumpet
 // ended, merges the CPUs' copies into one monitor.Summary per flow and
 // feeds them to its monitor (monitor.Summarise), whose sweep reports as
 // in userspace. A flow the full map has no room for is counted
-// (overflow), never silently.
+// (mapfull), never silently.
 
 import (
 	"cmp"

@@ -373,7 +373,12 @@ func compile(ev *event.Event, epoch int64, words int) (*Trigger, error) {
 // Add installs an event. It starts with the first whole interval after
 // the current epoch (at once before the first packet), and the flows
 // already in the table that its filters match join it.
-func (m *Monitor) Add(ev event.Event) error {
+func (m *Monitor) Add(ev event.Event) error { return m.AddAt(ev, math.MinInt64) }
+
+// AddAt is Add when the present, now, may be past the current epoch: a
+// monitor fed summaries after their epochs lags the packet clock. The
+// event starts with the first whole interval after the later of the two.
+func (m *Monitor) AddAt(ev event.Event, now int64) error {
 	for _, t := range m.trigs {
 		if t != nil && t.alive && t.Event.Name == ev.Name {
 			return fmt.Errorf("event %s is already installed", ev.Name)
@@ -385,7 +390,8 @@ func (m *Monitor) Add(ev event.Event) error {
 	}
 	t.start = math.MinInt64
 	if m.started {
-		t.start = (m.cur/t.m + 1) * t.m
+		cur := max(m.cur, floorDiv(now, m.cfg.Epoch))
+		t.start = (cur/t.m + 1) * t.m
 	}
 	// A slot is never reused, so that a flow's list of triggers needs no
 	// generation: a removed trigger's slot stays nil.
