@@ -173,3 +173,50 @@ func Atomic(op asm.AtomicOp, dst, src asm.Register, size asm.Size, off int16) as
 	ins.Constant = int64(op >> 8)
 	return ins
 }
+
+// MaxPacketOffset bounds an offset into the packet that LoadPacket takes
+// from a register, for the verifier: the furthest a header field can be
+// is the ports after 4 VLAN tags, 40 bytes of IPv6 and 8 extension
+// headers of at most 2048 bytes, about 16.5 KB.
+const MaxPacketOffset = 0x7fff
+
+// LoadPacket returns code that reads size bytes (1, 2, 4 or 8) at offset
+// off (a register holding a scalar, or asm.RFP for offset 0) plus k,
+// big-endian, into dst, and goes to bad when off passes MaxPacketOffset or
+// the bytes pass the packet's end. It clobbers R4 and R5; dst is neither,
+// nor is off.
+func LoadPacket(dst, off asm.Register, k int, size asm.Size, bad string) asm.Instructions {
+	var in asm.Instructions
+	if off != asm.RFP {
+		in = append(in, asm.JGT.Imm(off, MaxPacketOffset, bad))
+	}
+	in = append(in, asm.Mov.Reg(asm.R5, PacketStart))
+	if off != asm.RFP {
+		in = append(in, asm.Add.Reg(asm.R5, off))
+	}
+	in = append(in,
+		asm.Mov.Reg(asm.R4, asm.R5),
+		asm.Add.Imm(asm.R4, int32(k+size.Sizeof())),
+		asm.JGT.Reg(asm.R4, PacketEnd, bad),
+		asm.LoadMem(dst, asm.R5, int16(k), size),
+	)
+	if size != asm.Byte {
+		in = append(in, asm.HostTo(asm.BE, dst, size))
+	}
+	return in
+}
+
+// Blur returns code that keeps the value of r (below mask+1) but makes the
+// verifier forget it (r ^= x; r ^= x, x unknown): the paths that reach
+// this point with different offsets (after 0 to 4 tags, after each IPv6
+// extension header) become one state, and what follows is verified once
+// rather than once per path. It clobbers R4.
+func Blur(r asm.Register, mask int32) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R4, PacketEnd),
+		asm.Sub.Reg(asm.R4, PacketStart),
+		asm.And.Imm(asm.R4, mask),
+		asm.Xor.Reg(r, asm.R4),
+		asm.Xor.Reg(r, asm.R4),
+	}
+}

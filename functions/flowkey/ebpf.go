@@ -22,10 +22,8 @@ import (
 // first, then its scratch.
 const EBPFStack = 8 * (MaxWords + 10)
 
-// maxOff bounds an offset into the packet, for the verifier: the
-// furthest a key's field can be is the ports after 4 tags, 40 bytes of
-// IPv6 and 8 extension headers of at most 2048 bytes, about 16.5 KB.
-const maxOff = 0x7fff
+// maxOff bounds an offset into the packet, for the verifier.
+const maxOff = ebpfgen.MaxPacketOffset
 
 // keyGen generates the key code of one spec.
 type keyGen struct {
@@ -62,26 +60,10 @@ func (g *keyGen) add(in ...asm.Instruction) { g.e.Insns = append(g.e.Insns, in..
 func (g *keyGen) ld(r asm.Register, v int) { g.add(asm.LoadMem(r, asm.RFP, g.v(v), asm.DWord)) }
 func (g *keyGen) st(v int, r asm.Register) { g.add(asm.StoreMem(asm.RFP, g.v(v), r, asm.DWord)) }
 
-// load reads size bytes (1, 2, 4 or 8) at offset off (a register holding a
-// scalar, or none: asm.R10 for offset 0) plus k, big-endian, into dst. It
-// clobbers R4 and R5; dst is neither, nor is off.
+// load reads size bytes at offset off (a register, or asm.RFP for none)
+// plus k, big-endian, into dst, or goes to nokey (ebpfgen.LoadPacket).
 func (g *keyGen) load(dst, off asm.Register, k int, size asm.Size) {
-	if off != asm.RFP {
-		g.add(asm.JGT.Imm(off, maxOff, g.nokey))
-	}
-	g.add(asm.Mov.Reg(asm.R5, ebpfgen.PacketStart))
-	if off != asm.RFP {
-		g.add(asm.Add.Reg(asm.R5, off))
-	}
-	g.add(
-		asm.Mov.Reg(asm.R4, asm.R5),
-		asm.Add.Imm(asm.R4, int32(k+size.Sizeof())),
-		asm.JGT.Reg(asm.R4, ebpfgen.PacketEnd, g.nokey),
-		asm.LoadMem(dst, asm.R5, int16(k), size),
-	)
-	if size != asm.Byte {
-		g.add(asm.HostTo(asm.BE, dst, size))
-	}
+	g.add(ebpfgen.LoadPacket(dst, off, k, size, g.nokey)...)
 }
 
 // EmitEBPF appends code that extracts the key of the frame into Words()
@@ -203,20 +185,8 @@ func (g *keyGen) vlans(linkOnly string) {
 	g.st(vL3, asm.R1)
 }
 
-// blur keeps the value of r (below mask+1) but makes the verifier forget
-// it (r ^= x; r ^= x, x unknown): the paths that reach this point with
-// different offsets (after 0 to 4 tags, after each IPv6 extension header)
-// become one state, and what follows is verified once rather than once
-// per path. It clobbers R4.
-func (g *keyGen) blur(r asm.Register, mask int32) {
-	g.add(
-		asm.Mov.Reg(asm.R4, ebpfgen.PacketEnd),
-		asm.Sub.Reg(asm.R4, ebpfgen.PacketStart),
-		asm.And.Imm(asm.R4, mask),
-		asm.Xor.Reg(r, asm.R4),
-		asm.Xor.Reg(r, asm.R4),
-	)
-}
+// blur makes the verifier forget r's value (ebpfgen.Blur); it clobbers R4.
+func (g *keyGen) blur(r asm.Register, mask int32) { g.add(ebpfgen.Blur(r, mask)...) }
 
 // addr stores the address in R0 (and R1, IPv6's second word) masked as
 // the spec's prefix p says, in key words w and w+1; it clobbers R3.

@@ -104,8 +104,8 @@ func (c *ebpfTrumpet) FlowMap() ebpfgen.FlowMap {
 	return ebpfgen.FlowMap{Epoch: c.epoch, KeySize: 8 * keyWords, ValueSize: 8 * valueWords, Entries: c.flows, PerCPU: true}
 }
 
-// maxOff bounds an offset into the packet, for the verifier (flowkey's).
-const maxOff = 0x7fff
+// maxOff bounds an offset into the packet, for the verifier.
+const maxOff = ebpfgen.MaxPacketOffset
 
 // Scratch words, after the key's words in flowkey's stack area (free once
 // the key is extracted).
@@ -154,36 +154,9 @@ func (g *gen) label(s string) string {
 }
 
 // load reads size bytes at offset off (a register, or asm.RFP for none)
-// plus k, big-endian, into dst; it clobbers R4 and R5.
+// plus k, big-endian, into dst, or goes to bad (ebpfgen.LoadPacket).
 func (g *gen) load(dst, off asm.Register, k int, size asm.Size) {
-	if off != asm.RFP {
-		g.add(asm.JGT.Imm(off, maxOff, g.bad))
-	}
-	g.add(asm.Mov.Reg(asm.R5, ebpfgen.PacketStart))
-	if off != asm.RFP {
-		g.add(asm.Add.Reg(asm.R5, off))
-	}
-	g.add(
-		asm.Mov.Reg(asm.R4, asm.R5),
-		asm.Add.Imm(asm.R4, int32(k+size.Sizeof())),
-		asm.JGT.Reg(asm.R4, ebpfgen.PacketEnd, g.bad),
-		asm.LoadMem(dst, asm.R5, int16(k), size),
-	)
-	if size != asm.Byte {
-		g.add(asm.HostTo(asm.BE, dst, size))
-	}
-}
-
-// blur keeps r's value (below mask+1) but makes the verifier forget it,
-// so that paths with different offsets become one state (flowkey's).
-func (g *gen) blur(r asm.Register, mask int32) {
-	g.add(
-		asm.Mov.Reg(asm.R4, ebpfgen.PacketEnd),
-		asm.Sub.Reg(asm.R4, ebpfgen.PacketStart),
-		asm.And.Imm(asm.R4, mask),
-		asm.Xor.Reg(r, asm.R4),
-		asm.Xor.Reg(r, asm.R4),
-	)
+	g.add(ebpfgen.LoadPacket(dst, off, k, size, g.bad)...)
 }
 
 func (c *ebpfTrumpet) Emit(e *ebpfgen.Emitter) error {
@@ -240,7 +213,7 @@ func (g *gen) values() {
 	}
 	g.at(l3)
 	g.ld(asm.R2, xL3)
-	g.blur(asm.R2, 0x3f)
+	g.add(ebpfgen.Blur(asm.R2, 0x3f)...)
 	g.st(xL3, asm.R2)
 	g.add(asm.Mov.Imm(asm.R1, 1))
 	g.st(xFirst, asm.R1)
@@ -324,7 +297,7 @@ func (g *gen) values() {
 		g.st(xFirst, asm.R0)
 		g.add(asm.Ja.Label(stop))
 		g.at(next)
-		g.blur(asm.R2, maxOff)
+		g.add(ebpfgen.Blur(asm.R2, maxOff)...)
 	}
 	g.at(stop)
 	g.st(xL4, asm.R2)

@@ -103,18 +103,12 @@ func run(t *testing.T, events []event.Event, trace []oracle.Packet, sliced bool)
 	return runMode(t, events, trace, sliced, false)
 }
 
-// runMode is run, with batch feeding the packets through ProcessBatch in
-// batches of up to 150 packets that end at the epoch's end (the sweep
-// slices between batches).
-func runMode(t *testing.T, events []event.Event, trace []oracle.Packet, sliced, batch bool) (map[string]float64, *monitor.Monitor) {
+// recorded returns a monitor of cfg with events installed, and the map
+// its reports go to, by "event|start|key"; a bucket reported twice is an
+// error.
+func recorded(t *testing.T, cfg monitor.Config, events []event.Event) (*monitor.Monitor, map[string]float64) {
 	t.Helper()
 	out := map[string]float64{}
-	var clock int64
-	cfg := monitor.Config{LinkType: functions.LinkEthernet, Epoch: epoch, Flows: 4096, Buckets: 4096, Words: 32,
-		BurstGap: burstGap, BurstLen: burstLen}
-	if sliced {
-		cfg.Clock = func() int64 { clock++; return clock }
-	}
 	m, err := monitor.New(cfg, func(tr *monitor.Trigger, start int64, k *monitor.Key, v float64) {
 		key := fmt.Sprintf("%s|%d|%s", tr.Event.Name, start, keyString(tr, k))
 		if _, dup := out[key]; dup {
@@ -130,6 +124,21 @@ func runMode(t *testing.T, events []event.Event, trace []oracle.Packet, sliced, 
 			t.Fatal(err)
 		}
 	}
+	return m, out
+}
+
+// runMode is run, with batch feeding the packets through ProcessBatch in
+// batches of up to 150 packets that end at the epoch's end (the sweep
+// slices between batches).
+func runMode(t *testing.T, events []event.Event, trace []oracle.Packet, sliced, batch bool) (map[string]float64, *monitor.Monitor) {
+	t.Helper()
+	var clock int64
+	cfg := monitor.Config{LinkType: functions.LinkEthernet, Epoch: epoch, Flows: 4096, Buckets: 4096, Words: 32,
+		BurstGap: burstGap, BurstLen: burstLen}
+	if sliced {
+		cfg.Clock = func() int64 { clock++; return clock }
+	}
+	m, out := recorded(t, cfg, events)
 	var last int64
 	if batch {
 		for i := 0; i < len(trace); {

@@ -1,7 +1,6 @@
 package monitor_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -39,23 +38,8 @@ var summaryEvents = []string{
 // its end.
 func summarised(t *testing.T, events []event.Event, trace []oracle.Packet) (map[string]float64, *monitor.Monitor) {
 	t.Helper()
-	out := map[string]float64{}
-	m, err := monitor.New(monitor.Config{LinkType: functions.LinkEthernet, Epoch: epoch, Flows: 4096, Buckets: 4096, Words: 32,
-		BurstGap: burstGap, BurstLen: burstLen}, func(tr *monitor.Trigger, start int64, k *monitor.Key, v float64) {
-		key := fmt.Sprintf("%s|%d|%s", tr.Event.Name, start, keyString(tr, k))
-		if _, dup := out[key]; dup {
-			t.Errorf("reported twice: %s", key)
-		}
-		out[key] = v
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range events {
-		if err := m.Add(e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	m, out := recorded(t, monitor.Config{LinkType: functions.LinkEthernet, Epoch: epoch, Flows: 4096, Buckets: 4096, Words: 32,
+		BurstGap: burstGap, BurstLen: burstLen}, events)
 	type flowSum struct {
 		key   monitor.Key
 		first int64
