@@ -493,7 +493,7 @@ func (s *Switch) lookup(e *env, t *Table) (*Action, []uint64, error) {
 			case LPM:
 				mask := w.Mask()
 				if m.PrefixLen < w.Bits {
-					mask = w.Mask() &^ (Bit(w.Bits-m.PrefixLen).Mask())
+					mask = w.Mask() &^ (Bit(w.Bits - m.PrefixLen).Mask())
 					if m.PrefixLen == 0 {
 						mask = 0
 					}

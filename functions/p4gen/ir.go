@@ -138,14 +138,14 @@ func (op BinOp) String() string {
 // Compares reports whether op yields a bool from two operands of one type.
 func (op BinOp) Compares() bool { return op >= Eq && op <= Ge }
 
-func (c Const) Type() Type  { return Type{c.Bits} }
-func (r Ref) Type() Type    { return Type{r.Bits} }
-func (Valid) Type() Type    { return Bool }
-func (u Unary) Type() Type  { return u.X.Type() }
-func (c Cast) Type() Type   { return Type{c.Bits} }
-func (s Slice) Type() Type  { return Type{s.Hi - s.Lo + 1} }
-func (m Mux) Type() Type    { return m.Then.Type() }
-func (o Old) Type() Type    { return Type{o.Bits} }
+func (c Const) Type() Type { return Type{c.Bits} }
+func (r Ref) Type() Type   { return Type{r.Bits} }
+func (Valid) Type() Type   { return Bool }
+func (u Unary) Type() Type { return u.X.Type() }
+func (c Cast) Type() Type  { return Type{c.Bits} }
+func (s Slice) Type() Type { return Type{s.Hi - s.Lo + 1} }
+func (m Mux) Type() Type   { return m.Then.Type() }
+func (o Old) Type() Type   { return Type{o.Bits} }
 func (b Binary) Type() Type {
 	if b.Op.Compares() || b.Op == LAnd || b.Op == LOr {
 		return Bool
