@@ -1,11 +1,3 @@
-// Package libpcap compiles pcap-filter(7) expressions with libpcap's own
-// compiler (pcap_compile), through cgo, on the handle tcpdump would compile
-// on: a dead handle for a live capture, or a handle opened on the capture
-// file's header for a file, so that gencode sees what `tcpdump -r` lets it
-// see (the file, its byte order, its link-type field).
-//
-// It is the only cgo the bpf class needs at populate time; the datapath
-// never calls it.
 package libpcap
 
 /*
