@@ -191,3 +191,17 @@ func TestPrintTunnels(t *testing.T) {
 		}
 	}
 }
+
+// An ARP packet's hardware type is 16 bits: 0x0101 is not Ethernet's 1.
+func TestPrintARPHardwareType(t *testing.T) {
+	frame := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 1, 2, 3, 4, 5, 0x08, 0x06,
+		1, 1, 8, 0, 6, 4, 0, 1, 0, 1, 2, 3, 4, 5, 10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 10, 0, 0, 2}
+	var out bytes.Buffer
+	p := newPrinter(&out, functions.LinkEthernet)
+	b := buffers.NewBatch(buffers.NewPBuf(1, 256), 0, 1, 0)
+	b.Append(frame, uint32(len(frame)), 0)
+	p.Process(b)
+	if want := " ARP, hardware type 257, length 28\n"; !strings.HasSuffix(out.String(), want) {
+		t.Errorf("printed %q, want a line ending %q", out.String(), want)
+	}
+}
