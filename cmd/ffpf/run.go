@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -343,7 +344,17 @@ type result struct {
 	Bridges   []flowgraph.BridgeState   `json:"bridges"`
 }
 
-func printResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
+// printResult prints the counters and state of rt's functions and bridges
+// to out, in one write: tabwriter writes a cell at a time.
+func printResult(rt *flowgraph.Runtime, asJSON bool, out io.Writer) error {
+	w := bufio.NewWriter(out)
+	if err := writeResult(rt, asJSON, w); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+func writeResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 	r := result{Packets: rt.Packets(), ElapsedNS: rt.Elapsed().Nanoseconds(), Functions: rt.Functions(), Bridges: rt.Bridges()}
 	if asJSON {
 		enc := json.NewEncoder(w)
