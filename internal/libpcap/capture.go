@@ -1,10 +1,9 @@
 package libpcap
 
 /*
-#cgo linux LDFLAGS: -lpcap
 #include <poll.h>
 #include <stdlib.h>
-#include <pcap/pcap.h>
+#include "ffpf_pcap.h"
 
 // ffpf_pkt is where ffpf_next puts a packet: its bytes stay in libpcap's
 // buffer.
@@ -22,13 +21,13 @@ struct ffpf_pkt {
 static int ffpf_next(pcap_t *p, int msec, struct ffpf_pkt *out) {
 	struct pcap_pkthdr *h;
 	const unsigned char *d;
-	int rc = pcap_next_ex(p, &h, &d);
+	int rc = ffpf_pcap_next_ex(p, &h, &d);
 
 	if (rc == 0) {
-		struct pollfd fd = { .fd = pcap_get_selectable_fd(p), .events = POLLIN };
+		struct pollfd fd = { .fd = ffpf_pcap_get_selectable_fd(p), .events = POLLIN };
 		if (fd.fd >= 0)
 			poll(&fd, 1, msec);
-		rc = pcap_next_ex(p, &h, &d);
+		rc = ffpf_pcap_next_ex(p, &h, &d);
 	}
 	if (rc < 1)
 		return rc;
@@ -105,11 +104,14 @@ type Handle struct {
 // then waits with poll, up to o.Timeout). Errors carry libpcap's words; a
 // setting libpcap refuses is named ("setting the snap length: …").
 func Open(device string, o Options) (*Handle, error) {
+	if err := load(); err != nil {
+		return nil, err
+	}
 	dev := C.CString(device)
 	defer C.free(unsafe.Pointer(dev))
 	errbuf := (*C.char)(C.calloc(C.PCAP_ERRBUF_SIZE, 1))
 	defer C.free(unsafe.Pointer(errbuf))
-	p := C.pcap_create(dev, errbuf)
+	p := C.ffpf_pcap_create(dev, errbuf)
 	if p == nil {
 		return nil, errors.New(C.GoString(errbuf))
 	}
@@ -120,44 +122,44 @@ func Open(device string, o Options) (*Handle, error) {
 	msec := C.int(max(o.Timeout.Milliseconds(), 1))
 	set := func(what string, rc C.int) error {
 		if rc < 0 {
-			return &SettingError{What: what, Msg: C.GoString(C.pcap_statustostr(rc))}
+			return &SettingError{What: what, Msg: C.GoString(C.ffpf_pcap_statustostr(rc))}
 		}
 		return nil
 	}
-	err := set("snap length", C.pcap_set_snaplen(p, C.int(o.Snaplen)))
+	err := set("snap length", C.ffpf_pcap_set_snaplen(p, C.int(o.Snaplen)))
 	if err == nil {
-		err = set("promiscuous mode", C.pcap_set_promisc(p, promisc))
+		err = set("promiscuous mode", C.ffpf_pcap_set_promisc(p, promisc))
 	}
 	if err == nil {
-		err = set("read timeout", C.pcap_set_timeout(p, msec))
+		err = set("read timeout", C.ffpf_pcap_set_timeout(p, msec))
 	}
 	if err == nil && o.Buffer > 0 {
-		err = set("buffer size", C.pcap_set_buffer_size(p, C.int(o.Buffer)))
+		err = set("buffer size", C.ffpf_pcap_set_buffer_size(p, C.int(o.Buffer)))
 	}
 	if err == nil {
-		err = set("immediate mode", C.pcap_set_immediate_mode(p, 0))
+		err = set("immediate mode", C.ffpf_pcap_set_immediate_mode(p, 0))
 	}
 	if err != nil {
-		C.pcap_close(p)
+		C.ffpf_pcap_close(p)
 		return nil, err
 	}
-	C.pcap_set_tstamp_precision(p, C.PCAP_TSTAMP_PRECISION_NANO) // kept at micro where refused
-	if rc := C.pcap_activate(p); rc != 0 {
-		msg := C.GoString(C.pcap_geterr(p))
+	C.ffpf_pcap_set_tstamp_precision(p, C.PCAP_TSTAMP_PRECISION_NANO) // kept at micro where refused
+	if rc := C.ffpf_pcap_activate(p); rc != 0 {
+		msg := C.GoString(C.ffpf_pcap_geterr(p))
 		if msg == "" {
-			msg = C.GoString(C.pcap_statustostr(rc))
+			msg = C.GoString(C.ffpf_pcap_statustostr(rc))
 		}
-		C.pcap_close(p)
+		C.ffpf_pcap_close(p)
 		return nil, &ActivateError{Status: Status(rc), Msg: msg}
 	}
-	if C.pcap_setnonblock(p, 1, errbuf) < 0 {
+	if C.ffpf_pcap_setnonblock(p, 1, errbuf) < 0 {
 		msg := C.GoString(errbuf)
-		C.pcap_close(p)
+		C.ffpf_pcap_close(p)
 		return nil, &SettingError{What: "non-blocking mode", Msg: msg}
 	}
 	h := &Handle{p: p, msec: msec, nanos: 1000,
 		pkt: (*C.struct_ffpf_pkt)(C.calloc(1, C.sizeof_struct_ffpf_pkt))}
-	if C.pcap_get_tstamp_precision(p) == C.PCAP_TSTAMP_PRECISION_NANO {
+	if C.ffpf_pcap_get_tstamp_precision(p) == C.PCAP_TSTAMP_PRECISION_NANO {
 		h.nanos = 1
 	}
 	return h, nil
@@ -172,14 +174,14 @@ type SettingError struct {
 func (e *SettingError) Error() string { return "setting the " + e.What + ": " + e.Msg }
 
 // LinkType is the capture's DLT_ value (pcap_datalink).
-func (h *Handle) LinkType() int { return int(C.pcap_datalink(h.p)) }
+func (h *Handle) LinkType() int { return int(C.ffpf_pcap_datalink(h.p)) }
 
 // Snaplen is the snap length in effect (pcap_snapshot).
-func (h *Handle) Snaplen() int { return int(C.pcap_snapshot(h.p)) }
+func (h *Handle) Snaplen() int { return int(C.ffpf_pcap_snapshot(h.p)) }
 
 // SetDirection sets the direction of the packets captured.
 func (h *Handle) SetDirection(d Direction) error {
-	if rc := C.pcap_setdirection(h.p, C.pcap_direction_t(d)); rc < 0 {
+	if rc := C.ffpf_pcap_setdirection(h.p, C.pcap_direction_t(d)); rc < 0 {
 		return &SettingError{What: "direction", Msg: h.geterr(rc)}
 	}
 	return nil
@@ -209,7 +211,7 @@ func (h *Handle) Next() (data []byte, wire uint32, ts int64, err error) {
 // was full, and packets the interface dropped.
 func (h *Handle) Stats() (drop, ifdrop uint64, err error) {
 	var st C.struct_pcap_stat
-	if C.pcap_stats(h.p, &st) < 0 {
+	if C.ffpf_pcap_stats(h.p, &st) < 0 {
 		return 0, 0, errors.New(h.geterr(-1))
 	}
 	return uint64(st.ps_drop), uint64(st.ps_ifdrop), nil
@@ -218,7 +220,7 @@ func (h *Handle) Stats() (drop, ifdrop uint64, err error) {
 // Close closes the capture; the handle is unusable afterwards.
 func (h *Handle) Close() {
 	if h.p != nil {
-		C.pcap_close(h.p)
+		C.ffpf_pcap_close(h.p)
 		C.free(unsafe.Pointer(h.pkt))
 		h.p, h.pkt = nil, nil
 	}
@@ -226,10 +228,10 @@ func (h *Handle) Close() {
 
 // geterr is libpcap's last message on the handle, or the words for rc.
 func (h *Handle) geterr(rc C.int) string {
-	if msg := C.GoString(C.pcap_geterr(h.p)); msg != "" {
+	if msg := C.GoString(C.ffpf_pcap_geterr(h.p)); msg != "" {
 		return msg
 	}
-	return C.GoString(C.pcap_statustostr(rc))
+	return C.GoString(C.ffpf_pcap_statustostr(rc))
 }
 
 // Device is one device libpcap can capture on (pcap_findalldevs).
@@ -241,13 +243,16 @@ type Device struct {
 
 // Devices lists the devices libpcap can capture on, in its order.
 func Devices() ([]Device, error) {
+	if err := load(); err != nil {
+		return nil, err
+	}
 	errbuf := (*C.char)(C.calloc(C.PCAP_ERRBUF_SIZE, 1))
 	defer C.free(unsafe.Pointer(errbuf))
 	var all *C.pcap_if_t
-	if C.pcap_findalldevs(&all, errbuf) < 0 {
+	if C.ffpf_pcap_findalldevs(&all, errbuf) < 0 {
 		return nil, errors.New(C.GoString(errbuf))
 	}
-	defer C.pcap_freealldevs(all)
+	defer C.ffpf_pcap_freealldevs(all)
 	var devs []Device
 	for d := all; d != nil; d = d.next {
 		devs = append(devs, Device{Name: C.GoString(d.name), Description: C.GoString(d.description), Flags: uint32(d.flags)})
@@ -255,5 +260,11 @@ func Devices() ([]Device, error) {
 	return devs, nil
 }
 
-// Version is libpcap's version string (pcap_lib_version).
-func Version() string { return C.GoString(C.pcap_lib_version()) }
+// Version is libpcap's version string (pcap_lib_version), or why libpcap
+// could not be loaded.
+func Version() string {
+	if err := load(); err != nil {
+		return err.Error()
+	}
+	return C.GoString(C.ffpf_pcap_lib_version())
+}

@@ -1,13 +1,12 @@
 package libpcap
 
 /*
-#cgo linux LDFLAGS: -lpcap
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pcap/pcap.h>
+#include "ffpf_pcap.h"
 
 // ffpf_compile compiles expr on a handle opened on the 24-byte savefile
 // header hdr (when hdr is not NULL) or on a dead handle of link type dlt
@@ -31,24 +30,24 @@ static int ffpf_compile(const unsigned char *hdr, int dlt, int snaplen, const ch
 			snprintf(errbuf, PCAP_ERRBUF_SIZE, "fmemopen: %s", strerror(errno));
 			return -1;
 		}
-		p = pcap_fopen_offline(fp, errbuf);
+		p = ffpf_pcap_fopen_offline(fp, errbuf);
 		if (p == NULL) {
 			fclose(fp);
 			return -1;
 		}
 	} else {
-		p = pcap_open_dead(dlt, snaplen);
+		p = ffpf_pcap_open_dead(dlt, snaplen);
 		if (p == NULL) {
 			snprintf(errbuf, PCAP_ERRBUF_SIZE, "pcap_open_dead failed");
 			return -1;
 		}
 	}
-	rc = pcap_compile(p, out, expr, 1, netmask);
+	rc = ffpf_pcap_compile(p, out, expr, 1, netmask);
 	if (rc < 0) {
-		strncpy(errbuf, pcap_geterr(p), PCAP_ERRBUF_SIZE - 1);
+		strncpy(errbuf, ffpf_pcap_geterr(p), PCAP_ERRBUF_SIZE - 1);
 		errbuf[PCAP_ERRBUF_SIZE - 1] = '\0';
 	}
-	pcap_close(p);
+	ffpf_pcap_close(p);
 	return rc;
 }
 */
@@ -82,13 +81,16 @@ func CompileFile(expr string, hdr [24]byte, netmask uint32) ([]Insn, error) {
 	return compile(expr, &hdr, 0, 0, netmask)
 }
 
-// CompileDead compiles expr as libpcap does on pcap_open_dead(dlt,
+// CompileDead compiles expr as libpcap does on ffpf_pcap_open_dead(dlt,
 // snaplen): for a live capture of that DLT_ link type.
 func CompileDead(expr string, dlt, snaplen int, netmask uint32) ([]Insn, error) {
 	return compile(expr, nil, dlt, snaplen, netmask)
 }
 
 func compile(expr string, hdr *[24]byte, dlt, snaplen int, netmask uint32) ([]Insn, error) {
+	if err := load(); err != nil {
+		return nil, err
+	}
 	cexpr := C.CString(expr)
 	defer C.free(unsafe.Pointer(cexpr))
 	var chdr *C.uchar
@@ -106,7 +108,7 @@ func compile(expr string, hdr *[24]byte, dlt, snaplen int, netmask uint32) ([]In
 	if rc < 0 {
 		return nil, errors.New(C.GoString(errbuf))
 	}
-	defer C.pcap_freecode(&prog)
+	defer C.ffpf_pcap_freecode(&prog)
 	n := int(prog.bf_len)
 	insns := make([]Insn, n)
 	if n > 0 {
