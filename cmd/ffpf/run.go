@@ -288,19 +288,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 // command's streams: export writing as exp says and, if printTo is set,
 // print writing its lines there.
 func cliRegistry(printTo io.Writer, exp export.Options) (*functions.Registry, error) {
-	reg := functions.NewRegistry()
-	for _, c := range functions.Default.All() {
-		if c.Name == "export" {
-			c = export.NewClass(exp)
-		}
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
 	if printTo == nil {
-		return reg, nil
+		return functions.Default.With(export.NewClass(exp))
 	}
-	return reg, reg.Register(printClass(printTo))
+	return functions.Default.With(export.NewClass(exp), printClass(printTo))
 }
 
 // exportsToStdout returns how the first export function of rt that
