@@ -73,10 +73,10 @@ func TestStartupLinksNoSlowInit(t *testing.T) {
 	}
 }
 
-// TestStartupMapsNoLibpcap: the binary does not need libpcap to start
-// (internal/libpcap opens it when a filter is compiled or an interface
-// opened), so that the runs that need neither do not map it and the eight
-// libraries it needs.
+// TestStartupMapsNoLibpcap: the binary does not need the shared libpcap
+// to start (internal/libpcap compiles filters with a copy linked
+// statically and opens the shared one for live captures), so that a run
+// of files does not map it and the eight libraries it needs.
 func TestStartupMapsNoLibpcap(t *testing.T) {
 	f, err := elf.Open(ffpfBin)
 	if err != nil {
@@ -92,7 +92,7 @@ func TestStartupMapsNoLibpcap(t *testing.T) {
 	}
 	for _, l := range libs {
 		if strings.HasPrefix(l, "libpcap") {
-			t.Errorf("ffpf needs %s at start-up: every process maps it and the libraries it needs", l)
+			t.Errorf("ffpf needs %s at start-up: every process maps it and the eight libraries it needs", l)
 		}
 	}
 }

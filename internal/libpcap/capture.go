@@ -259,12 +259,3 @@ func Devices() ([]Device, error) {
 	}
 	return devs, nil
 }
-
-// Version is libpcap's version string (pcap_lib_version), or why libpcap
-// could not be loaded.
-func Version() string {
-	if err := load(); err != nil {
-		return err.Error()
-	}
-	return C.GoString(C.ffpf_pcap_lib_version())
-}

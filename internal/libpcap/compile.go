@@ -1,12 +1,13 @@
 package libpcap
 
 /*
+#cgo LDFLAGS: -l:libpcap.a
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ffpf_pcap.h"
+#include <pcap/pcap.h>
 
 // ffpf_compile compiles expr on a handle opened on the 24-byte savefile
 // header hdr (when hdr is not NULL) or on a dead handle of link type dlt
@@ -30,24 +31,24 @@ static int ffpf_compile(const unsigned char *hdr, int dlt, int snaplen, const ch
 			snprintf(errbuf, PCAP_ERRBUF_SIZE, "fmemopen: %s", strerror(errno));
 			return -1;
 		}
-		p = ffpf_pcap_fopen_offline(fp, errbuf);
+		p = pcap_fopen_offline(fp, errbuf);
 		if (p == NULL) {
 			fclose(fp);
 			return -1;
 		}
 	} else {
-		p = ffpf_pcap_open_dead(dlt, snaplen);
+		p = pcap_open_dead(dlt, snaplen);
 		if (p == NULL) {
 			snprintf(errbuf, PCAP_ERRBUF_SIZE, "pcap_open_dead failed");
 			return -1;
 		}
 	}
-	rc = ffpf_pcap_compile(p, out, expr, 1, netmask);
+	rc = pcap_compile(p, out, expr, 1, netmask);
 	if (rc < 0) {
-		strncpy(errbuf, ffpf_pcap_geterr(p), PCAP_ERRBUF_SIZE - 1);
+		strncpy(errbuf, pcap_geterr(p), PCAP_ERRBUF_SIZE - 1);
 		errbuf[PCAP_ERRBUF_SIZE - 1] = '\0';
 	}
-	ffpf_pcap_close(p);
+	pcap_close(p);
 	return rc;
 }
 */
@@ -81,16 +82,13 @@ func CompileFile(expr string, hdr [24]byte, netmask uint32) ([]Insn, error) {
 	return compile(expr, &hdr, 0, 0, netmask)
 }
 
-// CompileDead compiles expr as libpcap does on ffpf_pcap_open_dead(dlt,
+// CompileDead compiles expr as libpcap does on pcap_open_dead(dlt,
 // snaplen): for a live capture of that DLT_ link type.
 func CompileDead(expr string, dlt, snaplen int, netmask uint32) ([]Insn, error) {
 	return compile(expr, nil, dlt, snaplen, netmask)
 }
 
 func compile(expr string, hdr *[24]byte, dlt, snaplen int, netmask uint32) ([]Insn, error) {
-	if err := load(); err != nil {
-		return nil, err
-	}
 	cexpr := C.CString(expr)
 	defer C.free(unsafe.Pointer(cexpr))
 	var chdr *C.uchar
@@ -108,7 +106,7 @@ func compile(expr string, hdr *[24]byte, dlt, snaplen int, netmask uint32) ([]In
 	if rc < 0 {
 		return nil, errors.New(C.GoString(errbuf))
 	}
-	defer C.ffpf_pcap_freecode(&prog)
+	defer C.pcap_freecode(&prog)
 	n := int(prog.bf_len)
 	insns := make([]Insn, n)
 	if n > 0 {
@@ -118,3 +116,7 @@ func compile(expr string, hdr *[24]byte, dlt, snaplen int, netmask uint32) ([]In
 	}
 	return insns, nil
 }
+
+// Version is the version of the libpcap that compiles filters
+// (pcap_lib_version).
+func Version() string { return C.GoString(C.pcap_lib_version()) }

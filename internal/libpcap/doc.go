@@ -9,11 +9,15 @@
 // It binds the handful of calls ffpf makes and nothing else, so that a
 // binary that links it initialises no packet-decoding tables (gopacket's
 // pcap package imports its layers package, whose init alone took longer
-// than tcpdump's whole start-up), and it loads libpcap with dlopen(3) at
-// the first call that needs it (load.c), so that a run that compiles no
-// filter and captures nothing live does not map libpcap and the eight
-// libraries it needs.
+// than tcpdump's whole start-up). Filters are compiled by libpcap linked
+// statically, without its D-Bus backend (nodbus.c); live captures and the
+// device list use the shared libpcap, loaded with dlopen(3) at the first
+// call that needs it (load.c). So a run maps no library but libc unless it
+// captures live: mapping libpcap and the eight libraries it needs took
+// more than a millisecond of every start.
 //
-// The sharp edge: Handle.Next returns bytes in libpcap's buffer, valid only
-// until the next call on the same handle; the caller copies them first.
+// The sharp edges: filters are compiled by the libpcap ffpf was built with
+// (libpcap.a), live captures by the one installed; and Handle.Next returns
+// bytes in libpcap's buffer, valid only until the next call on the same
+// handle, so the caller copies them first.
 package libpcap

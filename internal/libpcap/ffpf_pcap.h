@@ -1,6 +1,8 @@
-// The libpcap functions ffpf calls, reached through pointers that load.c
-// fills from dlopen(3): ffpf_pcap_load must have succeeded before any
-// ffpf_pcap_* function is called.
+// The functions of the shared libpcap that live captures and the device
+// list call, reached through pointers that load.c fills from dlopen(3):
+// ffpf_pcap_load must have succeeded before any ffpf_pcap_* function is
+// called. (Filters are compiled by the copy of libpcap linked statically:
+// nodbus.c.)
 #ifndef FFPF_PCAP_H
 #define FFPF_PCAP_H
 
@@ -13,19 +15,14 @@
 #define FFPF_PCAP_FUNCS(F, V) \
 	F(int, pcap_activate, (pcap_t *p), (p)) \
 	V(pcap_close, (pcap_t *p), (p)) \
-	F(int, pcap_compile, (pcap_t *p, struct bpf_program *fp, const char *s, int optimize, bpf_u_int32 netmask), (p, fp, s, optimize, netmask)) \
 	F(pcap_t *, pcap_create, (const char *source, char *errbuf), (source, errbuf)) \
 	F(int, pcap_datalink, (pcap_t *p), (p)) \
 	F(int, pcap_findalldevs, (pcap_if_t **all, char *errbuf), (all, errbuf)) \
-	F(pcap_t *, pcap_fopen_offline, (FILE *fp, char *errbuf), (fp, errbuf)) \
 	V(pcap_freealldevs, (pcap_if_t *all), (all)) \
-	V(pcap_freecode, (struct bpf_program *fp), (fp)) \
 	F(int, pcap_get_selectable_fd, (pcap_t *p), (p)) \
 	F(int, pcap_get_tstamp_precision, (pcap_t *p), (p)) \
 	F(char *, pcap_geterr, (pcap_t *p), (p)) \
-	F(const char *, pcap_lib_version, (void), ()) \
 	F(int, pcap_next_ex, (pcap_t *p, struct pcap_pkthdr **h, const u_char **d), (p, h, d)) \
-	F(pcap_t *, pcap_open_dead, (int linktype, int snaplen), (linktype, snaplen)) \
 	F(int, pcap_set_buffer_size, (pcap_t *p, int size), (p, size)) \
 	F(int, pcap_set_immediate_mode, (pcap_t *p, int on), (p, on)) \
 	F(int, pcap_set_promisc, (pcap_t *p, int on), (p, on)) \

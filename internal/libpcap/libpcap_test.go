@@ -6,10 +6,11 @@ import (
 	"testing"
 )
 
-// The binding loads libpcap at its first call and reaches it: the version,
-// a filter compiled as tcpdump -dd would (the bpf class's differential
-// tests check programs against tcpdump's), libpcap's own error for a bad
-// expression, and the devices.
+// The binding reaches both copies of libpcap: the one linked statically
+// (the version, a filter compiled as tcpdump -dd would: the bpf class's
+// differential tests check programs against tcpdump's; libpcap's own error
+// for a bad expression) and the shared one, loaded at the first call that
+// needs it (the devices).
 func TestLoadedOnFirstCall(t *testing.T) {
 	if v := Version(); !strings.HasPrefix(v, "libpcap version") {
 		t.Fatalf("Version() = %q", v)

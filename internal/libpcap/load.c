@@ -1,11 +1,12 @@
-// libpcap is loaded with dlopen(3) when it is first needed, not linked:
-// mapping and relocating its shared object and the eight it needs
-// (libdbus, libsystemd, libgcrypt…) added more than a millisecond to every
-// start, also of runs that never compile a filter or capture live. Loaded
-// when needed, they cost a run that needs them no more than linked ones
-// did (measured: a little less, the process's maps being shorter while the
-// runtime starts); a run that does not need them never pays, and ffpf runs
-// on a machine without libpcap until something needs it.
+// The shared libpcap is loaded with dlopen(3) when a live capture is
+// opened or the devices listed, not linked: mapping and relocating it and
+// the eight libraries it needs (libdbus, libsystemd, libgcrypt…) added
+// more than a millisecond to every start, also of runs that read files.
+// Loaded when needed, they cost a live run no more than linked ones did
+// (measured: a little less, the process's maps being shorter while the
+// runtime starts), and ffpf runs on a machine without libpcap until it
+// captures live. Filters are compiled by the copy linked statically
+// (nodbus.c).
 
 #define _GNU_SOURCE
 #include <dlfcn.h>
