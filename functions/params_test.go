@@ -100,6 +100,38 @@ func TestRegisterRejectsMalformedClasses(t *testing.T) {
 	}
 }
 
+// With gives a registry where its classes replace or join the others,
+// checks them, and leaves the registry it copies alone.
+func TestRegistryWith(t *testing.T) {
+	newFn := func(*Context) (Function, error) { return nil, nil }
+	a, b := &Class{Name: "a", New: newFn}, &Class{Name: "b", New: newFn}
+	r := NewRegistry()
+	for _, c := range []*Class{a, b} {
+		if err := r.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b2, c := &Class{Name: "b", New: newFn}, &Class{Name: "c", New: newFn}
+	w, err := r.With(b2, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]*Class{"a": a, "b": b2, "c": c} {
+		if got, _ := w.Lookup(name); got != want {
+			t.Errorf("With: %s is %p, want %p", name, got, want)
+		}
+	}
+	if got, _ := r.Lookup("b"); got != b {
+		t.Error("With changed the registry it copies")
+	}
+	if _, found := r.Lookup("c"); found {
+		t.Error("With added to the registry it copies")
+	}
+	if _, err := r.With(&Class{Name: "Bad", New: newFn}); err == nil {
+		t.Error("With took a malformed class")
+	}
+}
+
 // A NUL byte would end the string where C code (libpcap) reads it, so a
 // filter "tcp\x00 or udp" would silently mean "tcp".
 func TestBindRefusesNUL(t *testing.T) {

@@ -280,6 +280,26 @@ func (r *Registry) Register(c *Class) error {
 	return nil
 }
 
+// With returns a registry of r's classes in which cs take the place of
+// the classes of their names, or join them. Only cs are checked: r's were
+// when they were registered, and a run that binds two classes to its
+// streams (the CLI) need not check every class again.
+func (r *Registry) With(cs ...*Class) (*Registry, error) {
+	out := NewRegistry()
+	r.mu.RLock()
+	for name, c := range r.classes {
+		out.classes[name] = c
+	}
+	r.mu.RUnlock()
+	for _, c := range cs {
+		delete(out.classes, c.Name)
+		if err := out.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // Lookup returns the class named name (case-insensitive).
 func (r *Registry) Lookup(name string) (*Class, bool) {
 	r.mu.RLock()

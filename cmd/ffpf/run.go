@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -287,19 +288,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 // command's streams: export writing as exp says and, if printTo is set,
 // print writing its lines there.
 func cliRegistry(printTo io.Writer, exp export.Options) (*functions.Registry, error) {
-	reg := functions.NewRegistry()
-	for _, c := range functions.Default.All() {
-		if c.Name == "export" {
-			c = export.NewClass(exp)
-		}
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
 	if printTo == nil {
-		return reg, nil
+		return functions.Default.With(export.NewClass(exp))
 	}
-	return reg, reg.Register(printClass(printTo))
+	return functions.Default.With(export.NewClass(exp), printClass(printTo))
 }
 
 // exportsToStdout returns how the first export function of rt that
@@ -343,7 +335,17 @@ type result struct {
 	Bridges   []flowgraph.BridgeState   `json:"bridges"`
 }
 
-func printResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
+// printResult prints the counters and state of rt's functions and bridges
+// to out, in one write: tabwriter writes a cell at a time.
+func printResult(rt *flowgraph.Runtime, asJSON bool, out io.Writer) error {
+	w := bufio.NewWriter(out)
+	if err := writeResult(rt, asJSON, w); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+func writeResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 	r := result{Packets: rt.Packets(), ElapsedNS: rt.Elapsed().Nanoseconds(), Functions: rt.Functions(), Bridges: rt.Bridges()}
 	if asJSON {
 		enc := json.NewEncoder(w)

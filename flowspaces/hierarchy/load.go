@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode"
 
@@ -152,7 +153,8 @@ func (p *parser) errorf(line int, format string, args ...any) error {
 	return &Error{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// yamlLine and sizeRE are compiled at their first use, not at start-up.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // document decodes the file into one YAML node tree.
 func (p *parser) document() (*yaml.Node, error) {
@@ -180,7 +182,7 @@ func (p *parser) document() (*yaml.Node, error) {
 // yamlError turns "yaml: line 3: msg" into "file:3: msg".
 func (p *parser) yamlError(err error) error {
 	msg := err.Error()
-	m := yamlLine.FindStringSubmatch(msg)
+	m := yamlLine().FindStringSubmatch(msg)
 	if m == nil {
 		return p.errorf(0, "%s", strings.TrimPrefix(msg, "yaml: "))
 	}
@@ -313,7 +315,7 @@ func (p *parser) size(s *spec, f string) (int64, error) {
 	if v == "none" {
 		return -1, nil
 	}
-	m := sizeRE.FindStringSubmatch(v)
+	m := sizeRE().FindStringSubmatch(v)
 	bad := p.errorf(line, "field %s of flowspace %s must be a size (64MB, 1GB: units B, KB, MB, GB) or none, not %q", f, s.label(), v)
 	if m == nil {
 		return 0, bad
@@ -326,7 +328,7 @@ func (p *parser) size(s *spec, f string) (int64, error) {
 	return int64(n * mult), nil
 }
 
-var sizeRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|MB|GB)?$`)
+var sizeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|MB|GB)?$`) })
 
 // checkName validates a flowspace or interface name.
 func (p *parser) checkName(line int, what, name string) error {

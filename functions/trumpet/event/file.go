@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -95,13 +96,14 @@ func parseLines(file string, src []byte) ([]Event, error) {
 	return evs, nil
 }
 
-// yamlLine finds the line in a yaml.v3 error ("yaml: line 3: ...").
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// yamlLine finds the line in a yaml.v3 error ("yaml: line 3: ..."); it
+// is compiled at its first use, not at start-up.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // splitYAMLError splits a yaml.v3 error into its sentence and line.
 func splitYAMLError(err error) (msg string, line int) {
 	msg, line = err.Error(), 1
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+	if m := yamlLine().FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	} else {
