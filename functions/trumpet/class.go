@@ -251,9 +251,12 @@ func (t *Trumpet) Tick(now int64) {
 	t.publish()
 }
 
-// Flush implements functions.Flusher: the pending sweep ends.
+// Flush implements functions.Flusher: at the end of the input the last
+// interval of each event, which the input ended before its end, is swept
+// and reported on the packets it saw (Monitor.End). In eBPF the flowspace
+// has drained the epoch the capture ended in before.
 func (t *Trumpet) Flush(now int64) {
-	t.m.Flush(now)
+	t.m.End(now)
 	t.out.Flush()
 	t.publish()
 }
