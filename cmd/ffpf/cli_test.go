@@ -183,3 +183,19 @@ func TestHierarchyNotAFile(t *testing.T) {
 		}
 	}
 }
+
+// -Q is the direction of the capture on -i: with -r, as with a gen
+// source, it is refused, not ignored.
+func TestDirectionNeedsAnInterface(t *testing.T) {
+	a, _ := traces(t)
+	for _, args := range [][]string{
+		{"run", "-Q", "in", "-r", a, "(pktcount)"},
+		{"run", "-Q", "in", "(gen,packets=10) > (pktcount)"},
+		{"check", "-Q", "out", "-r", a, "(pktcount)"},
+	} {
+		r := ffpf(t, args...)
+		if r.code != 2 || r.stderr != "ffpf: -Q (--direction) is the direction of the capture on -i IFACE\n" {
+			t.Errorf("ffpf %s: exit %d, %q", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}

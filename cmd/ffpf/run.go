@@ -97,6 +97,11 @@ func (o *runOptions) configFor(cfg flowgraph.Config, exprs []string, src string)
 	} else {
 		cfg.Hierarchy, _ = hierarchy.Discover(functions.Default)
 	}
+	if o.file != "" && o.file != "-" {
+		if err := functions.CheckStream(o.file); err != nil {
+			return cfg, "", &exitError{2, err} // a directory or a device, refused before anything runs
+		}
+	}
 	if o.iface != "" && !simulates(cfg.Hierarchy, o.iface) {
 		if err := dev.Exists(o.iface); err != nil {
 			return cfg, "", &exitError{2, err} // as tcpdump says it
@@ -164,6 +169,9 @@ func (o *runOptions) requests(pos []string) ([]string, string, error) {
 	switch {
 	case o.file != "" && o.iface != "":
 		return nil, "", usageErrorf("-r and -i exclude each other")
+	case o.direction != "" && o.iface == "":
+		// with -r as without a default source: one rule
+		return nil, "", usageErrorf("-Q (--direction) is the direction of the capture on -i IFACE")
 	case o.file != "":
 		return exprs, "(pcap,file=" + strconv.Quote(o.file) + ")", nil
 	case o.iface != "":
@@ -172,8 +180,6 @@ func (o *runOptions) requests(pos []string) ([]string, string, error) {
 			src += ",direction=" + o.direction
 		}
 		return exprs, src + ")", nil
-	case o.direction != "":
-		return nil, "", usageErrorf("-Q (--direction) is the direction of the capture on -i IFACE")
 	}
 	return exprs, "", nil
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/trumpet/event"
@@ -25,8 +25,9 @@ its canonical one-line form, one a line (the -e events first, then each
 file's in order): the output is itself an event file. An interval must be a positive multiple of the epoch; an event
 name may be defined once across all inputs; an event may need at most the
 summary words a flow keeps (--words, the trumpet class's words=). A definition error is reported
-as file:line and one sentence (exit status 2); a file that cannot be read
-exits with status 1.`
+as file:line and one sentence (exit status 2). A FILE must be a regular file
+of at most 1 MiB: a directory, a device or a FIFO is refused at once (exit
+status 2); a file that cannot be opened exits with status 1.`
 
 func cmdTrumpet(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -78,11 +79,10 @@ func cmdTrumpetCheck(args []string, stdout, stderr io.Writer) error {
 		evs = append(evs, ev)
 	}
 	for _, f := range files {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("cannot read %s: %v", f, functions.PathReason(err))
+		fe, err := event.ParseFile(f)
+		if fileErr := (*functions.FileError)(nil); errors.As(err, &fileErr) && !fileErr.Refused {
+			return err // it cannot be opened: a runtime error
 		}
-		fe, err := event.Parse(f, src)
 		if err != nil {
 			return &exitError{2, err}
 		}

@@ -396,7 +396,7 @@ func TestParseFile(t *testing.T) {
 		t.Fatalf("%v %v", evs, err)
 	}
 	_, err = ParseFile(filepath.Join(dir, "missing.yaml"))
-	if want := filepath.Join(dir, "missing.yaml") + ": cannot read the event file: no such file or directory"; err == nil || err.Error() != want {
+	if want := "cannot read " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
 }
