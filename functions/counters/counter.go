@@ -51,7 +51,7 @@ func init() {
 			measure.ValueParam,
 			measure.WindowParam,
 			measure.ReportParam("emit a record per window (and at the end): the total, or, with key=, the K keys with the largest values"),
-			{Name: "size", Type: functions.Int, Default: "64K", Summary: "keys the table holds (keyed)",
+			{Name: "size", Type: functions.Int, Default: "64K", With: "key", Summary: "keys the table holds (keyed)",
 				Check: func(v functions.Value) error {
 					if v.Int < 1 || v.Int > 1<<24 {
 						return errors.New("size is 1 to 16M keys")

@@ -10,6 +10,13 @@ import (
 
 func counting(p functions.Params) bool { return p.Bool("counting") }
 
+// countingValue is value=, which only a counting filter adds.
+var countingValue = func() functions.Param {
+	v := measure.ValueParam
+	v.With = "counting"
+	return v
+}()
+
 var bloomState = &functions.State{Fields: []functions.StateField{
 	{Name: "inserted", Type: buffers.U64, Merge: functions.MergeSum, Summary: "keys inserted that were not in the set (membership), or packets counted (counting)"},
 	nokeyField,
@@ -43,7 +50,7 @@ var bloomClass = &functions.Class{
 		{Name: "pass", Type: functions.String, Default: "new", Enum: []string{"new", "all", "member"},
 			Summary: "new: the packets whose key was not yet in the set (one alarm per key, MAFIA's insert); member: those whose key was; all: every packet"},
 		{Name: "counting", Type: functions.Bool, Summary: "a counting Bloom filter: add value= per packet; reads min, max, sum, avg"},
-		measure.ValueParam,
+		countingValue,
 		measure.WindowParam,
 		measure.ReportParam("emit a record per window (and at the end) with the keys inserted; any K ≥ 1"),
 	},
