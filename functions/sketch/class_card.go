@@ -101,10 +101,12 @@ func (f *HLLFunc) estimate() float64 { return f.est.get(f.s.Estimate) }
 
 // Summary implements functions.Summarizer. It estimates afresh, not from
 // the cache Process marks dirty: in an eBPF flowspace the registers change
-// by the flowspace's sync, and Process never runs.
+// by the flowspace's sync, and Process never runs. The estimate is the
+// number a report's record and a reader (LABEL.estimate) give, unrounded:
+// one form everywhere.
 func (f *HLLFunc) Summary() map[string]any {
 	m := 1 << f.s.Precision()
-	return map[string]any{"estimate": math.Round(f.s.Estimate()), "nokey": f.m.Load64(f.nokey),
+	return map[string]any{"estimate": f.s.Estimate(), "nokey": f.m.Load64(f.nokey),
 		"registers": m, "stderr": 1.04 / math.Sqrt(float64(m))}
 }
 
@@ -213,7 +215,7 @@ func (f *PCSAFunc) estimate() float64 { return f.est.get(f.s.Estimate) }
 // Summary implements functions.Summarizer.
 // It estimates afresh, as HLLFunc's does.
 func (f *PCSAFunc) Summary() map[string]any {
-	return map[string]any{"estimate": math.Round(PCSAEstimate(f.mem)), "nokey": f.m.Load64(f.nokey),
+	return map[string]any{"estimate": PCSAEstimate(f.mem), "nokey": f.m.Load64(f.nokey),
 		"bitmaps": len(f.mem), "stderr": 0.78 / math.Sqrt(float64(len(f.mem)))}
 }
 
