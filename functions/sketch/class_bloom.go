@@ -94,6 +94,13 @@ func NewBloomFunc(ctx *functions.Context) (*BloomFunc, error) {
 	} else {
 		f.b, err = NewBloom(f.mem, int(ctx.Params.Int("bits")), hashes)
 	}
+	if err == nil && k.window.Interval > 0 && measure.Tracks(ctx) {
+		if t := measure.NewTouched(len(f.mem), ctx); f.cb != nil {
+			f.cb.Track(t)
+		} else {
+			f.b.Track(t)
+		}
+	}
 	return f, err
 }
 
@@ -146,7 +153,11 @@ func (f *BloomFunc) emit(start int64) {
 }
 
 func (f *BloomFunc) reset() {
-	zero64(f.mem)
+	if f.cb != nil {
+		f.cb.ResetTouched()
+	} else {
+		f.b.ResetTouched()
+	}
 	f.m.Store64(f.inserted, 0)
 }
 

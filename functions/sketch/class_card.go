@@ -57,6 +57,9 @@ func NewHLLFunc(ctx *functions.Context) (*HLLFunc, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k.window.Interval > 0 && measure.Tracks(ctx) {
+		s.Track(measure.NewTouched(len(s.r), ctx))
+	}
 	return &HLLFunc{keyed: k, s: s}, nil
 }
 
@@ -90,10 +93,10 @@ func (f *HLLFunc) Tick(now int64) { f.tick(now, f.emit, f.reset) }
 // Flush implements functions.Flusher.
 func (f *HLLFunc) Flush(int64) { f.flush(f.emit) }
 
-func (f *HLLFunc) emit(start int64) { f.summary(start, f.s.Estimate()) }
+func (f *HLLFunc) emit(start int64) { f.summary(start, f.s.TrackedEstimate()) }
 
 func (f *HLLFunc) reset() {
-	f.s.Reset(0, len(f.s.Registers()))
+	f.s.ResetTouched()
 	f.est.dirty.Store(true)
 }
 
@@ -170,6 +173,9 @@ func NewPCSAFunc(ctx *functions.Context) (*PCSAFunc, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k.window.Interval > 0 && measure.Tracks(ctx) {
+		s.Track(measure.NewTouched(len(mem), ctx))
+	}
 	return &PCSAFunc{keyed: k, s: s, mem: mem}, nil
 }
 
@@ -203,10 +209,10 @@ func (f *PCSAFunc) Tick(now int64) { f.tick(now, f.emit, f.reset) }
 // Flush implements functions.Flusher.
 func (f *PCSAFunc) Flush(int64) { f.flush(f.emit) }
 
-func (f *PCSAFunc) emit(start int64) { f.summary(start, f.s.Estimate()) }
+func (f *PCSAFunc) emit(start int64) { f.summary(start, f.s.TrackedEstimate()) }
 
 func (f *PCSAFunc) reset() {
-	f.s.Reset(0, len(f.mem))
+	f.s.ResetTouched()
 	f.est.dirty.Store(true)
 }
 

@@ -1,0 +1,78 @@
+package counters
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/gen"
+	"github.com/ffpf-go/ffpf/functions/record"
+)
+
+// A keyed counter's window close walks and clears the entries the window
+// inserted (measure.Touched), not the table: its reports are, window for
+// window, those of walking and clearing the whole table (as in an eBPF
+// flowspace, untracked), with windows of a few packets and of more keys
+// than the list keeps, and ties among the K largest broken alike.
+func TestWindowCloseTracked(t *testing.T) {
+	c, _ := functions.Default.Lookup("counter")
+	for _, window := range []string{"2", "500"} {
+		p, err := c.Bind([]functions.Arg{
+			{Key: "key", Value: functions.Raw{Kind: functions.RawWord, Text: "dstport"}},
+			{Key: "window", Value: functions.Raw{Kind: functions.RawNumber, Text: window, Unit: "us"}},
+			{Key: "report", Value: functions.Raw{Kind: functions.RawNumber, Text: "3"}},
+			{Key: "size", Value: functions.Raw{Kind: functions.RawNumber, Text: "600"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [2][]string
+		for i, target := range []functions.Target{functions.TargetUser, functions.TargetXDP} {
+			fn, err := NewCounter(&functions.Context{ID: "counter#1", Params: p, LinkType: functions.LinkEthernet, Target: target})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if on := fn.touched != nil && !fn.touched.All(); on != (target == functions.TargetUser) {
+				t.Fatalf("%s: tracked %v", target, on)
+			}
+			fn.SetEmit(func(b *buffers.Batch) {
+				for _, e := range b.E[:b.N] {
+					j, err := record.AppendJSON(nil, b.PBuf.Data(e.Slot))
+					if err != nil {
+						t.Fatal(err)
+					}
+					got[i] = append(got[i], string(j))
+				}
+			})
+			pb := buffers.NewPBuf(buffers.MaxBatch, gen.MaxFrameLen)
+			b := buffers.NewBatch(pb, 0, buffers.MaxBatch, 0)
+			g := gen.New(gen.Config{Seed: 5, Packets: 20000, Flows: 3000})
+			var last int64
+			for done := false; !done; {
+				b.Reset()
+				for b.Room() > 0 {
+					n, w, ts, ok := g.Next(b.NextSlot())
+					if !ok {
+						done = true
+						break
+					}
+					if fn.Deadline() <= ts {
+						if b.N > 0 {
+							fn.Process(b)
+							b.Reset()
+						}
+						fn.Tick(ts)
+					}
+					b.Commit(uint32(n), uint32(w), ts)
+					last = ts
+				}
+				fn.Process(b)
+			}
+			fn.Flush(last)
+		}
+		if len(got[0]) < 20 || !slices.Equal(got[0], got[1]) {
+			t.Errorf("window=%sus: %d records tracked, %d untracked, or different records", window, len(got[0]), len(got[1]))
+		}
+	}
+}
