@@ -17,12 +17,12 @@ import (
 // than the list keeps, and ties among the K largest broken alike.
 func TestWindowCloseTracked(t *testing.T) {
 	c, _ := functions.Default.Lookup("counter")
-	for _, window := range []string{"2", "500"} {
+	for _, window := range []string{"2", "200"} {
 		p, err := c.Bind([]functions.Arg{
 			{Key: "key", Value: functions.Raw{Kind: functions.RawWord, Text: "dstport"}},
 			{Key: "window", Value: functions.Raw{Kind: functions.RawNumber, Text: window, Unit: "us"}},
 			{Key: "report", Value: functions.Raw{Kind: functions.RawNumber, Text: "3"}},
-			{Key: "size", Value: functions.Raw{Kind: functions.RawNumber, Text: "600"}},
+			{Key: "size", Value: functions.Raw{Kind: functions.RawNumber, Text: "300"}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -47,7 +47,7 @@ func TestWindowCloseTracked(t *testing.T) {
 			})
 			pb := buffers.NewPBuf(buffers.MaxBatch, gen.MaxFrameLen)
 			b := buffers.NewBatch(pb, 0, buffers.MaxBatch, 0)
-			g := gen.New(gen.Config{Seed: 5, Packets: 20000, Flows: 3000})
+			g := gen.New(gen.Config{Seed: 5, Packets: 6000, Flows: 3000})
 			var last int64
 			for done := false; !done; {
 				b.Reset()

@@ -144,13 +144,13 @@ func TestWindowCloseTracked(t *testing.T) {
 		class *functions.Class
 		args  []functions.Arg
 	}{
-		{hllClass, []functions.Arg{raw("precision", "10")}},
-		{pcsaClass, []functions.Arg{raw("bitmaps", "1000")}},
-		{cmsClass, []functions.Arg{raw("width", "400"), raw("depth", "3"), raw("report", "3"), word("value", "bytes")}},
+		{hllClass, []functions.Arg{raw("precision", "8")}},
+		{pcsaClass, []functions.Arg{raw("bitmaps", "256")}},
+		{cmsClass, []functions.Arg{raw("width", "101"), raw("depth", "3"), raw("report", "3"), word("value", "bytes")}},
 		{bloomClass, []functions.Arg{raw("bits", "4000"), raw("hashes", "3")}},
-		{bloomClass, []functions.Arg{raw("bits", "2000"), word("counting", "true"), word("value", "bytes")}},
+		{bloomClass, []functions.Arg{raw("bits", "500"), word("counting", "true"), word("value", "bytes")}},
 	} {
-		for _, window := range []string{"2", "500"} {
+		for _, window := range []string{"2", "200"} {
 			args := append([]functions.Arg{word("key", "5tuple"), {Key: "window", Value: functions.Raw{Kind: functions.RawNumber, Text: window, Unit: "us"}}}, c.args...)
 			if !slices.ContainsFunc(args, func(a functions.Arg) bool { return a.Key == "report" }) {
 				args = append(args, raw("report", "1"))
@@ -168,7 +168,7 @@ func TestWindowCloseTracked(t *testing.T) {
 				if tracked(fn) != (target == functions.TargetUser) {
 					t.Fatalf("%s in %s: tracked %v", c.class.Name, target, tracked(fn))
 				}
-				got[i] = feedWindows(t, fn, 20000)
+				got[i] = feedWindows(t, fn, 6000)
 			}
 			if len(got[0]) < 20 || !slices.Equal(got[0], got[1]) {
 				t.Errorf("%s %v window=%sus: %d records tracked, %d untracked, or different records", c.class.Name, c.args, window, len(got[0]), len(got[1]))
