@@ -27,6 +27,10 @@ func TestSnaplenZero(t *testing.T) {
 	if r := ffpf(t, "run", "-r", a, "-s", "-1", "(pktcount)"); r.code != 2 {
 		t.Errorf("-s -1: exit %d", r.code)
 	}
+	// past libpcap's largest, as tcpdump's -s: a usage error
+	if r := ffpf(t, "run", "-r", a, "-s", "262145", "(pktcount)"); r.code != 2 || !strings.Contains(r.stderr, "up to 262144") {
+		t.Errorf("-s 262145: exit %d, %q", r.code, r.stderr)
+	}
 }
 
 // run -h shows every flag in its synopsis.
@@ -197,5 +201,13 @@ func TestDirectionNeedsAnInterface(t *testing.T) {
 		if r.code != 2 || r.stderr != "ffpf: -Q (--direction) is the direction of the capture on -i IFACE\n" {
 			t.Errorf("ffpf %s: exit %d, %q", strings.Join(args, " "), r.code, r.stderr)
 		}
+	}
+}
+
+// gen -i names an interface that does not exist: exit 2, as run -i.
+func TestGenNoSuchInterface(t *testing.T) {
+	r := ffpf(t, "gen", "-i", "nonexist0", "--packets", "1")
+	if r.code != 2 || r.stderr != "ffpf: nonexist0: No such device exists\n" {
+		t.Errorf("exit %d, %q", r.code, r.stderr)
 	}
 }

@@ -173,6 +173,16 @@ func dtaQuery(args []string, stdout, stderr io.Writer) error {
 	if *server == "" {
 		return usageErrorf("dta query needs --server HTTPADDR")
 	}
+	hostPort := *server
+	if u, err := url.Parse(*server); err == nil && strings.Contains(*server, "://") {
+		hostPort = u.Host // a URL names its host:port too
+		if u.Port() == "" {
+			hostPort = net.JoinHostPort(u.Hostname(), "80")
+		}
+	}
+	if err := checkHostPort("tcp", hostPort); err != nil {
+		return usageErrorf("--server %s: %v", *server, err)
+	}
 	if len(pos) == 0 {
 		return usageErrorf("dta query needs a query: keywrite KEY, append LIST [N], keyincrement KEY or postcarding KEY")
 	}

@@ -143,6 +143,8 @@ func TestDTACollectAndQuery(t *testing.T) {
 		{[]string{"dta", "collect", "--listen", "127.0.0.1:0", "--keywrite", "slots=0"}, 2, "keywrite slots=0: at least 1"},
 		{[]string{"dta", "collect", "--listen", "127.0.0.1:0", "--append", "lists=0,size=10"}, 2, "append lists=0: at least 1"},
 		{[]string{"dta", "collect", "--listen", "127.0.0.1:0", "--append", "lists=1M,size=4G"}, 2, "more than half of this machine's"}, // 16 PB
+		{[]string{"dta", "query", "--server", "127.0.0.1:99999", "keywrite", "1"}, 2, "--server 127.0.0.1:99999: port 99999 is past 65535"},
+		{[]string{"dta", "query", "--server", "localhost", "keywrite", "1"}, 2, "--server localhost: not HOST:PORT"},
 		// a port another collector holds is a runtime error
 		{[]string{"dta", "collect", "--listen", udp, "--keywrite", "slots=1M"}, 1, "cannot listen"},
 		{[]string{"dta", "frobnicate"}, 2, "no command"},

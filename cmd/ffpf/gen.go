@@ -12,6 +12,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/ffpf-go/ffpf/functions/dev"
 	"github.com/ffpf-go/ffpf/functions/gen"
 )
 
@@ -76,6 +77,9 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := gen.Config{Seed: *seed, Packets: *packets, Malformed: *malformed, VLAN: *vlan, IPv6: *ipv6, Flows: *flows}
 	if *iface != "" {
+		if err := dev.Exists(*iface); err != nil {
+			return &exitError{2, err} // as run -i says it
+		}
 		return transmit(*iface, *out, cfg, *pps, *tx == "xdp", *pool, stderr)
 	}
 

@@ -208,8 +208,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *snaplen == 0 {
 		*snaplen = flowgraph.DefaultSnaplen // tcpdump's -s 0
 	}
-	if *snaplen < 0 {
-		return usageErrorf("-s must be a number of bytes (0: the default, %d)", flowgraph.DefaultSnaplen)
+	if *snaplen < 0 || *snaplen > flowgraph.DefaultSnaplen {
+		return usageErrorf("-s must be a number of bytes up to %d (0: the default, %d), as tcpdump's", flowgraph.DefaultSnaplen, flowgraph.DefaultSnaplen)
 	}
 	if *printLines && *asJSON {
 		return usageErrorf("--print and --json exclude each other")
