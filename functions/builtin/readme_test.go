@@ -15,12 +15,12 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
 
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/functions"
 	_ "github.com/ffpf-go/ffpf/functions/builtin"
 	"github.com/ffpf-go/ffpf/functions/dta/collector"
+	"github.com/ffpf-go/ffpf/internal/graphtest"
 	"github.com/ffpf-go/ffpf/internal/netnstest"
 )
 
@@ -321,44 +321,18 @@ func inputs(t *testing.T) {
 		`(gen,packets=1000,seed=5) > (export,file=capture.pcapng)`,
 		`(gen,packets=2000,seed=6) > [(dta,op=keywrite,key=ipv4.src,data=pkt.len) | (dta,op=append,list=3,data=ipv4.dst)] > (export,file=reports.pcap)`,
 	} {
-		rt := flowgraph.New(flowgraph.Config{})
-		if _, err := rt.Populate(expr, flowgraph.RequestOptions{}); err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
-		if err := rt.Instantiate(); err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
-		if err := rt.Activate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Wait(); err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
-		rt.Close()
+		graphtest.Run(t, expr).Close()
 	}
 }
 
 // ipv4Sources returns the distinct IPv4 source addresses of the first n
 // packets of a capture, as DTA keys.
 func ipv4Sources(t *testing.T, path string, n int) []uint32 {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, _ := graphtest.ReadPcap(t, path)
 	seen := map[uint32]bool{}
 	var out []uint32
-	for range n {
-		data, _, err := r.ReadPacketData()
-		if err != nil {
-			break
-		}
-		p := gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)
+	for _, d := range data[:min(n, len(data))] {
+		p := gopacket.NewPacket(d, layers.LayerTypeEthernet, gopacket.Default)
 		if ip, ok := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok {
 			a := ip.SrcIP.To4()
 			k := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])

@@ -4,10 +4,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/gen"
-	"github.com/ffpf-go/ffpf/functions/record"
+	"github.com/ffpf-go/ffpf/internal/windowtest"
 )
 
 // A keyed counter's window close walks and clears the entries the window
@@ -36,40 +35,7 @@ func TestWindowCloseTracked(t *testing.T) {
 			if on := fn.touched != nil && !fn.touched.All(); on != (target == functions.TargetUser) {
 				t.Fatalf("%s: tracked %v", target, on)
 			}
-			fn.SetEmit(func(b *buffers.Batch) {
-				for _, e := range b.E[:b.N] {
-					j, err := record.AppendJSON(nil, b.PBuf.Data(e.Slot))
-					if err != nil {
-						t.Fatal(err)
-					}
-					got[i] = append(got[i], string(j))
-				}
-			})
-			pb := buffers.NewPBuf(buffers.MaxBatch, gen.MaxFrameLen)
-			b := buffers.NewBatch(pb, 0, buffers.MaxBatch, 0)
-			g := gen.New(gen.Config{Seed: 5, Packets: 6000, Flows: 3000})
-			var last int64
-			for done := false; !done; {
-				b.Reset()
-				for b.Room() > 0 {
-					n, w, ts, ok := g.Next(b.NextSlot())
-					if !ok {
-						done = true
-						break
-					}
-					if fn.Deadline() <= ts {
-						if b.N > 0 {
-							fn.Process(b)
-							b.Reset()
-						}
-						fn.Tick(ts)
-					}
-					b.Commit(uint32(n), uint32(w), ts)
-					last = ts
-				}
-				fn.Process(b)
-			}
-			fn.Flush(last)
+			got[i] = windowtest.Feed(t, fn, gen.New(gen.Config{Seed: 5, Packets: 6000, Flows: 3000}))
 		}
 		if len(got[0]) < 20 || !slices.Equal(got[0], got[1]) {
 			t.Errorf("window=%sus: %d records tracked, %d untracked, or different records", window, len(got[0]), len(got[1]))

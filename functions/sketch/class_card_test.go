@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"testing"
@@ -10,7 +11,7 @@ import (
 	"github.com/ffpf-go/ffpf/functions/flowkey"
 	"github.com/ffpf-go/ffpf/functions/gen"
 	"github.com/ffpf-go/ffpf/functions/measure"
-	"github.com/ffpf-go/ffpf/functions/record"
+	"github.com/ffpf-go/ffpf/internal/windowtest"
 )
 
 // hll's and pcsa's estimate is one number: --json's state, the report's
@@ -26,89 +27,21 @@ func TestEstimateOneForm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var recs []float64
-		fn.(functions.Producer).SetEmit(func(b *buffers.Batch) {
-			for _, e := range b.E[:b.N] {
-				if f, ok := record.Find(b.PBuf.Data(e.Slot), "estimate"); ok {
-					recs = append(recs, f.Float())
-				}
-			}
-		})
-		pb := buffers.NewPBuf(buffers.MaxBatch, gen.MaxFrameLen)
-		b := buffers.NewBatch(pb, 0, buffers.MaxBatch, 0)
-		g := gen.New(gen.Config{Seed: 3, Packets: 4000, Flows: 1000})
-		clk := fn.(functions.Clocked)
-		var last int64
-		for done := false; !done; {
-			b.Reset()
-			for b.Room() > 0 {
-				n, w, ts, ok := g.Next(b.NextSlot())
-				if !ok {
-					done = true
-					break
-				}
-				if clk.Deadline() <= ts {
-					clk.Tick(ts)
-				}
-				b.Commit(uint32(n), uint32(w), ts)
-				last = ts
-			}
-			fn.Process(b)
-		}
+		recs := windowtest.Feed(t, fn, gen.New(gen.Config{Seed: 3, Packets: 4000, Flows: 1000}))
 		rd, err := fn.(functions.Readable).Read("estimate")
 		if err != nil {
 			t.Fatal(err)
 		}
-		read := rd(pb, 0)
-		fn.(functions.Flusher).Flush(last)
+		read := rd(nil, 0)
 		state, _ := fn.(functions.Summarizer).Summary()["estimate"].(float64)
-		if len(recs) != 1 || recs[0] != state || read != state || state == math.Round(state) {
+		var rec struct{ Estimate float64 }
+		if len(recs) == 1 {
+			json.Unmarshal([]byte(recs[0]), &rec)
+		}
+		if len(recs) != 1 || rec.Estimate != state || read != state || state == math.Round(state) {
 			t.Errorf("%s: record %v, --json %v, reader %v: want one number (not a whole one, or the test sees no rounding)", c.Name, recs, state, read)
 		}
 	}
-}
-
-// feedWindows runs fn on n generated packets, ticking it as the flowspace
-// does, and returns the records it reports, as JSON.
-func feedWindows(t *testing.T, fn functions.Function, n int) []string {
-	t.Helper()
-	var recs []string
-	fn.(functions.Producer).SetEmit(func(b *buffers.Batch) {
-		for _, e := range b.E[:b.N] {
-			j, err := record.AppendJSON(nil, b.PBuf.Data(e.Slot))
-			if err != nil {
-				t.Fatal(err)
-			}
-			recs = append(recs, string(j))
-		}
-	})
-	pb := buffers.NewPBuf(buffers.MaxBatch, gen.MaxFrameLen)
-	b := buffers.NewBatch(pb, 0, buffers.MaxBatch, 0)
-	g := gen.New(gen.Config{Seed: 5, Packets: int64(n), Flows: 3000})
-	clk := fn.(functions.Clocked)
-	var last int64
-	for done := false; !done; {
-		b.Reset()
-		for b.Room() > 0 {
-			c, w, ts, ok := g.Next(b.NextSlot())
-			if !ok {
-				done = true
-				break
-			}
-			if clk.Deadline() <= ts { // a window closes before the packet, as the flowspace splits batches
-				if b.N > 0 {
-					fn.Process(b)
-					b.Reset()
-				}
-				clk.Tick(ts)
-			}
-			b.Commit(uint32(c), uint32(w), ts)
-			last = ts
-		}
-		fn.Process(b)
-	}
-	fn.(functions.Flusher).Flush(last)
-	return recs
 }
 
 // tracked says whether a function of this package tracks what its
@@ -168,7 +101,7 @@ func TestWindowCloseTracked(t *testing.T) {
 				if tracked(fn) != (target == functions.TargetUser) {
 					t.Fatalf("%s in %s: tracked %v", c.class.Name, target, tracked(fn))
 				}
-				got[i] = feedWindows(t, fn, 6000)
+				got[i] = windowtest.Feed(t, fn, gen.New(gen.Config{Seed: 5, Packets: 6000, Flows: 3000}))
 			}
 			if len(got[0]) < 20 || !slices.Equal(got[0], got[1]) {
 				t.Errorf("%s %v window=%sus: %d records tracked, %d untracked, or different records", c.class.Name, c.args, window, len(got[0]), len(got[1]))

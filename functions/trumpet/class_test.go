@@ -21,6 +21,7 @@ import (
 	_ "github.com/ffpf-go/ffpf/functions/builtin"
 	"github.com/ffpf-go/ffpf/functions/trumpet/event"
 	"github.com/ffpf-go/ffpf/functions/trumpet/internal/oracle"
+	"github.com/ffpf-go/ffpf/internal/graphtest"
 )
 
 func writePcap(t *testing.T, path string, trace []oracle.Packet) {
@@ -280,45 +281,12 @@ func TestTable2File(t *testing.T) {
 	}
 }
 
-// runGraph populates, instantiates and runs expr to its end.
-func runGraph(t *testing.T, expr string) *flowgraph.Runtime {
-	t.Helper()
-	rt := flowgraph.New(flowgraph.Config{})
-	t.Cleanup(func() { rt.Close() })
-	if _, err := rt.Populate(expr, flowgraph.RequestOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Instantiate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Activate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	return rt
-}
-
 // readPcap reads a capture file as the oracle's trace.
 func readPcap(t *testing.T, path string) []oracle.Packet {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var trace []oracle.Packet
-	for {
-		data, ci, err := r.ReadPacketData()
-		if err != nil {
-			break
-		}
-		trace = append(trace, oracle.Packet{Data: data, TS: ci.Timestamp.UnixNano()})
+	data, ts := graphtest.ReadPcap(t, path)
+	trace := make([]oracle.Packet, len(data))
+	for i := range data {
+		trace[i] = oracle.Packet{Data: data[i], TS: ts[i]}
 	}
 	return trace
 }
@@ -331,7 +299,7 @@ func readPcap(t *testing.T, path string) []oracle.Packet {
 func TestLastInterval(t *testing.T) {
 	dir := t.TempDir()
 	pcapPath, out := filepath.Join(dir, "t.pcap"), filepath.Join(dir, "events.jsonl")
-	runGraph(t, fmt.Sprintf(`(gen,packets=100K,flows=1000,seed=3) > (export,file=%q)`, pcapPath))
+	graphtest.Run(t, fmt.Sprintf(`(gen,packets=100K,flows=1000,seed=3) > (export,file=%q)`, pcapPath))
 	trace := readPcap(t, pcapPath)
 	first, last := trace[0].TS, trace[len(trace)-1].TS
 	const ms = int64(time.Millisecond)
@@ -355,7 +323,7 @@ func TestLastInterval(t *testing.T) {
 	if err := os.WriteFile(evPath, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rt := runGraph(t, fmt.Sprintf(`(pcap,file=%q) > t:(trumpet,events=%q) > (export,format=jsonl,file=%q)`, pcapPath, evPath, out))
+	rt := graphtest.Run(t, fmt.Sprintf(`(pcap,file=%q) > t:(trumpet,events=%q) > (export,format=jsonl,file=%q)`, pcapPath, evPath, out))
 	want := oracle.Evaluate(oracle.Config{Epoch: 10 * ms, BurstGap: 5000, BurstLen: 5}, events, trace)
 	got := readReports(t, out, events)
 	compare(t, got, want)
