@@ -271,6 +271,11 @@ func (r *Registry) Register(c *Class) error {
 			}
 		}
 	}
+	for _, p := range c.Params {
+		if p.With != "" && (!seen[p.With] || p.With == p.Name) {
+			return fmt.Errorf("functions: class %s parameter %s has an effect with %q, which it does not declare", c.Name, p.Name, p.With)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.classes[c.Name]; dup {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ffpf-go/ffpf/functions/dev"
 	"github.com/ffpf-go/ffpf/functions/gen"
 )
 
@@ -72,6 +73,9 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := gen.Config{Seed: *seed, Packets: *packets, Malformed: *malformed, VLAN: *vlan, IPv6: *ipv6, Flows: *flows}
 	if *iface != "" {
+		if err := dev.Exists(*iface); err != nil {
+			return &exitError{2, err} // as run -i says it
+		}
 		return transmit(*iface, *out, cfg, *pps, *tx == "xdp", *pool, stderr)
 	}
 

@@ -98,6 +98,11 @@ func (o *runOptions) configFor(cfg flowgraph.Config, exprs []string, src string)
 	} else {
 		cfg.Hierarchy, _ = hierarchy.Discover(functions.Default)
 	}
+	if o.file != "" && o.file != "-" {
+		if err := functions.CheckStream(o.file); err != nil {
+			return cfg, "", &exitError{2, err} // a directory or a device, refused before anything runs
+		}
+	}
 	if o.iface != "" && !simulates(cfg.Hierarchy, o.iface) {
 		if err := dev.Exists(o.iface); err != nil {
 			return cfg, "", &exitError{2, err} // as tcpdump says it
@@ -165,6 +170,9 @@ func (o *runOptions) requests(pos []string) ([]string, string, error) {
 	switch {
 	case o.file != "" && o.iface != "":
 		return nil, "", usageErrorf("-r and -i exclude each other")
+	case o.direction != "" && o.iface == "":
+		// with -r as without a default source: one rule
+		return nil, "", usageErrorf("-Q (--direction) is the direction of the capture on -i IFACE")
 	case o.file != "":
 		return exprs, "(pcap,file=" + strconv.Quote(o.file) + ")", nil
 	case o.iface != "":
@@ -173,8 +181,6 @@ func (o *runOptions) requests(pos []string) ([]string, string, error) {
 			src += ",direction=" + o.direction
 		}
 		return exprs, src + ")", nil
-	case o.direction != "":
-		return nil, "", usageErrorf("-Q (--direction) is the direction of the capture on -i IFACE")
 	}
 	return exprs, "", nil
 }
@@ -203,8 +209,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *snaplen == 0 {
 		*snaplen = flowgraph.DefaultSnaplen // tcpdump's -s 0
 	}
-	if *snaplen < 0 {
-		return usageErrorf("-s must be a number of bytes (0: the default, %d)", flowgraph.DefaultSnaplen)
+	if *snaplen < 0 || *snaplen > flowgraph.DefaultSnaplen {
+		return usageErrorf("-s must be a number of bytes up to %d (0: the default, %d), as tcpdump's", flowgraph.DefaultSnaplen, flowgraph.DefaultSnaplen)
 	}
 	if *printLines && *asJSON {
 		return usageErrorf("--print and --json exclude each other")

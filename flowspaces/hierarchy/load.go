@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
@@ -44,63 +42,11 @@ func (e *Error) Error() string {
 // schema) and builds the flowspaces it describes; reg (nil:
 // functions.Default) checks the class names and traffic terms.
 func Load(path string, reg *functions.Registry) (flowspaces.Flowspace, error) {
-	data, err := readConfig(path)
+	data, err := functions.ReadFile(path, "a hierarchy file")
 	if err != nil {
 		return nil, err
 	}
 	return Parse(data, path, reg)
-}
-
-// MaxFileSize bounds a hierarchy file; real ones are a few kilobytes.
-const MaxFileSize = 1 << 20
-
-// readConfig reads a configuration file that is a regular file of at most
-// MaxFileSize bytes. It opens without blocking, so that a FIFO with no
-// writer is refused rather than waited for, and a device (/dev/zero) is
-// refused rather than read without end.
-func readConfig(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("cannot read %s: it is %s, not a regular file", path, fileKind(st.Mode()))
-	}
-	if st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("cannot read %s: it is %d bytes, and a hierarchy file may have at most %d (1 MiB)", path, st.Size(), MaxFileSize)
-	}
-	// The size may have changed since Stat: read one byte more than the
-	// limit to notice.
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
-	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("cannot read %s: it has more than %d bytes (1 MiB), the most a hierarchy file may have", path, MaxFileSize)
-	}
-	return data, nil
-}
-
-// fileKind names what a file that is not a regular file is.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a block device"
-	}
-	return "of mode " + m.String()
 }
 
 // Parse is Load of data read from filename, which names the file in

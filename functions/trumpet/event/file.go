@@ -3,7 +3,6 @@ package event
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ffpf-go/ffpf/functions"
 )
 
 // Parse reads a file of event definitions: YAML (a name ending in .yaml or
@@ -51,14 +52,14 @@ func Parse(file string, src []byte) ([]Event, error) {
 	return evs, nil
 }
 
-// ParseFile reads and parses the file at path (see Parse).
+// ParseFile reads and parses the file at path (see Parse). The file must
+// be a regular file of at most 1 MiB (functions.ReadFile): a device, a
+// FIFO, a directory or a capture named by mistake is refused at once with
+// a *functions.FileError, as one that cannot be opened is.
 func ParseFile(path string) ([]Event, error) {
-	src, err := os.ReadFile(path)
+	src, err := functions.ReadFile(path, "an events file")
 	if err != nil {
-		if pe, ok := err.(*os.PathError); ok {
-			err = pe.Err
-		}
-		return nil, &Error{Pos: Pos{File: path}, Msg: "cannot read the event file: " + err.Error()}
+		return nil, err
 	}
 	return Parse(path, src)
 }
