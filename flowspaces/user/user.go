@@ -33,6 +33,7 @@
 package user
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,7 +90,8 @@ type Flowspace struct {
 
 	mu      sync.Mutex
 	nodes   []*flowspaces.Node // instantiated here, in topological order
-	locks   map[*flowspaces.Node]*sync.Mutex
+	runs    map[*flowspaces.Node]*runner // how each function runs on the workers (shard.go)
+	lanes   int                          // lanes handed out to workers
 	removed []*flowspaces.Node // leave the datapath at the next Connect
 	state   *flowspaces.StateBudget
 
@@ -101,7 +103,7 @@ type Flowspace struct {
 	downs        map[*flowspaces.Stub]*inproc.Bridge
 
 	srcs    map[*flowspaces.Node]*worker
-	readers map[*inproc.Bridge]*worker
+	readers map[*inproc.Bridge][]*worker // one per lane of the bridge
 	pools   map[*flowspaces.Node]*inproc.Pool // per stream, for copies up
 	gen     uint64
 
@@ -125,9 +127,9 @@ func New(opts Options) *Flowspace {
 		opts.Kind = flowspaces.KindUser
 	}
 	return &Flowspace{opts: opts, state: flowspaces.NewStateBudget(opts.StateLimit, flowspaces.MemoryShare(2)),
-		locks: map[*flowspaces.Node]*sync.Mutex{},
+		runs:  map[*flowspaces.Node]*runner{},
 		downs: map[*flowspaces.Stub]*inproc.Bridge{}, srcs: map[*flowspaces.Node]*worker{},
-		readers: map[*inproc.Bridge]*worker{}, pools: map[*flowspaces.Node]*inproc.Pool{},
+		readers: map[*inproc.Bridge][]*worker{}, pools: map[*flowspaces.Node]*inproc.Pool{},
 		prods: map[*flowspaces.Node]*producer{}}
 }
 
@@ -221,7 +223,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		return err
 	}
 	fs.nodes = append(fs.nodes, n)
-	fs.locks[n] = new(sync.Mutex)
+	fs.runs[n] = newRunner(n)
 	return nil
 }
 
@@ -287,8 +289,10 @@ func (fs *Flowspace) Activate(ctx context.Context) error {
 	for _, w := range fs.mergers {
 		fs.start(w)
 	}
-	for _, w := range fs.readers {
-		fs.start(w)
+	for _, ws := range fs.readers {
+		for _, w := range ws {
+			fs.start(w)
+		}
 	}
 	if fs.live == 0 {
 		fs.finish()
@@ -359,7 +363,7 @@ func (fs *Flowspace) Close() error {
 	fs.Stop()
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	err := release(fs.nodes)
+	err := fs.release(fs.nodes)
 	for _, w := range fs.srcs {
 		// A live source counts its last drops when it closes.
 		w.accountDrops()
@@ -400,7 +404,9 @@ func slotSize(snaplen, maxCapLen int) int {
 	return snaplen
 }
 
-func release(nodes []*flowspaces.Node) error {
+// release closes the sources and functions of nodes, and the other
+// workers' instances of each function.
+func (fs *Flowspace) release(nodes []*flowspaces.Node) error {
 	var first error
 	for _, n := range nodes {
 		var err error
@@ -409,6 +415,9 @@ func release(nodes []*flowspaces.Node) error {
 		} else if c, ok := n.Function.(functions.Closer); ok {
 			err = c.Close()
 		}
+		if r := fs.runs[n]; r != nil {
+			err = cmp.Or(err, r.close())
+		}
 		if err != nil && first == nil {
 			first = fmt.Errorf("%s: %w", n.ID, err)
 		}
@@ -416,14 +425,44 @@ func release(nodes []*flowspaces.Node) error {
 	return first
 }
 
-// Lock implements flowspaces.Locker.
+// Lock implements flowspaces.Locker: the function's one lock, or, for a
+// function on several workers' shards, every shard's, merged into
+// n.Function first.
 func (fs *Flowspace) Lock(n *flowspaces.Node) func() {
 	fs.mu.Lock()
-	mu := fs.locks[n]
+	r := fs.runs[n]
 	fs.mu.Unlock()
-	if mu == nil {
+	if r == nil {
 		return func() {}
 	}
-	mu.Lock()
-	return mu.Unlock
+	return r.lock()
+}
+
+// Merged implements flowspaces.Merger.
+func (fs *Flowspace) Merged(n *flowspaces.Node, f func()) bool {
+	fs.mu.Lock()
+	r := fs.runs[n]
+	fs.mu.Unlock()
+	return r != nil && r.merged(f)
+}
+
+// Concurrency returns how n runs on the workers that reach it, and why it
+// runs ordered when its class has another kind; workers is how many lanes
+// run it now (instances, for stateless and mergeable functions).
+func (fs *Flowspace) Concurrency(n *flowspaces.Node) (k functions.Concurrency, why string, workers int) {
+	fs.mu.Lock()
+	r := fs.runs[n]
+	fs.mu.Unlock()
+	if r == nil {
+		return functions.Ordered, "", 0
+	}
+	r.cfg.Lock()
+	defer r.cfg.Unlock()
+	return r.kind, r.why, len(r.shards)
+}
+
+// newLane hands a worker its lane; fs.mu is held.
+func (fs *Flowspace) newLane() int {
+	fs.lanes++
+	return fs.lanes - 1
 }

@@ -20,7 +20,8 @@ import (
 // source (src set), or of one bridge from beneath (bridge set), through
 // the functions of this flowspace.
 type worker struct {
-	fs *Flowspace
+	fs   *Flowspace
+	lane int // which instance of a function on several workers it runs (shard.go)
 
 	// A source.
 	node    *flowspaces.Node
@@ -39,8 +40,9 @@ type worker struct {
 	members []*worker
 	group   *worker
 
-	// A bridge reader.
-	bridge *inproc.Bridge
+	// A bridge reader, of one of its lanes.
+	bridge     *inproc.Bridge
+	bridgeLane int
 	routes atomic.Pointer[routeSet]
 
 	cur *inproc.Message // the message being carried
@@ -91,7 +93,7 @@ func regionsFor(fs *Flowspace, slot int) int {
 }
 
 func newSourceWorker(fs *Flowspace, n *flowspaces.Node) *worker {
-	w := &worker{fs: fs, node: n, src: n.Source, live: n.Source.Info().Live}
+	w := &worker{fs: fs, node: n, src: n.Source, live: n.Source.Info().Live, lane: fs.newLane()}
 	var pbuf *buffers.PBuf
 	if o, ok := n.Source.(functions.PBufOwner); ok {
 		pbuf = o.PBuf() // zero-copy: the packets are already in memory
@@ -112,7 +114,10 @@ func newSourceWorker(fs *Flowspace, n *flowspaces.Node) *worker {
 	return w
 }
 
-func newReader(fs *Flowspace, b *inproc.Bridge) *worker { return &worker{fs: fs, bridge: b} }
+// newReader returns the reader of lane i of bridge b.
+func newReader(fs *Flowspace, b *inproc.Bridge, i int) *worker {
+	return &worker{fs: fs, bridge: b, bridgeLane: i, lane: fs.newLane()}
+}
 
 func (w *worker) run(ctx context.Context) {
 	defer w.done.Store(true)
@@ -286,17 +291,17 @@ func (r *route) process(w *worker) {
 		if n == 0 {
 			continue
 		}
-		st.mu.Lock()
+		lock(st.mu)
 		w.held, w.in, w.at, w.atN = st.mu, r, i, n
 		if st.keyed != nil {
 			st.hashes.Fill(out)
 			st.keyed.ProcessHashes(out, st.hashes)
 		} else {
-			st.node.Function.Process(out)
+			st.fn.Process(out)
 		}
 		w.held, w.in = nil, nil
-		st.mu.Unlock()
-		st.node.Counters.Add(n, out.N, out.Dropped)
+		unlock(st.mu)
+		st.ctr.Add(n, out.N, out.Dropped)
 	}
 }
 
@@ -305,7 +310,7 @@ func (r *route) process(w *worker) {
 // reaches count what they held as dropped, and what would have gone up
 // is lost on the bridge.
 func (r *route) dropFrom(i, n int) {
-	r.steps[i].node.Counters.Add(n, 0, n)
+	r.steps[i].ctr.Add(n, 0, n)
 	r.steps[i].out.N = 0
 	for j := i + 1; j < len(r.steps); j++ {
 		st := &r.steps[j]
@@ -314,7 +319,7 @@ func (r *route) dropFrom(i, n int) {
 		}
 		st.out.Union(st.ins)
 		if m := st.out.N; m > 0 {
-			st.node.Counters.Add(m, 0, m)
+			st.ctr.Add(m, 0, m)
 			st.out.N = 0
 		}
 	}
