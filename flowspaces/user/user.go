@@ -89,10 +89,10 @@ type Flowspace struct {
 	opts Options
 
 	mu      sync.Mutex
-	nodes   []*flowspaces.Node // instantiated here, in topological order
+	nodes   []*flowspaces.Node           // instantiated here, in topological order
 	runs    map[*flowspaces.Node]*runner // how each function runs on the workers (shard.go)
 	lanes   int                          // lanes handed out to workers
-	removed []*flowspaces.Node // leave the datapath at the next Connect
+	removed []*flowspaces.Node           // leave the datapath at the next Connect
 	state   *flowspaces.StateBudget
 
 	want []*flowspaces.Node // outputs the parent asked for (here or beneath)
@@ -103,7 +103,7 @@ type Flowspace struct {
 	downs        map[*flowspaces.Stub]*inproc.Bridge
 
 	srcs    map[*flowspaces.Node]*worker
-	readers map[*inproc.Bridge][]*worker // one per lane of the bridge
+	readers map[*inproc.Bridge][]*worker      // one per lane of the bridge
 	pools   map[*flowspaces.Node]*inproc.Pool // per stream, for copies up
 	gen     uint64
 

@@ -43,7 +43,7 @@ type worker struct {
 	// A bridge reader, of one of its lanes.
 	bridge     *inproc.Bridge
 	bridgeLane int
-	routes atomic.Pointer[routeSet]
+	routes     atomic.Pointer[routeSet]
 
 	cur *inproc.Message // the message being carried
 
