@@ -150,6 +150,9 @@ func (n *Node) Concurrency(nodes []*Node) (functions.Concurrency, string) {
 	case len(n.Reads) > 0:
 		return functions.Ordered, "it reads the state of " + n.Reads[0].ID + " after each packet"
 	}
+	if k != functions.Mergeable {
+		return k, "" // a stateless function has no state to read: its readers read the packets' annotations
+	}
 	for _, r := range nodes {
 		if slices.Contains(r.Reads, n) {
 			return functions.Ordered, r.ID + " reads its state after each packet"

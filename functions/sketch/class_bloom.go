@@ -51,7 +51,7 @@ var bloomClass = &functions.Class{
 	Concurrency: functions.Mergeable,
 	OrderedWhen: []functions.Ordering{
 		{When: "counting unset", If: func(p functions.Params) bool { return !counting(p) },
-			Why: "a membership filter counts, and with pass=new or member passes, the keys not yet in the one set: each worker's copy would see them new"},
+			Why: "a membership filter counts the keys new to the one set; each worker's copy would count them again"},
 		{When: "pass=new or member", If: func(p functions.Params) bool { return p.Str("pass") != "all" },
 			Why: "its verdicts test the filter as every packet before left it"},
 		measure.ReportOrdering("its reports are made as each window closes"),
