@@ -195,6 +195,9 @@ type BridgeState struct {
 	Out      uint64 `json:"out"`
 	Dropped  uint64 `json:"dropped"`
 	Copied   uint64 `json:"copied"`
+	// Lanes are the packets that came up on each lane of a bridge of
+	// several, each read by a worker of its own (DESIGN.md §15).
+	Lanes []uint64 `json:"lanes,omitempty"`
 }
 
 // Bridges returns the counters of every bridge built, parents first.
@@ -212,7 +215,7 @@ func (rt *Runtime) Bridges() []BridgeState {
 			}
 			s := b.Stats()
 			out = append(out, BridgeState{From: st.Name(), To: fs.Name(), Barrier: st.Barrier, Strategy: used(st.Strategy, s),
-				In: s.In, Out: s.Out, Dropped: s.Dropped, Copied: s.Copied})
+				In: s.In, Out: s.Out, Dropped: s.Dropped, Copied: s.Copied, Lanes: s.Lanes})
 		}
 	}
 	return out

@@ -63,7 +63,7 @@ func TestReaderSendsRecordsUp(t *testing.T) {
 	tags := []any{"a", "b"}
 	a := &inproc.Stream{Up: up, Source: "src1", Mask: 1, Tags: tags, Snap: Snap, Pool: inproc.NewPool(Snap)}
 	b := &inproc.Stream{Up: up, Source: "src2", Mask: 2, Tags: tags, Snap: Snap, Pool: inproc.NewPool(Snap)}
-	r, err := Start(ring, [][]*inproc.Stream{{a, b}}, 0, Offset())
+	r, err := Start([]*ebpf.Map{ring}, [][]*inproc.Stream{{a, b}}, 0, Offset())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestReaderClockAndAnnotations(t *testing.T) {
 	defer prog.Close()
 	up := inproc.New("test")
 	s := &inproc.Stream{Up: up, Source: "src", Mask: 1, Tags: []any{"f"}, Snap: Snap, Pool: inproc.NewPool(256), Ann: []int{3}}
-	r, err := Start(ring, [][]*inproc.Stream{{s}}, 1, 0)
+	r, err := Start([]*ebpf.Map{ring}, [][]*inproc.Stream{{s}}, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

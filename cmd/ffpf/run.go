@@ -188,6 +188,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	snaplen := fs.Int("s", flowgraph.DefaultSnaplen, "keep at most `SNAPLEN` bytes of each packet (0: the default, as in tcpdump)")
 	printLines := fs.Bool("print", false, printHelp)
 	progress := fs.Bool("progress", true, "show progress on stderr when it is a terminal and the sources know their length (files, gen, -c)")
+	var workers workersFlag
+	fs.Var(&workers, "workers", "spread the packets of one live interface over at most `N` workers: its ring buffers (one per CPU) or AF_XDP sockets (one per receive queue), each read by a goroutine of its own (default: GOMAXPROCS, the cores); each other source has a worker of its own")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -213,7 +215,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	intr := catchInterrupts()
 	defer intr.stop()
 	ctx := intr.ctx
-	cfg, group, err := o.configFor(flowgraph.Config{Limit: *count, Snaplen: *snaplen}, exprs, src)
+	cfg, group, err := o.configFor(flowgraph.Config{Limit: *count, Snaplen: *snaplen, Workers: workers.n}, exprs, src)
 	if err != nil {
 		return err
 	}
@@ -281,6 +283,25 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return errors.Join(runErr, closeErr)
+}
+
+// workersFlag is --workers: a number of workers, 1 or more.
+type workersFlag struct{ n int }
+
+func (w *workersFlag) String() string {
+	if w.n == 0 {
+		return ""
+	}
+	return strconv.Itoa(w.n)
+}
+
+func (w *workersFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return errors.New("the number of workers is a whole number, 1 or more")
+	}
+	w.n = n
+	return nil
 }
 
 // cliRegistry is the default registry with the classes bound to the

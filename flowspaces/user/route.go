@@ -3,6 +3,7 @@ package user
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -103,12 +104,28 @@ type Laned interface {
 	Lanes() int
 }
 
-// lanesOf is how many readers the bridge from beneath s gets.
+// lanesOf is how many lanes, each with a reader here, the bridge from
+// beneath s gets: as many as the child sends on, at most Options.Workers.
 func (fs *Flowspace) lanesOf(s *flowspaces.Stub) int {
 	if l, ok := s.Child().(Laned); ok {
-		return max(1, l.Lanes())
+		return max(1, min(l.Lanes(), fs.workers()))
 	}
 	return 1
+}
+
+// workers is the most workers one source may spread over.
+func (fs *Flowspace) workers() int {
+	if fs.opts.Workers > 0 {
+		return fs.opts.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// SetWorkers implements flowspaces.Spreader.
+func (fs *Flowspace) SetWorkers(n int) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.opts.Workers = n
 }
 
 // SetWant implements Child.
@@ -186,7 +203,7 @@ func (fs *Flowspace) Connect() error {
 		}
 		b := fs.downs[s]
 		if len(need[s]) > 0 && (b == nil || b.Closed()) {
-			nb := inproc.New(child.Name() + ">" + fs.Name())
+			nb := inproc.NewLanes(child.Name()+">"+fs.Name(), fs.lanesOf(s))
 			if b != nil {
 				for _, w := range fs.readers[b] {
 					for w.started && !w.done.Load() {
@@ -353,12 +370,9 @@ func (fs *Flowspace) Connect() error {
 	// A reader per lane of each bridge (see Laned), each with routes of
 	// its own.
 	byBridge := map[*inproc.Bridge][]*flowspaces.Node{}
-	lanes := map[*inproc.Bridge]int{}
 	for _, s := range streamOrder {
-		stub := fs.Children()[s.Path.At(fs.Level())]
-		b := fs.downs[stub]
+		b := fs.downs[fs.Children()[s.Path.At(fs.Level())]]
 		byBridge[b] = append(byBridge[b], s)
-		lanes[b] = fs.lanesOf(stub)
 	}
 	for b := range fs.readers {
 		if _, ok := byBridge[b]; !ok { // nothing of it is needed any more
@@ -367,10 +381,10 @@ func (fs *Flowspace) Connect() error {
 	}
 	for b, ss := range byBridge {
 		ws := fs.readers[b]
-		for len(ws) < max(1, lanes[b]) {
-			ws = append(ws, newReader(fs, b, len(ws)))
+		if ws == nil {
+			ws = newReaders(fs, b)
+			fs.readers[b] = ws
 		}
-		fs.readers[b] = ws
 		for _, w := range ws {
 			set := &routeSet{gen: gen, stream: map[*flowspaces.Node]*route{}}
 			for _, s := range ss {

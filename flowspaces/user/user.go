@@ -76,6 +76,10 @@ type Options struct {
 	// here together (flowspaces.StateBudget): 0 is half the machine's
 	// RAM, < 0 no bound.
 	StateLimit int64
+	// Workers bounds how many workers one source spreads over (the lanes
+	// of a bridge from beneath: a ring buffer per CPU, an AF_XDP socket
+	// per receive queue); 0 is GOMAXPROCS.
+	Workers int
 	// PerFunctionKeys makes each keyed function (flowkey.Keyed) parse and
 	// hash its packets itself, as it does alone, instead of sharing one
 	// hash per packet with the functions keyed alike on its route: the

@@ -40,9 +40,11 @@ type worker struct {
 	members []*worker
 	group   *worker
 
-	// A bridge reader, of one of its lanes.
+	// A bridge reader, of one of its lanes; lanes are the readers of
+	// every lane of the bridge.
 	bridge     *inproc.Bridge
 	bridgeLane int
+	lanes      *laneReaders
 	routes     atomic.Pointer[routeSet]
 
 	cur *inproc.Message // the message being carried
@@ -114,9 +116,32 @@ func newSourceWorker(fs *Flowspace, n *flowspaces.Node) *worker {
 	return w
 }
 
-// newReader returns the reader of lane i of bridge b.
-func newReader(fs *Flowspace, b *inproc.Bridge, i int) *worker {
-	return &worker{fs: fs, bridge: b, bridgeLane: i, lane: fs.newLane()}
+// newReaders returns a reader for each lane of bridge b.
+func newReaders(fs *Flowspace, b *inproc.Bridge) []*worker {
+	l := &laneReaders{left: b.Lanes()}
+	ws := make([]*worker, b.Lanes())
+	for i := range ws {
+		ws[i] = &worker{fs: fs, bridge: b, bridgeLane: i, lanes: l, lane: fs.newLane()}
+	}
+	return ws
+}
+
+// laneReaders are the readers of the lanes of one bridge: the streams that
+// arrive through it end when the last of them has read its lane's end.
+type laneReaders struct {
+	mu    sync.Mutex
+	left  int
+	clock int64 // the latest clock of those that ended
+}
+
+// ended records that w read the end of its lane, and returns whether it
+// was the last, with the latest packet clock of them all.
+func (l *laneReaders) ended(clock int64) (last bool, at int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.left--
+	l.clock = max(l.clock, clock)
+	return l.left == 0, l.clock
 }
 
 func (w *worker) run(ctx context.Context) {
@@ -155,7 +180,8 @@ func (w *worker) run(ctx context.Context) {
 			w.bridge.Done(w.cur)
 		}
 		w.busy.Store(false) // it adopts no more routes: Connect must not wait for it
-		w.bridge.DrainUntilClosed()
+		w.bridge.DrainLaneUntilClosed(w.bridgeLane)
+		w.lanes.ended(w.clock)
 	}()
 	if w.bridge != nil {
 		w.read(ctx)
@@ -220,7 +246,7 @@ func (w *worker) fill(ctx context.Context) {
 // read carries the batches that arrive through a bridge from beneath.
 func (w *worker) read(ctx context.Context) {
 	for {
-		m := w.bridge.Receive(ctx)
+		m := w.bridge.ReceiveLane(ctx, w.bridgeLane)
 		if m == nil {
 			if ctx.Err() != nil {
 				// Stopped: the flowspace beneath stops too, sends up what
@@ -231,11 +257,14 @@ func (w *worker) read(ctx context.Context) {
 				ctx = context.WithoutCancel(ctx)
 				continue
 			}
-			var streams []*flowspaces.Node
-			for s := range w.routes.Load().stream {
-				streams = append(streams, s)
+			// The streams end with the last lane's end.
+			if last, at := w.lanes.ended(w.clock); last {
+				var streams []*flowspaces.Node
+				for s := range w.routes.Load().stream {
+					streams = append(streams, s)
+				}
+				w.fs.endStreams(at, streams...)
 			}
-			w.fs.endStreams(w.clock, streams...)
 			return
 		}
 		w.cur = m
