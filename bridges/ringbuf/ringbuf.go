@@ -89,8 +89,25 @@ const Snap = 262144
 const Bytes = 8 << 20
 
 // NewMap creates a ring buffer for a flowspace's programs to write into.
-func NewMap() (*ebpf.Map, error) {
-	return ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_ring", Type: ebpf.RingBuf, MaxEntries: Bytes})
+func NewMap() (*ebpf.Map, error) { return newMap(Bytes) }
+
+func newMap(size int) (*ebpf.Map, error) {
+	return ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_ring", Type: ebpf.RingBuf, MaxEntries: uint32(size)})
+}
+
+// AllRings bounds the memory of a flowspace's ring buffers together:
+// rings of Bytes each up to four, smaller ones beyond (RingBytes).
+const AllRings = 4 * Bytes
+
+// RingBytes is the size of each of n ring buffers: Bytes, or less when
+// n of them would take more than AllRings, down to 1 MB (a power of two,
+// as the kernel wants).
+func RingBytes(n int) int {
+	size := Bytes
+	for size > 1<<20 && size*n > AllRings {
+		size /= 2
+	}
+	return size
 }
 
 // NewRings creates n ring buffers (at least one) and, for more than one,
@@ -106,8 +123,9 @@ func NewRings(n int) (rings []*ebpf.Map, byCPU *ebpf.Map, err error) {
 		}
 		return nil, nil, err
 	}
+	size := RingBytes(max(1, n))
 	for range max(1, n) {
-		r, err := NewMap()
+		r, err := newMap(size)
 		if err != nil {
 			return fail(err)
 		}
@@ -121,7 +139,7 @@ func NewRings(n int) (rings []*ebpf.Map, byCPU *ebpf.Map, err error) {
 		return fail(err)
 	}
 	byCPU, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_rings", Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4,
-		MaxEntries: uint32(cpus), InnerMap: &ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: Bytes}})
+		MaxEntries: uint32(cpus), InnerMap: &ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: uint32(size)}})
 	if err != nil {
 		return fail(err)
 	}
