@@ -368,3 +368,55 @@ func TestShardedMergeConsistentWhileWorkersWrite(t *testing.T) {
 		t.Errorf("the cms ran on %d shards, want %d", w, of)
 	}
 }
+
+// TestShardsWithinTheStateBudget: a flowspace whose state budget holds one
+// copy of a function's state, not two, runs it on one shard that both
+// workers take in turn, with the same result as one worker.
+func TestShardsWithinTheStateBudget(t *testing.T) {
+	reg := withClasses(t, partClass())
+	run := func(of int, limit int64) (FunctionState, int) {
+		var parts []string
+		for k := range of {
+			parts = append(parts, fmt.Sprintf("(part,k=%d,of=%d,batches=3)", k, of))
+		}
+		root := user.New(user.Options{StateLimit: limit})
+		rt := New(Config{Registry: reg, Hierarchy: root})
+		defer rt.Close()
+		if _, err := rt.Populate("["+strings.Join(parts, "|")+"] > (cms,width=512,depth=3)", RequestOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Instantiate(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Activate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range rt.snapshotFuncs() {
+			if f.node.Class.Name == "cms" {
+				_, _, w := root.Concurrency(f.node)
+				st := f.State()
+				st.Params = nil
+				return st, w
+			}
+		}
+		t.Fatal("no cms")
+		return FunctionState{}, 0
+	}
+	const size = 8 * (2 + 3*512) // the cms's state
+	one, _ := run(1, -1)
+	two, shards := run(2, size*3/2)
+	if shards != 1 {
+		t.Errorf("room for one copy of the state: %d shards", shards)
+	}
+	a, _ := json.Marshal(one)
+	b, _ := json.Marshal(two)
+	if string(a) != string(b) {
+		t.Errorf("two workers on one shard: %s\none worker: %s", b, a)
+	}
+	if _, shards := run(2, size*3); shards != 2 {
+		t.Errorf("room for three copies: %d shards, want 2", shards)
+	}
+}

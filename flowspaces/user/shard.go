@@ -48,6 +48,10 @@ type runner struct {
 	// their locks in this order.
 	shards []*shard
 	lanes  map[int]*shard
+	// admit counts total bytes of state for the function against the
+	// flowspace's budget, or says why they do not fit: another shard is
+	// made only when its copy of the state fits.
+	admit func(total int64) error
 }
 
 // shard is a function's instance for one lane.
@@ -57,7 +61,9 @@ type shard struct {
 	ctr *functions.Counters
 }
 
-func newRunner(n *flowspaces.Node) *runner { return &runner{n: n, lanes: map[int]*shard{}} }
+func newRunner(n *flowspaces.Node, admit func(int64) error) *runner {
+	return &runner{n: n, lanes: map[int]*shard{}, admit: admit}
+}
 
 // setKind is Connect's: the kind the function runs as from now on. A
 // mergeable function that has become ordered (a reader of its state
@@ -86,8 +92,14 @@ func (r *runner) lane(l int) (functions.Function, *sync.Mutex, *functions.Counte
 		return r.n.Function, &r.mu, &r.n.Counters, nil
 	}
 	s := r.lanes[l]
+	if s == nil && len(r.shards) > 0 && r.kind == functions.Mergeable && !r.roomFor(len(r.shards)+1) {
+		// No room for another copy of the state: the lane shares a shard
+		// (and its lock) with others, taking them in turn.
+		s = r.shards[len(r.lanes)%len(r.shards)]
+		r.lanes[l] = s
+	}
 	if s == nil {
-		s = &shard{fn: r.n.Function, ctr: r.n.Counters.Shard()}
+		s = &shard{fn: r.n.Function}
 		if len(r.shards) > 0 {
 			ctx := r.n.Ctx
 			fn, err := r.n.Class.New(&ctx)
@@ -96,6 +108,7 @@ func (r *runner) lane(l int) (functions.Function, *sync.Mutex, *functions.Counte
 			}
 			s.fn = fn
 		}
+		s.ctr = r.n.Counters.Shard()
 		r.shards = append(r.shards, s)
 		r.lanes[l] = s
 	}
@@ -103,6 +116,16 @@ func (r *runner) lane(l int) (functions.Function, *sync.Mutex, *functions.Counte
 		return s.fn, nil, s.ctr, nil
 	}
 	return s.fn, &s.mu, s.ctr, nil
+}
+
+// roomFor reports whether k copies of the function's state fit in the
+// flowspace's budget, and counts them if they do.
+func (r *runner) roomFor(k int) bool {
+	st, ok := r.n.Function.(functions.Stateful)
+	if !ok || r.admit == nil {
+		return true
+	}
+	return r.admit(int64(k)*int64(len(st.MBuf().Bytes()))) == nil
 }
 
 // lockAll holds every shard still, in order; it returns the function that

@@ -227,7 +227,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		return err
 	}
 	fs.nodes = append(fs.nodes, n)
-	fs.runs[n] = newRunner(n)
+	fs.runs[n] = newRunner(n, func(total int64) error { return fs.state.Admit(fs, n, total) })
 	return nil
 }
 
