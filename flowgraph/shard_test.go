@@ -37,8 +37,9 @@ func partClass() *functions.Class {
 		},
 		NewSource: func(ctx *functions.Context) (functions.Source, error) {
 			p := ctx.Params
+			k, of := uint64(p.Int("k")), uint64(p.Int("of"))
 			return &partSource{g: gen.New(gen.Config{Seed: uint64(p.Int("seed")), Packets: p.Int("packets")}),
-				k: uint64(p.Int("k")), of: uint64(p.Int("of")), rnd: uint64(p.Int("batches"))*0x9e3779b97f4a7c15 + uint64(p.Int("k")) + 1,
+				keep: func(i uint64) bool { return mix(i)%of == k }, rnd: uint64(p.Int("batches"))*0x9e3779b97f4a7c15 + k + 1,
 				pause: time.Duration(p.Int("pause"))}, nil
 		},
 	}
@@ -46,7 +47,7 @@ func partClass() *functions.Class {
 
 type partSource struct {
 	g      *gen.Generator
-	k, of  uint64
+	keep   func(i uint64) bool // whether the part has the trace's packet i (from 1)
 	i      uint64
 	rnd    uint64
 	pause  time.Duration
@@ -83,7 +84,7 @@ func (s *partSource) Fill(b *buffers.Batch) error {
 			return nil
 		}
 		s.i++
-		if mix(s.i)%s.of == s.k {
+		if s.keep(s.i) {
 			b.Append(s.buf[:c], uint32(w), ts)
 		}
 	}
@@ -114,20 +115,8 @@ func shardedRun(t *testing.T, reg *functions.Registry, of, batches int) (records
 		parts = append(parts, fmt.Sprintf("(part,k=%d,of=%d,batches=%d)", k, of, batches))
 	}
 	expr := "[" + strings.Join(parts, "|") + "] > [" + strings.Join(mergeableTerms, "|") + "]"
-	rt := New(Config{Registry: reg})
+	rt := runToEnd(t, Config{Registry: reg}, expr)
 	defer rt.Close()
-	if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Instantiate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Activate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Wait(); err != nil {
-		t.Fatal(err)
-	}
 	checkInvariants(t, expr, rt)
 	records, mbufs = map[string]string{}, map[string][32]byte{}
 	for _, f := range rt.snapshotFuncs() {
@@ -147,6 +136,26 @@ func shardedRun(t *testing.T, reg *functions.Registry, of, batches int) (records
 		fs.Merged(n, func() { mbufs[f.ID] = sha256.Sum256(n.Function.(functions.Stateful).MBuf().Bytes()) })
 	}
 	return records, mbufs
+}
+
+// runToEnd populates expr, runs it to its end and returns the runtime,
+// whose state stays readable until it is closed.
+func runToEnd(t *testing.T, cfg Config, expr string) *Runtime {
+	t.Helper()
+	rt := New(cfg)
+	if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Instantiate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Activate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }
 
 func withClasses(t *testing.T, extra ...*functions.Class) *functions.Registry {
@@ -195,30 +204,20 @@ func TestMergeableShardsEqualOneWorker(t *testing.T) {
 // before the others' still has its shard closed at the time the streams
 // ended: the merged last window holds only the packets of that window, as
 // one worker's does. Part 1 holds the first half of the trace, part 0 the
-// rest; without bringing part 1's shard to the end, its packets would
-// count in the last window.
+// rest (each a half of gen's trace of seed 3); without bringing part 1's
+// shard to the end, its packets would count in the last window.
 func TestShardedWindowLastOnEveryShard(t *testing.T) {
 	half := &functions.Class{Name: "half", Params: []functions.Param{{Name: "k", Type: functions.Int, Default: "0"}},
 		Validate: func(ctx *functions.Context) error { ctx.LinkType = functions.LinkEthernet; return nil },
 		NewSource: func(ctx *functions.Context) (functions.Source, error) {
-			return &halfSource{g: gen.New(gen.Config{Seed: 3, Packets: 10000}), first: ctx.Params.Int("k") == 1}, nil
+			first := ctx.Params.Int("k") == 1
+			return &partSource{g: gen.New(gen.Config{Seed: 3, Packets: 10000}), rnd: 7,
+				keep: func(i uint64) bool { return (i <= 5000) == first }}, nil
 		}}
 	reg := withClasses(t, half)
 	run := func(expr string) FunctionState {
-		rt := New(Config{Registry: reg})
+		rt := runToEnd(t, Config{Registry: reg}, expr)
 		defer rt.Close()
-		if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Instantiate(); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Activate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Wait(); err != nil {
-			t.Fatal(err)
-		}
 		for _, f := range rt.Functions() {
 			if f.Class == "counter" {
 				return f
@@ -238,38 +237,6 @@ func TestShardedWindowLastOnEveryShard(t *testing.T) {
 		t.Errorf("last window: one worker counted %v packets, two shards %v", p1, p2)
 	}
 }
-
-// halfSource is the first (first) or second half of gen's trace of
-// seed 3.
-type halfSource struct {
-	g     *gen.Generator
-	first bool
-	i     int
-	buf   [gen.MaxFrameLen]byte
-}
-
-func (s *halfSource) Info() functions.SourceInfo {
-	return functions.SourceInfo{Name: "half", LinkType: functions.LinkEthernet, MaxCapLen: gen.MaxFrameLen}
-}
-
-func (s *halfSource) Fill(b *buffers.Batch) error {
-	for b.Room() > 0 {
-		c, w, ts, ok := s.g.Next(s.buf[:])
-		if !ok {
-			if b.N == 0 {
-				return io.EOF
-			}
-			return nil
-		}
-		s.i++
-		if (s.i <= 5000) == s.first {
-			b.Append(s.buf[:c], uint32(w), ts)
-		}
-	}
-	return nil
-}
-
-func (s *halfSource) Close() error { return nil }
 
 // TestShardedMergeConsistentWhileWorkersWrite: handlers and --json read a
 // mergeable function while four workers write it (run it under -race).
@@ -380,20 +347,8 @@ func TestShardsWithinTheStateBudget(t *testing.T) {
 			parts = append(parts, fmt.Sprintf("(part,k=%d,of=%d,batches=3)", k, of))
 		}
 		root := user.New(user.Options{StateLimit: limit})
-		rt := New(Config{Registry: reg, Hierarchy: root})
+		rt := runToEnd(t, Config{Registry: reg, Hierarchy: root}, "["+strings.Join(parts, "|")+"] > (cms,width=512,depth=3)")
 		defer rt.Close()
-		if _, err := rt.Populate("["+strings.Join(parts, "|")+"] > (cms,width=512,depth=3)", RequestOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Instantiate(); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Activate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Wait(); err != nil {
-			t.Fatal(err)
-		}
 		for _, f := range rt.snapshotFuncs() {
 			if f.node.Class.Name == "cms" {
 				_, _, w := root.Concurrency(f.node)

@@ -174,52 +174,24 @@ func (c *Class) Fold(t Target, dst, src *buffers.MBuf) error {
 func fold(m Merge, f buffers.Field, dst, src *buffers.MBuf) {
 	switch f.Type {
 	case buffers.U8:
-		d, s := dst.Uint8s(f), src.Uint8s(f)
-		for i, v := range s {
-			d[i] = merge8(m, d[i], v)
-			s[i] = 0
-		}
+		foldValues(m, dst.Uint8s(f), src.Uint8s(f))
 	case buffers.U32:
-		d, s := dst.Uint32s(f), src.Uint32s(f)
-		for i, v := range s {
-			d[i] = merge32(m, d[i], v)
-			s[i] = 0
-		}
+		foldValues(m, dst.Uint32s(f), src.Uint32s(f))
 	default: // U64, I64 (sums wrap alike), F64 (or only)
-		d, s := dst.Uint64s(f), src.Uint64s(f)
-		for i, v := range s {
-			d[i] = merge64(m, d[i], v)
-			s[i] = 0
+		foldValues(m, dst.Uint64s(f), src.Uint64s(f))
+	}
+}
+
+func foldValues[T uint8 | uint32 | uint64](m Merge, dst, src []T) {
+	for i, v := range src {
+		switch m {
+		case MergeMax:
+			dst[i] = max(dst[i], v)
+		case MergeOr:
+			dst[i] |= v
+		default:
+			dst[i] += v
 		}
+		src[i] = 0
 	}
-}
-
-func merge8(m Merge, a, b uint8) uint8 {
-	switch m {
-	case MergeMax:
-		return max(a, b)
-	case MergeOr:
-		return a | b
-	}
-	return a + b
-}
-
-func merge32(m Merge, a, b uint32) uint32 {
-	switch m {
-	case MergeMax:
-		return max(a, b)
-	case MergeOr:
-		return a | b
-	}
-	return a + b
-}
-
-func merge64(m Merge, a, b uint64) uint64 {
-	switch m {
-	case MergeMax:
-		return max(a, b)
-	case MergeOr:
-		return a | b
-	}
-	return a + b
 }
