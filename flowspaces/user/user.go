@@ -8,10 +8,14 @@
 // flowspace the source reaches, in topological order; one goroutine per
 // child bridge does the same for the batches that arrive from beneath. The
 // outputs the parent asked for leave through the bridge to the parent (see
-// bridges/inproc). Each function works on its own copy of the batch's index
-// entries (its IBuf view), so a fork costs a 2 KB copy of indices and never
-// a packet copy; a function reached from several goroutines is serialised
-// by its own mutex, taken once per batch.
+// bridges/inproc); a bridge of several lanes (a ring buffer per CPU, an
+// AF_XDP socket per queue beneath) has a goroutine per lane. Each function
+// works on its own copy of the batch's index entries (its IBuf view), so a
+// fork costs a 2 KB copy of indices and never a packet copy. A function
+// reached from several goroutines runs as its class's concurrency kind
+// allows (shard.go): an instance per goroutine, on a shard of its state
+// merged when read, or one instance serialised by its own mutex, taken once
+// per batch.
 //
 // The datapath of a running flowspace can change: Connect builds new routes
 // and each goroutine adopts them between two batches, so functions that
