@@ -10,6 +10,9 @@
 // class: the flowgraph binds parameters from an expression (Class.Bind) and a
 // flowspace instantiates it (Class.New or Class.NewSource); the flowgraph
 // then checks the function keeps the state its class declares (Class.State).
+// A class also declares how one function may run on several workers at
+// once (Class.Concurrency: ordered, stateless or mergeable), which
+// Register checks against its state.
 //
 // The one rule for implementations: Process runs on the datapath. It gets a
 // batch, compacts it in place and must not allocate, block or call anything

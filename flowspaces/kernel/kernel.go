@@ -15,8 +15,10 @@
 // (window.go), whose records (report=) go up as streams of
 // their own (records.go), and the way
 // up (up.go): packets a flowspace above asks for cross the barrier through
-// the ring-buffer bridge (bridges/ringbuf) or, when the capture steals
-// them, the AF_XDP bridge (bridges/afxdp). The verdict lets the packet on
+// the ring-buffer bridge (bridges/ringbuf: a ring buffer per CPU, up to
+// the run's workers) or, when the capture steals them, the AF_XDP bridge
+// (bridges/afxdp: a socket per receive queue), each ring or socket on a
+// lane of its own, read by a worker of its own above. The verdict lets the packet on
 // to the kernel stack, unless the capture says drop=true and the graph
 // filtered it out. The hierarchy includes these flowspaces only where the
 // machine can load such programs (see flowspaces/hierarchy).
