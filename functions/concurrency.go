@@ -109,10 +109,11 @@ func (c *Class) checkConcurrency() error {
 // honours says why a flowspace of target t cannot run the class as its
 // declared kind promises. Every target runs a function on several workers
 // or CPUs at once, each with its own copy of the state, so the state must
-// combine: in Go a stateless function keeps none (its workers' copies
-// would never be read together), in eBPF its per-CPU maps merge as
-// declared; a mergeable function's fields combine exactly whatever the
-// order the packets came in.
+// combine: a stateless function keeps none, except in eBPF, whose per-CPU
+// maps merge as declared (a filter's verdict counts); a mergeable
+// function's fields combine exactly whatever the order the packets came
+// in; a field shared by every worker needs the one lock of an ordered
+// function.
 func honours(t Target, c *Class) error {
 	if c.Concurrency == Mergeable && c.State.order() != buffers.Native {
 		return fmt.Errorf("its state is %s, not in the byte order the workers merge in", c.State.OrderName())
@@ -123,7 +124,7 @@ func honours(t Target, c *Class) error {
 		if !f.In(t) {
 			continue
 		}
-		if c.Concurrency == Stateless && t == TargetUser {
+		if c.Concurrency == Stateless && t != TargetKernel && t != TargetXDP {
 			return fmt.Errorf("it keeps state (%s)", f.Name)
 		}
 		switch {
