@@ -333,5 +333,5 @@ awk -v cores="$CORES" '{ m[$1" "$2]=$3 }
      }' "$OUT/scaling.txt"
 echo "   load average after: $(loadavg); CPU time stolen by other machines during the section: $(( ($(steal) - steal0) * 10 )) ms"
 echo "   (the ratios in parentheses are to K = 1 of the same case, where the joined graph is the independent chain;"
-echo "    each worker runs its own instance of a stateless"
-echo "    function and its own shard of a mergeable one, so a joined function scales as independent chains do)"
+echo "    each worker runs its own instance of a stateless function and its own shard of a mergeable one, so a"
+echo "    joined function scales as independent chains do)"
