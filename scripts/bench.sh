@@ -257,12 +257,13 @@ else
 fi
 
 echo
-echo "== 12. scaling: K = 1 .. $(nproc) sources of $((${SCALE_PACKETS:-2000000} / 1000000))M generated packets each; Mpps = packets / elapsed_ns of 'ffpf run --json'"
+SP=${SCALE_PACKETS:-1000000}
+ROUNDS=${SCALE_ROUNDS:-10}
+echo "== 12. scaling: K = 1 .. $(nproc) sources of $SP generated packets each; Mpps = packets / elapsed_ns of 'ffpf run --json', best of $ROUNDS rounds"
 # K independent chains, the same K joined into one function (a filter; a
 # sketch pair: each worker on a shard of its state, merged when read), and
-# K separate processes; each the best of $COUNT rounds, the rounds taken in
-# turn over every case so that a burst of load hits all alike.
-SP=${SCALE_PACKETS:-2000000}
+# K separate processes; each the best of $ROUNDS short rounds, taken in turn
+# over every case so that a burst of load hits all alike.
 CORES=$(nproc)
 FILTER='(bpf,"tcp and dst port 80") > (pktcount)'
 SKETCH='(cms,key=5tuple) > (hll,key=dstip)'
@@ -286,7 +287,7 @@ procs_of() { # K processes of one chain each, at once: their packets / the longe
 echo "   load average before: $(loadavg); $CORES cores"
 steal0=$(steal)
 declare -A bestm=()
-for _ in $(seq "$COUNT"); do
+for _ in $(seq "$ROUNDS"); do
 	for k in $(seq "$CORES"); do
 		srcs=() ind_f=() ind_s=()
 		for i in $(seq "$k"); do
