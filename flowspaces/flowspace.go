@@ -212,3 +212,14 @@ func (n *Node) CheckState() error {
 type Locker interface {
 	Lock(n *Node) (unlock func())
 }
+
+// Spreader is a flowspace that can spread the packets of one source over
+// several workers (DESIGN.md §15): an eBPF flowspace over a ring buffer
+// per CPU and its AF_XDP sockets, a Go flowspace over a reader per lane of
+// a bridge from beneath. SetWorkers bounds how many (ffpf run --workers;
+// 0 is GOMAXPROCS); the flowgraph calls it on every flowspace of a run
+// before anything is instantiated.
+type Spreader interface {
+	Flowspace
+	SetWorkers(n int)
+}
