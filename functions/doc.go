@@ -10,6 +10,9 @@
 // class: the flowgraph binds parameters from an expression (Class.Bind) and a
 // flowspace instantiates it (Class.New or Class.NewSource); the flowgraph
 // then checks the function keeps the state its class declares (Class.State).
+// A class also declares how one function may run on several workers at
+// once (Class.Concurrency: ordered, stateless or mergeable), which
+// Register checks against its state.
 //
 // Files of input: a parameter that names a file is declared so (Param.File),
 // and the flowgraph refuses one that names a directory or a device

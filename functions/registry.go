@@ -28,6 +28,12 @@ type Class struct {
 	// State declares the state a function of the class keeps (its MBuf's
 	// layout), nil for none; the flowgraph checks each function against it.
 	State *State
+	// Concurrency says how one function of the class may run on several
+	// workers at once (stateless, mergeable); the zero value is Ordered,
+	// one lock. OrderedWhen lists the parameter settings under which a
+	// function runs ordered all the same (ConcurrencyOf).
+	Concurrency Concurrency
+	OrderedWhen []Ordering
 	// MinInputs and MaxInputs bound how many functions may feed this one;
 	// both are 0 for a source, MaxInputs < 0 means no limit.
 	MinInputs, MaxInputs int
@@ -258,6 +264,9 @@ func (r *Registry) Register(c *Class) error {
 	}
 	if len(c.Targets) == 0 {
 		c.Targets = []Target{TargetUser}
+	}
+	if err := c.checkConcurrency(); err != nil {
+		return fmt.Errorf("functions: %v", err)
 	}
 	seen := map[string]bool{}
 	for _, p := range c.Params {

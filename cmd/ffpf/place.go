@@ -95,6 +95,9 @@ func writePlan(w io.Writer, root flowspaces.Flowspace, p *flowgraph.Plan) error 
 			} else {
 				fmt.Fprintf(w, "%spackets %s\n", pad, strings.Join(f.PBufs, ", "))
 			}
+			if f.Concurrency != "" {
+				fmt.Fprintf(w, "%sworkers: %s\n", pad, placedWorkers(f))
+			}
 		}
 		for i, s := range kids {
 			if i == len(kids)-1 {
@@ -118,6 +121,19 @@ func writePlan(w io.Writer, root flowspaces.Flowspace, p *flowgraph.Plan) error 
 		}
 	}
 	return nil
+}
+
+// placedWorkers says how a function runs when several workers reach it.
+func placedWorkers(f flowgraph.PlannedFunction) string {
+	switch {
+	case f.Concurrency == functions.Stateless.String():
+		return "stateless: an instance per worker, no lock"
+	case f.Concurrency == functions.Mergeable.String():
+		return "mergeable: a shard of its state per worker, merged when read"
+	case f.Ordered != "":
+		return "ordered: one lock, because " + f.Ordered
+	}
+	return "ordered: one lock, as its class declares"
 }
 
 // name is a function's id, with its label if it has one.
