@@ -1,0 +1,126 @@
+package p4gen
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+)
+
+// frame builds an Ethernet/IPv4/UDP frame with the given IHL (options
+// of zeros when > 5) from src to dst port.
+func frame(ihl int, sport, dport uint16) []byte {
+	b := make([]byte, 14+4*ihl+8+4)
+	binary.BigEndian.PutUint16(b[12:], 0x0800)
+	ip := b[14:]
+	ip[0] = 0x40 | byte(ihl)
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(b)-14))
+	ip[8], ip[9] = 64, 17
+	copy(ip[12:], []byte{10, 0, 0, 1, 10, 0, 0, 2})
+	u := ip[4*ihl:]
+	binary.BigEndian.PutUint16(u, sport)
+	binary.BigEndian.PutUint16(u[2:], dport)
+	return b
+}
+
+// counting is a program that counts UDP packets to port 53 per source
+// port modulo 16 in a register (an RMW add) and in a counter, sends
+// digests of the count, and forwards every packet to port 2.
+func counting(t *testing.T) (*Program, *Register, *Counter) {
+	t.Helper()
+	p := NewProgram("t")
+	b := &Builder{Prog: p, ID: "f#1", Prefix: "f_1", In: True}
+	idx := b.Meta("idx", 32)
+	now := b.Meta("now", 32)
+	reg := b.Register("cells", 32, 16, "cells", 0)
+	ctr := b.Counter("seen", 1, PacketsAndBytes, "packets", "bytes", 0)
+	d := b.Digest("d", []Field{{Name: "port", Bits: 16}, {Name: "count", Bits: 32}})
+	sport := F("udp", "src_port")
+	b.Add(
+		If{Cond: AllOf(Valid{"udp"}, B(Eq, F("udp", "dst_port"), C(53, 16))), Then: []Stmt{
+			Hash{Dst: idx, Algo: Identity, Data: []Expr{sport}, Max: 16},
+			RMW{Reg: reg, Index: idx, New: B(Add, Old{32}, C(1, 32)), NewTo: &now},
+			Count{Counter: ctr, Index: C(0, 32)},
+			Digest{Type: d, Values: []Expr{sport, now}},
+		}},
+		Assign{Dst: Std("egress_spec"), X: C(2, 9)},
+	)
+	p.Ingress = b.Body
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return p, reg, ctr
+}
+
+func TestExecCountsAndDigests(t *testing.T) {
+	p, reg, ctr := counting(t)
+	s := NewSwitch(p)
+	for i, f := range [][]byte{frame(5, 1000, 53), frame(7, 1000, 53), frame(5, 1001, 53), frame(5, 1000, 80), frame(4, 1000, 53)} {
+		r, err := s.Process(Arrival{Data: f, Port: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Out) != 1 || r.Out[0].Port != 2 || string(r.Out[0].Data) != string(f) {
+			t.Fatalf("packet %d: out %+v, want it unchanged on port 2", i, r.Out)
+		}
+		want := map[int]uint64{0: 1, 1: 2, 2: 1}
+		if c, ok := want[i]; ok != (len(r.Digests) == 1) || ok && r.Digests[0].Values[1] != c {
+			t.Errorf("packet %d: digests %+v, want count %d", i, r.Digests, c)
+		}
+	}
+	if got := s.Regs[reg][1000%16]; got != 2 {
+		t.Errorf("cell of port 1000: %d, want 2", got)
+	}
+	if got := s.Regs[reg][1001%16]; got != 1 {
+		t.Errorf("cell of port 1001: %d, want 1", got)
+	}
+	if c := s.Counts[ctr][0]; c.Packets != 3 || c.Bytes != uint64(2*len(frame(5, 0, 0))+len(frame(7, 0, 0))) {
+		t.Errorf("counter %+v", c)
+	}
+}
+
+func TestExecRefusesSecondAccess(t *testing.T) {
+	p := NewProgram("t")
+	b := &Builder{Prog: p, ID: "f#1", Prefix: "f_1", In: True}
+	reg := b.Register("r", 8, 4, "r", 0)
+	b.Add(RMW{Reg: reg, Index: C(0, 32), New: C(1, 8)}, RMW{Reg: reg, Index: C(1, 32), New: C(1, 8)})
+	p.Ingress = b.Body
+	if err := p.Validate(); err == nil {
+		t.Fatal("two RMWs of one register on one path validated")
+	}
+	p.Ingress = []Stmt{If{Cond: Valid{"tcp"}, Then: b.Body[:1], Else: b.Body[1:]}}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("RMWs on exclusive branches: %v", err)
+	}
+}
+
+func TestHashValues(t *testing.T) {
+	if got := CRC16ARC([]byte("123456789")); got != 0xBB3D {
+		t.Errorf("CRC-16/ARC check value %#x, want 0xbb3d", got)
+	}
+	h, err := HashValue(CRC32, []uint64{0x0a000001, 0x35}, []int{32, 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := crc32.ChecksumIEEE([]byte{10, 0, 0, 1, 0, 0x35}); h != uint64(want) {
+		t.Errorf("crc32 %#x, want %#x", h, want)
+	}
+	if _, err := HashValue(CRC32, []uint64{1}, []int{4}); err == nil {
+		t.Error("4 bits of hash data accepted")
+	}
+}
+
+func TestParserBogusIHLAndTruncation(t *testing.T) {
+	p, _, _ := counting(t)
+	s := NewSwitch(p)
+	// ihl 4: parsing stops at the IP header; no UDP header is valid.
+	r, _ := s.Process(Arrival{Data: frame(4, 1000, 53), Port: 1})
+	if len(r.Digests) != 0 {
+		t.Error("a bogus IHL frame reached the UDP test")
+	}
+	// truncated inside UDP: PacketTooShort, the frame still forwarded whole.
+	f := frame(5, 1000, 53)[:14+20+3]
+	r, err := s.Process(Arrival{Data: f, Port: 1})
+	if err != nil || r.ParserError != ErrPacketTooShort.Error() || len(r.Out) != 1 || string(r.Out[0].Data) != string(f) {
+		t.Errorf("truncated frame: %+v, %v", r, err)
+	}
+}
