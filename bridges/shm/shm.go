@@ -57,6 +57,9 @@ type Cell struct {
 	E      *[buffers.MaxBatch]buffers.Entry
 	D      *[buffers.MaxBatch]Desc
 	Window []byte
+	// Index is the cell's place in the ring, Offset its window's in the
+	// arena (Arena).
+	Index, Offset int
 }
 
 // Put stores pkt as the packet of entry i: its bytes at the end of the
@@ -368,6 +371,7 @@ func open(ctlFD, dataFD, eventFD int, send, own bool) (e *end, err error) {
 		cells:   make([]Cell, g.Cells)}
 	for i := range e.cells {
 		c := &e.cells[i]
+		c.Index, c.Offset = i, i*g.window()
 		base := i * g.cellSize()
 		c.Header = (*Header)(unsafe.Pointer(&data[base]))
 		c.E = (*[buffers.MaxBatch]buffers.Entry)(unsafe.Pointer(&data[base+headerSize]))
@@ -395,6 +399,10 @@ func (e *end) unmap() {
 
 // Geometry returns the ring's shape.
 func (e *end) Geometry() Geometry { return e.g }
+
+// Arena returns the packet arena, every cell's window one after the other
+// (a cell's at its Offset), for a PBuf that views it.
+func (e *end) Arena() []byte { return e.data[e.g.arenaOffset():] }
 
 // ErrCorrupt is what an end returns when the other side wrote indices no
 // ring can have.
