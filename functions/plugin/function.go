@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
@@ -205,6 +206,9 @@ func (p *proc) instantiate(ctx *functions.Context) (_ functions.Function, err er
 		f.handlers = append(f.handlers, functions.Handler{Name: h.Name, Summary: h.Summary,
 			Call: func(arg string) (any, error) { return f.call(name, arg) }})
 	}
+	if f.mbuf != nil {
+		return stateful{f}, nil
+	}
 	return f, nil
 }
 
@@ -279,7 +283,7 @@ func (p *proc) exit() string {
 	if st == nil {
 		return "ended"
 	}
-	if ws, ok := st.Sys().(unix.WaitStatus); ok && ws.Signaled() {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
 	}
 	return fmt.Sprintf("exited with status %d", st.ExitCode())
@@ -346,9 +350,12 @@ type function struct {
 	closed     bool
 }
 
+// stateful is a function that keeps state.
+type stateful struct{ *function }
+
 // MBuf implements functions.Stateful: the plugin's state, in memory ffpf
 // maps too.
-func (f *function) MBuf() *buffers.MBuf { return f.mbuf }
+func (f stateful) MBuf() *buffers.MBuf { return f.mbuf }
 
 // Handlers implements functions.Handlers: each calls the plugin.
 func (f *function) Handlers() []functions.Handler { return f.handlers }

@@ -253,13 +253,13 @@ func (h *Host) start(path string, sums map[string][]byte) (*proc, error) {
 // startError says in one sentence why the plugin at p.path did not start.
 func (p *proc) startError(err error) error {
 	msg := err.Error()
-	last := p.log.last(1)
+	cookie := slices.ContainsFunc(p.log.last(keepLines), func(l string) bool { return strings.Contains(l, "This binary is a plugin") })
 	switch {
 	case errors.Is(err, goplugin.ErrChecksumsDoNotMatch):
 		return userErr("plugin %s: its SHA-256 is not the one %s gives", p.path, p.host.opts.Sums)
 	case errors.Is(err, os.ErrPermission), errors.Is(err, unix.ENOEXEC), strings.Contains(msg, "exec format error"):
 		return userErr("plugin %s cannot be run: %v", p.path, errors.Unwrap(err))
-	case len(last) > 0 && strings.Contains(last[0], "This binary is a plugin"):
+	case cookie: // go-plugin's words to a plugin run without its cookie
 		return userErr("plugin %s is a plugin of another program: its handshake cookie is not ffpf's", p.path)
 	case strings.Contains(msg, "Incompatible API version"):
 		return userErr("plugin %s speaks another version of ffpf's plugin protocol than %d", p.path, Handshake.ProtocolVersion)
@@ -377,11 +377,26 @@ func (w *logWriter) Write(b []byte) (int, error) {
 			continue
 		}
 		fmt.Fprintf(w.out, "%s%s\n", w.prefix, line)
+		if traceback(line) {
+			continue
+		}
 		w.lines = append(w.lines, line)
 		if len(w.lines) > keepLines {
 			w.lines = w.lines[1:]
 		}
 	}
+}
+
+// traceback reports whether line is part of a Go traceback (a frame, its
+// file, a goroutine's header), which a crash prints after the line that
+// says what happened: the report quotes that line, not the frames.
+func traceback(line string) bool {
+	if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "goroutine ") || strings.HasPrefix(line, "created by ") ||
+		line == "runtime stack:" || strings.HasPrefix(line, "...") {
+		return true
+	}
+	paren, space := strings.IndexByte(line, '('), strings.IndexByte(line, ' ')
+	return paren > 0 && strings.HasSuffix(line, ")") && (space < 0 || space > paren)
 }
 
 // last returns at most n of the last lines.

@@ -17,6 +17,6 @@ func main() {
 		Name:      "badschema",
 		Params:    []functions.Param{{Name: "x", Type: functions.Int}, {Name: "x", Type: functions.String}},
 		MinInputs: 1, MaxInputs: -1,
-		New:       func(*functions.Context) (functions.Function, error) { return pass{}, nil },
+		New: func(*functions.Context) (functions.Function, error) { return pass{}, nil },
 	})
 }
