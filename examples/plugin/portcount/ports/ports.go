@@ -8,6 +8,8 @@ package ports
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/examples/plugin/internal/layers"
@@ -15,17 +17,43 @@ import (
 )
 
 var state = &functions.State{Fields: []functions.StateField{
-	{Name: "ports", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Len: 65536,
-		Summary: "packets per port: the value at index p counts the packets of port p"},
+	{Name: "packets", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
+		LenOf: func(p functions.Params) int { l, _ := parsePorts(p.Str("ports")); return len(l) }, LenDoc: "ports",
+		Summary: "packets per port of the list, in its order"},
 	{Name: "other", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
-		Summary: "packets without a TCP or UDP header"},
+		Summary: "packets of another port, or without a TCP or UDP header"},
 }}
+
+// MaxPorts bounds the list.
+const MaxPorts = 1024
+
+// parsePorts reads a comma-separated list of distinct ports.
+func parsePorts(s string) ([]uint16, error) {
+	var out []uint16
+	seen := map[uint64]bool{}
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%q is not a port (0 to 65535)", f)
+		case seen[n]:
+			return nil, fmt.Errorf("port %d is listed twice", n)
+		case len(out) == MaxPorts:
+			return nil, fmt.Errorf("more than %d ports", MaxPorts)
+		}
+		seen[n] = true
+		out = append(out, uint16(n))
+	}
+	return out, nil
+}
 
 // Class is portcount.
 var Class = &functions.Class{
 	Name:    "portcount",
-	Summary: "count packets per TCP or UDP port (destination or source); passes every packet, the class result is the port",
+	Summary: "count packets per TCP or UDP port of a list (destination or source); passes every packet, the class result is the port",
 	Params: []functions.Param{
+		{Name: "ports", Type: functions.String, Default: "53,80,443", Summary: "the ports counted, comma-separated",
+			Check: func(v functions.Value) error { _, err := parsePorts(v.Str); return err }},
 		{Name: "key", Type: functions.String, Default: "dstport", Enum: []string{"dstport", "srcport"},
 			Summary: "the port counted: the destination's or the source's"},
 	},
@@ -39,16 +67,25 @@ var Class = &functions.Class{
 		return nil
 	},
 	New: func(ctx *functions.Context) (functions.Function, error) {
+		list, err := parsePorts(ctx.Params.Str("ports"))
+		if err != nil {
+			return nil, err
+		}
 		m, err := ctx.NewMBuf(state)
 		if err != nil {
 			return nil, err
 		}
 		link, _ := layers.Of(ctx.LinkType)
-		c := &counter{link: link, m: m, ports: functions.FieldOf(m, "ports").Offset, other: functions.FieldOf(m, "other").Offset}
+		c := &counter{link: link, m: m, other: functions.FieldOf(m, "other").Offset, at: 2}
 		if ctx.Params.Str("key") == "srcport" {
 			c.at = 0
-		} else {
-			c.at = 2
+		}
+		base := functions.FieldOf(m, "packets").Offset
+		for i := range c.index {
+			c.index[i] = -1
+		}
+		for i, p := range list {
+			c.index[p] = int32(base + 8*i)
 		}
 		return c, nil
 	},
@@ -57,7 +94,7 @@ var Class = &functions.Class{
 type counter struct {
 	link  layers.Link
 	m     *buffers.MBuf
-	ports int // offsets of the fields
+	index [65536]int32 // per port, the offset of its counter, or -1
 	other int
 	at    int // offset of the port counted in the transport header
 }
@@ -76,8 +113,12 @@ func (c *counter) Process(b *buffers.Batch) {
 			continue
 		}
 		port := binary.BigEndian.Uint16(l4[c.at:])
-		c.m.Add64(c.ports+8*int(port), 1) // readers read while it runs: atomically
 		b.E[i].Class = uint32(port)
+		if off := c.index[port]; off >= 0 {
+			c.m.Add64(int(off), 1) // readers read while it runs: atomically
+		} else {
+			other++
+		}
 	}
 	if other > 0 {
 		c.m.Add64(c.other, other)
