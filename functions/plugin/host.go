@@ -319,6 +319,19 @@ func (h *Host) Plugin(class string) string {
 	return ""
 }
 
+// Instances returns how many functions of class the plugin instantiated
+// (one per worker that reached a stateless or mergeable function).
+func (h *Host) Instances(class string) int {
+	for _, p := range h.procs {
+		if p.class != nil && p.class.Name == class {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return int(p.token)
+		}
+	}
+	return 0
+}
+
 // Close stops the plugins and takes their classes out of the registry.
 // The state of their functions stays readable until then: call it after
 // the last read.

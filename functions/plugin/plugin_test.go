@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -266,4 +267,74 @@ func TestBadSuffixIsRefusedAtPopulate(t *testing.T) {
 	}
 }
 
-var _ = ports.Class
+// TestMergeablePluginOnTwoWorkers: two sources reach one portcount, which
+// runs as an instance per worker (each a plugin instance on a shard of
+// the state, in shared memory); the merged state equals the in-process
+// class's and the sum of each source alone.
+func TestMergeablePluginOnTwoWorkers(t *testing.T) {
+	reg, h, _ := load(t, pluginDir(t, "portcount"), plugin.Options{})
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.pcap"), filepath.Join(dir, "b.pcap")
+	na, _, _, _ := dnsTrace(t, a, 30)
+	nb, _, _, _ := dnsTrace(t, b, 70)
+	expr := fmt.Sprintf(`[(pcap,file=%q)|(pcap,file=%q)] > (portcount,ports="53,80")`, a, b)
+	got, err := run(t, reg, a, expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := h.Instances("portcount"); n != 2 {
+		t.Errorf("the plugin made %d instances for two workers", n)
+	}
+	in := functions.NewRegistry()
+	for _, c := range functions.Default.All() {
+		in.Register(c)
+	}
+	in.Register(ports.Class)
+	want, err := run(t, in, a, expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got["portcount#1"]
+	// Each trace: per round 14 datagrams to port 53, one to 80, one TCP
+	// segment to 53.
+	wantState := fmt.Sprint(map[string]any{"other": uint64(0), "packets": []any{uint64((na + nb) * 15 / 16), uint64((na + nb) / 16)}})
+	if p.In != uint64(na+nb) || fmt.Sprint(p.State) != wantState || fmt.Sprint(p.State) != fmt.Sprint(want["portcount#1"].State) {
+		t.Errorf("plugin: in %d state %v; in process %v; want %s", p.In, p.State, want["portcount#1"].State, wantState)
+	}
+}
+
+// TestHandlersCrossToThePlugin: a request calls the plugin function's
+// handler, which runs in the plugin between batches; the state it resets
+// is the one ffpf reads in shared memory.
+func TestHandlersCrossToThePlugin(t *testing.T) {
+	reg, _, _ := load(t, pluginDir(t, "dnsname"), plugin.Options{})
+	trace := filepath.Join(t.TempDir(), "dns.pcap")
+	_, names, matched, malformed := dnsTrace(t, trace, 10)
+	rt := flowgraph.New(flowgraph.Config{Registry: reg, Hierarchy: hierarchy.Userspace()})
+	req, err := rt.Populate(fmt.Sprintf(`(pcap,file=%q) > d:(dnsname,suffix="example.com")`, trace), flowgraph.RequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Instantiate(); err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	rt.Activate(context.Background())
+	if err := rt.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := req.Call("d", "reset", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`{"malformed":%d,"matched":%d,"names":%d}`, malformed, matched, names)
+	if js, _ := json.Marshal(res); string(js) != want {
+		t.Errorf("reset returned %s, want %s", js, want)
+	}
+	if st := req.Functions()[1].State; fmt.Sprint(st) != "map[malformed:0 matched:0 names:0]" {
+		t.Errorf("after reset the state reads %v", st)
+	}
+	if _, err := req.Call("d", "reset", "now"); err == nil || err.Error() != "reset takes no argument" {
+		t.Errorf("a bad argument: %v", err)
+	}
+}
