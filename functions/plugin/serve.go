@@ -243,9 +243,7 @@ func (s *server) batch(r *rpcBatch) (*rpcBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	b := &in.rpc
+	b := &in.rpc // ffpf sends one batch at a time per instance
 	if b.PBuf == nil {
 		snap := in.snaplen
 		if snap <= 0 {
