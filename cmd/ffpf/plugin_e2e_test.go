@@ -35,7 +35,7 @@ func TestPluginsOnTheCommandLine(t *testing.T) {
 	}
 
 	r = ffpf(t, "run", "-r", a, "--plugins", dir, "--json", `(bpf,"udp port 53") > (dnsname,suffix=".com") > (pktcount)`, `(pktcount)`)
-	doc := parseRun(t, r) // checks in = out + filtered + dropped
+	doc := parseRun(t, r)  // checks in = out + filtered + dropped
 	at := map[string]int{} // by class, and whether it saw every packet
 	for i, f := range doc.Functions {
 		at[f.Class+fmt.Sprint(f.In == doc.Packets)] = i
