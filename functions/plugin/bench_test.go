@@ -59,11 +59,7 @@ func BenchmarkPluginFilter(b *testing.B) {
 	dir := pluginDir(b, "dnsname")
 	for _, mode := range []string{"inprocess", "shm", "rpc"} {
 		b.Run(mode, func(b *testing.B) {
-			reg := functions.NewRegistry()
-			for _, c := range functions.Default.All() {
-				reg.Register(c)
-			}
-			reg.Register(memoryClass(1 << 14))
+			reg := registry(memoryClass(1 << 14))
 			if mode == "inprocess" {
 				reg.Register(dns.Class)
 			} else {

@@ -70,13 +70,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// registry is a copy of the default registry with classes added.
+func registry(classes ...*functions.Class) *functions.Registry {
+	reg := functions.NewRegistry()
+	for _, c := range append(functions.Default.All(), classes...) {
+		reg.Register(c)
+	}
+	return reg
+}
+
 // load loads the plugins of dir into a copy of the default registry.
 func load(t testing.TB, dir string, opts plugin.Options) (*functions.Registry, *plugin.Host, *strings.Builder) {
 	t.Helper()
-	reg := functions.NewRegistry()
-	for _, c := range functions.Default.All() {
-		reg.Register(c)
-	}
+	reg := registry()
 	var log strings.Builder
 	if opts.Log == nil {
 		opts.Log = &syncWriter{w: &log}
@@ -237,11 +243,7 @@ func TestDNSNameOutOfProcessEqualsInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := functions.NewRegistry()
-	for _, c := range functions.Default.All() {
-		in.Register(c)
-	}
-	in.Register(dns.Class)
+	in := registry(dns.Class)
 	want, err := run(t, in, trace, expr)
 	if err != nil {
 		t.Fatal(err)
@@ -285,11 +287,7 @@ func TestMergeablePluginOnTwoWorkers(t *testing.T) {
 	if n := h.Instances("portcount"); n != 2 {
 		t.Errorf("the plugin made %d instances for two workers", n)
 	}
-	in := functions.NewRegistry()
-	for _, c := range functions.Default.All() {
-		in.Register(c)
-	}
-	in.Register(ports.Class)
+	in := registry(ports.Class)
 	want, err := run(t, in, a, expr)
 	if err != nil {
 		t.Fatal(err)
