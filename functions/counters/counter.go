@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,7 +52,7 @@ func init() {
 			measure.ValueParam,
 			measure.WindowParam,
 			measure.ReportParam("emit a record per window (and at the end): the total, or, with key=, the K keys with the largest values"),
-			{Name: "size", Type: functions.Int, Default: "64K", Summary: "keys the table holds (keyed)",
+			{Name: "size", Type: functions.Int, Default: "64K", With: "key", Summary: "keys the table holds (keyed)",
 				Check: func(v functions.Value) error {
 					if v.Int < 1 || v.Int > 1<<24 {
 						return errors.New("size is 1 to 16M keys")
@@ -105,6 +106,10 @@ type Counter struct {
 	top     *sketch.TopK[flowkey.Key]
 	entries []sketch.Entry[flowkey.Key]
 	key     flowkey.Key
+	ekey    flowkey.Key // a table entry's key, for the report
+	// touched records the entries a window inserted, so that its report
+	// and reset walk those, not the table (measure.Touched).
+	touched *measure.Touched
 }
 
 // NewCounter instantiates a counter.
@@ -128,6 +133,9 @@ func NewCounter(ctx *functions.Context) (*Counter, error) {
 		c.words = entryWords(c.sp)
 		c.size = uint32(ctx.Params.Int("size"))
 		c.table = m.Uint64s(functions.FieldOf(m, "table"))
+		if c.window.Interval > 0 {
+			c.touched = measure.NewTouched(int(c.size), ctx)
+		}
 		if c.report > 0 {
 			c.top = sketch.NewTopK[flowkey.Key](c.report)
 			c.entries = make([]sketch.Entry[flowkey.Key], 0, c.report)
@@ -189,6 +197,9 @@ func (c *Counter) find(k *flowkey.Key, insert bool) int {
 			}
 			atomic.StoreUint64(&e[nw+1], 1)
 			c.m.Add64(c.keysOff, 1)
+			if c.touched != nil {
+				c.touched.Add(slot)
+			}
 			return i
 		}
 		same := true
@@ -231,7 +242,17 @@ func (c *Counter) reset() {
 	for _, off := range []int{c.packets, c.byteOff, c.keysOff, c.dropOff, c.noKey} {
 		c.m.Store64(off, 0)
 	}
-	clear(c.table)
+	if c.touched == nil || c.touched.All() {
+		clear(c.table)
+	} else {
+		for _, slot := range c.touched.Entries() {
+			i := int(slot) * c.words
+			clear(c.table[i : i+c.words])
+		}
+	}
+	if c.touched != nil {
+		c.touched.Reset()
+	}
 }
 
 func (c *Counter) emit(start int64) {
@@ -247,14 +268,18 @@ func (c *Counter) emit(start int64) {
 		return
 	}
 	c.top.Reset()
-	nw := c.words - 2
-	var k flowkey.Key
-	for i := 0; i+c.words <= len(c.table); i += c.words {
-		if c.table[i+nw+1] == 0 {
-			continue
+	if c.touched == nil || c.touched.All() {
+		for i := 0; i+c.words <= len(c.table); i += c.words {
+			c.offer(i)
 		}
-		copy(k[:nw], c.table[i:i+nw])
-		c.top.Offer(&k, c.sp.Hash(&k, 0), c.table[i+nw])
+	} else {
+		// The entries the window inserted, in the table's order: the
+		// order in which equal values are offered decides which of them
+		// a report of K keeps.
+		slices.Sort(c.touched.Entries())
+		for _, slot := range c.touched.Entries() {
+			c.offer(int(slot) * c.words)
+		}
 	}
 	c.entries = c.top.Append(c.entries[:0])
 	for i := range c.entries {
@@ -266,6 +291,15 @@ func (c *Counter) emit(start int64) {
 		c.out.Commit()
 	}
 	c.out.Flush()
+}
+
+// offer offers the table's entry at word i, if used, to the report's top K.
+func (c *Counter) offer(i int) {
+	nw := c.words - 2
+	if c.table[i+nw+1] != 0 {
+		copy(c.ekey[:nw], c.table[i:i+nw])
+		c.top.Offer(&c.ekey, c.sp.Hash(&c.ekey, 0), c.table[i+nw])
+	}
 }
 
 // MBuf implements functions.Stateful.
