@@ -20,6 +20,10 @@
 // events, a program, a file of sums, a hierarchy) is read with ReadFile: a
 // regular file of at most MaxFileSize bytes, anything else refused at once.
 //
+// A class may also run out of process, served by a plugin with the same
+// Class (functions/plugin): its function then allocates its state with
+// Context.NewMBuf, which a plugin backs with memory ffpf reads.
+//
 // The one rule for implementations: Process runs on the datapath. It gets a
 // batch, compacts it in place and must not allocate, block or call anything
 // per packet that it could call per batch.

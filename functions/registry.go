@@ -193,6 +193,10 @@ type Context struct {
 	// one placed in an eBPF flowspace only holds the state of the eBPF
 	// code (kernel, xdp); empty is userspace.
 	Target Target
+	// Memory, when set, gives the memory of the function's state
+	// (Context.NewMBuf): a plugin's state lives in memory shared with
+	// ffpf, which reads it without asking the plugin.
+	Memory func(size int) ([]byte, error)
 	// Captures are the distinct captures whose packets reach the function
 	// (a source's Validate sets its own; the flowgraph gives a function the
 	// union of its inputs'). Empty when checking without a source.
@@ -292,6 +296,14 @@ func (r *Registry) Register(c *Class) error {
 	}
 	r.classes[c.Name] = c
 	return nil
+}
+
+// Remove takes the class named name out of the registry (a plugin's, when
+// its process stops).
+func (r *Registry) Remove(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.classes, strings.ToLower(name))
 }
 
 // With returns a registry of r's classes in which cs take the place of

@@ -336,3 +336,17 @@ echo "   load average after: $(loadavg); CPU time stolen by other machines durin
 echo "   (the ratios in parentheses are to K = 1 of the same case, where the joined graph is the independent chain;"
 echo "    each worker runs its own instance of a stateless function and its own shard of a mergeable one, so a"
 echo "    joined function scales as independent chains do)"
+
+echo
+echo "== 13. plugins: (memory) > (dnsname,suffix=\".com\") > (pktcount), one source worker: dnsname compiled in, served by its plugin over"
+echo "   shared memory (bridges/shm), and by its plugin with one go-plugin RPC per batch (packets in the message), in one run"
+$GO test -run '^$' -bench 'BenchmarkPluginFilter' -benchtime 4000x -count "$COUNT" ./functions/plugin/ 2>/dev/null | tee "$OUT/plugin.txt" | grep -E '^Benchmark' || true
+awk '/^BenchmarkPluginFilter\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
+       for (i=1;i<=NF;i++) { if ($(i+1)=="Mpps") v[m]=v[m]" "$i; if ($(i+1)=="allocs/op") a[m]=$i } }
+     function median(s,   x, n, i, j, t) { n=split(s, x, " "); for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (x[j]<x[i]) { t=x[i]; x[i]=x[j]; x[j]=t }
+       return n%2 ? x[(n+1)/2] : (x[n/2]+x[n/2+1])/2 }
+     END { ip=median(v["inprocess"]); s=median(v["shm"]); r=median(v["rpc"])
+       printf "   compiled in   %6.2f Mpps\n   plugin, shm   %6.2f Mpps  (%.2fx compiled in; %d allocs/op; target >= 5 Mpps)\n   plugin, RPC   %6.2f Mpps  (%.3fx compiled in; shm is %.1fx RPC)\n",
+         ip, s, s/ip, a["shm"], r, r/ip, s/r }' "$OUT/plugin.txt"
+echo "   (medians of $COUNT runs; a plugin's worker is two processes taking turns: ffpf copies each packet once into the arena,"
+echo "    the plugin filters the batch and answers; both need a core of their own)"

@@ -10,7 +10,7 @@ import (
 	"github.com/ffpf-go/ffpf/functions"
 )
 
-const classesSynopsis = `[--json]
+const classesSynopsis = `[--plugins DIR] [--plugin-sums FILE] [--json]
 
 Lists the function classes: what each does, its parameters (type, default,
 unit), the flowspaces it can run in, how one function runs when several
@@ -21,14 +21,17 @@ the copies of per-CPU maps or of workers' shards merge). The first
 parameter may be given without its key: (bpf,"tcp") is (bpf,expr="tcp").`
 
 type classDoc struct {
-	Name      string     `json:"name"`
-	Summary   string     `json:"summary"`
-	Source    bool       `json:"source"`
-	MinInputs int        `json:"min_inputs"`
-	MaxInputs int        `json:"max_inputs"`
-	Targets   []string   `json:"targets"`
-	Params    []paramDoc `json:"params"`
-	State     *stateDoc  `json:"state,omitempty"` // absent for a class without state
+	Name      string   `json:"name"`
+	Summary   string   `json:"summary"`
+	Source    bool     `json:"source"`
+	MinInputs int      `json:"min_inputs"`
+	MaxInputs int      `json:"max_inputs"`
+	Targets   []string `json:"targets"`
+	// Plugin is the binary that serves the class out of process, if one
+	// does (--plugins).
+	Plugin string     `json:"plugin,omitempty"`
+	Params []paramDoc `json:"params"`
+	State  *stateDoc  `json:"state,omitempty"` // absent for a class without state
 	// Concurrency is how one function runs on several workers (absent for
 	// a source): ordered, stateless or mergeable; OrderedWhen the
 	// settings under which it runs ordered all the same.
@@ -114,6 +117,8 @@ func describeClasses(reg *functions.Registry) []classDoc {
 func cmdClasses(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("classes", classesSynopsis, stderr)
 	asJSON := fs.Bool("json", false, "print the classes as JSON")
+	var plugins pluginOptions
+	plugins.register(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -121,7 +126,15 @@ func cmdClasses(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usageErrorf("classes takes no arguments")
 	}
+	host, err := plugins.load(stderr)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
 	docs := describeClasses(functions.Default)
+	for i := range docs {
+		docs[i].Plugin = host.Plugin(docs[i].Name)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -146,6 +159,9 @@ func printClasses(w io.Writer, docs []classDoc) error {
 			inputs = fmt.Sprintf("inputs %d..%s", d.MinInputs, max)
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", d.Name, d.Summary)
+		if d.Plugin != "" {
+			fmt.Fprintf(tw, "\tplugin %s, out of process\n", d.Plugin)
+		}
 		fmt.Fprintf(tw, "\t%s; targets: %s\n", inputs, strings.Join(d.Targets, ", "))
 		if d.Concurrency != "" {
 			fmt.Fprintf(tw, "\tworkers: %s\n", workersDoc(d))

@@ -13,7 +13,7 @@ import (
 	"github.com/ffpf-go/ffpf/functions"
 )
 
-const placeSynopsis = `[--hierarchy FILE.yaml] [-r FILE | -i IFACE] [--dot | --json] [-e EXPR]... [EXPR]...
+const placeSynopsis = `[--hierarchy FILE.yaml] [-r FILE | -i IFACE] [--plugins DIR] [--dot | --json] [-e EXPR]... [EXPR]...
 
 Shows where each function would run, without running anything: the
 flowspace tree with the functions placed in each, their path fields, why
@@ -39,6 +39,11 @@ func cmdPlace(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	host, err := o.plugins.load(stderr)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
 	cfg, group, err := o.config(flowgraph.Config{})
 	if err != nil {
 		return err

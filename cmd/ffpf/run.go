@@ -23,7 +23,8 @@ import (
 )
 
 const runSynopsis = `[-r FILE | -i IFACE [-Q in|out|inout]] [-c N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN] [--print]
-         [--hierarchy FILE.yaml] [--flowgroup POLICY] [--workers N] [--json] [-e EXPR]... [EXPR]...
+         [--hierarchy FILE.yaml] [--flowgroup POLICY] [--workers N] [--plugins DIR] [--plugin-sums FILE]
+         [--json] [-e EXPR]... [EXPR]...
 
 Runs the flowgraph until the sources end, -c packets have been read, the
 reader of -w's pipe goes away, or SIGINT (SIGTERM); then prints every
@@ -65,6 +66,7 @@ type runOptions struct {
 	exprs       multiFlag
 	hierarchy   string
 	flowgroup   string
+	plugins     pluginOptions
 }
 
 func (o *runOptions) register(fs *flagSet) {
@@ -76,6 +78,7 @@ func (o *runOptions) register(fs *flagSet) {
 	fs.Var(&o.exprs, "e", "an expression `EXPR` (repeatable: each is one request)")
 	fs.StringVar(&o.hierarchy, "hierarchy", "", "place functions in the flowspace hierarchy described in `FILE.yaml` (default: the one found on this machine; see 'ffpf hierarchy')")
 	fs.StringVar(&o.flowgroup, "flowgroup", flowgraph.GroupUID, "share functions and packet buffers with requests of the same `POLICY`: uid, gid, pid or all")
+	o.plugins.register(fs)
 }
 
 // config returns the runtime configuration the flags ask for, and the
@@ -224,6 +227,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *printLines && *asJSON {
 		return usageErrorf("--print and --json exclude each other")
 	}
+	host, err := o.plugins.load(stderr)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
 	// ^C or SIGTERM from here on ends set-up at once, or stops the run
 	// (see interrupts).
 	intr := catchInterrupts()
