@@ -353,6 +353,9 @@ func (rt *Runtime) Instantiate() error {
 	if len(rt.funcs) == 0 {
 		return &InvalidError{"nothing to instantiate: populate a request first"}
 	}
+	if rt.phase == populated {
+		rt.keepOrder()
+	}
 	var done []*Function
 	var err error
 	for _, f := range rt.funcs {
@@ -387,6 +390,47 @@ func (rt *Runtime) Instantiate() error {
 		f.ready.Store(false)
 	}
 	return errors.Join(err, rt.connect())
+}
+
+// keepOrder keeps one lane for the captures whose packets reach an
+// ordered function (DESIGN.md §15): its result depends on the order the
+// packets arrive in (export writes them in it, Trumpet's epochs and a
+// producer's records follow it), and the lanes of one interface (a ring
+// buffer per CPU, an AF_XDP socket per queue) keep each lane's order but
+// not the interface's. The eBPF flowspace that captures such a source is
+// told to spread over one worker before it makes its rings. A request
+// overlaid on a running flowgraph finds the lanes as they were made.
+func (rt *Runtime) keepOrder() {
+	nodes := make([]*flowspaces.Node, len(rt.funcs))
+	for i, f := range rt.funcs {
+		nodes[i] = f.node
+	}
+	seen := map[*flowspaces.Node]bool{}
+	var up func(n *flowspaces.Node)
+	up = func(n *flowspaces.Node) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		if n.Class.IsSource() {
+			for fs := n.Flowspace; fs != nil && fs.Target() != functions.TargetUser; fs = fs.Parent() {
+				if s, ok := fs.(flowspaces.Spreader); ok {
+					s.SetWorkers(1)
+				}
+			}
+		}
+		for _, in := range n.Inputs {
+			up(in)
+		}
+	}
+	for _, n := range nodes {
+		if n.Class.IsSource() {
+			continue
+		}
+		if k, _ := n.Concurrency(nodes); k == functions.Ordered {
+			up(n)
+		}
+	}
 }
 
 // connect rebuilds the datapath of every flowspace, parents first: a
