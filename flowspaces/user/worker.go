@@ -188,7 +188,7 @@ func (w *worker) fill(ctx context.Context) {
 			return
 		}
 		err := w.src.Fill(b)
-		budget.Settle(b.Cap, b.N)
+		budget.Read(b.Cap, b.N)
 		w.clock = clockOf(b, w.clock, w.live && err == nil, wallClock)
 		b.Now = w.clock
 		if r := w.route.Load(); b.N > 0 || w.live && (len(r.clocked) > 0 || len(r.exports) > 0) {
@@ -196,8 +196,12 @@ func (w *worker) fill(ctx context.Context) {
 			w.seen.Store(r.gen)
 			w.node.Counters.Add(b.N, b.N, 0)
 			r.vals[0] = b
+			r.begin(b.Base)
+			if r.count && r.srcEnd {
+				r.mark(b)
+			}
 			r.carry(w)
-			w.export(ctx, r, reg, r.stored)
+			r.settle(budget, b.N, w.export(ctx, r, reg, r.stored))
 			w.busy.Store(false)
 		}
 		if err != nil {
@@ -241,6 +245,10 @@ func (w *worker) read(ctx context.Context) {
 		// (a clock-only message): everything beneath was filtered.
 		w.clock = max(w.clock, m.Now)
 		if r := set.stream[m.Stream.(*flowspaces.Node)]; r != nil {
+			if m.Region != nil {
+				r.begin(m.Region.Base)
+				r.beneath(m)
+			}
 			for i, g := range r.inputs {
 				r.vals[i] = nil
 				for j := range m.Out {
@@ -265,7 +273,12 @@ func (w *worker) read(ctx context.Context) {
 				b.Now = w.clock
 			}
 			r.carry(w)
-			w.export(ctx, r, m.Region, m.Stored)
+			up := w.export(ctx, r, m.Region, m.Stored)
+			if m.Region != nil {
+				r.settle(w.fs.opts.Budget, m.Held, up)
+			}
+		} else {
+			w.fs.opts.Budget.Return(m.Held) // nothing here takes them any more
 		}
 		w.bridge.Done(m)
 		w.cur = nil
@@ -286,6 +299,9 @@ func (r *route) process(w *worker) {
 		if n == 0 {
 			continue
 		}
+		if r.count && st.prod {
+			r.mark(out) // the packets end here: the producer's output is records
+		}
 		st.mu.Lock()
 		w.held, w.in, w.at, w.atN = st.mu, r, i, n
 		if st.keyed != nil {
@@ -297,6 +313,9 @@ func (r *route) process(w *worker) {
 		w.held, w.in = nil, nil
 		st.mu.Unlock()
 		st.node.Counters.Add(n, out.N, out.Dropped)
+		if r.count && st.end {
+			r.mark(out)
+		}
 	}
 }
 
@@ -337,16 +356,19 @@ func (r *route) dropFrom(i, n int) {
 
 // export sends the outputs the parent asked for up the bridge, with the
 // stream's packet clock: a clock-only message when none of them passed a
-// packet but the clock moved since the last message. stored says
+// packet but the clock moved since the last message. Counting the run's
+// packet limit at the ends (route.count), it returns how many of the
+// packets that went up hold their unit (they reached no end here nor
+// beneath), and lists the others in the message's Ended out. stored says
 // whether the packets are in a PBuf the parent may refer to. Across a
 // zero-copy barrier the parent refers to such packets in place; otherwise a
 // parent that keeps PBufs gets a copy in its own (one per stream); one
 // that processes in place gets a copy across a copy-once barrier (in the
 // bridge's memory, not stored), and across a zero-copy one the packets as
 // they are, not stored.
-func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, stored bool) {
+func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, stored bool) (held int) {
 	if len(r.exports) == 0 {
-		return
+		return 0
 	}
 	var seen [buffers.MaxBatch]bool
 	n := 0
@@ -363,12 +385,12 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 		if w.clock > r.sentNow && r.up.SendClock(ctx, r.stream, w.clock) {
 			r.sentNow = w.clock
 		}
-		return
+		return 0
 	}
 	m, err := r.up.Message(ctx)
 	if err != nil {
 		r.up.Lose(n) // the run stops: what was on its way up is dropped, and counted
-		return
+		return 0
 	}
 	m.Stream, m.Region, m.Packets, m.Now = r.stream, reg, n, w.clock
 	r.sentNow = w.clock
@@ -378,6 +400,17 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 			m.Out[len(m.Out)-1].Batch.CopyFrom(b)
 		}
 	}
+	if r.count {
+		m.Out = append(m.Out, inproc.Out{Tag: inproc.Ended})
+		o := &m.Out[len(m.Out)-1].Batch
+		o.N = 0
+		o.PBuf, o.Base = r.vals[r.exports[0].val].PBuf, r.base
+		r.endedUp(&seen, o)
+		if o.N == 0 {
+			m.Out = m.Out[:len(m.Out)-1]
+		}
+		m.Held = n - o.N
+	}
 	switch {
 	case stored && r.zeroCopy:
 		reg.Hold()
@@ -386,7 +419,7 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 		if r.up.CopyUp(ctx, m, r.pool) != nil {
 			r.up.Recycle(m)
 			r.up.Lose(n)
-			return
+			return 0
 		}
 		// A parent that keeps no PBuf works on the copy where it is.
 		m.Stored = r.parentStores
@@ -394,7 +427,11 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 		reg.Hold()
 		m.Stored = false
 	}
-	r.up.Send(ctx, m)
+	held = m.Held
+	if r.up.Send(ctx, m) != nil {
+		return 0 // dropped: the units come back
+	}
+	return held
 }
 
 func wallClock() int64 { return time.Now().UnixNano() }

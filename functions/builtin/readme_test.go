@@ -80,7 +80,7 @@ func TestReadmeExamples(t *testing.T) {
 
 func checkExample(t *testing.T, path, expr string, documented map[string]bool) {
 	t.Helper()
-	rt := flowgraph.New(flowgraph.Config{Limit: 2000})
+	rt := flowgraph.New(flowgraph.Config{CaptureLimit: 2000})
 	defer rt.Close()
 	req, err := rt.Populate(expr, flowgraph.RequestOptions{Unfed: true})
 	if err != nil {
