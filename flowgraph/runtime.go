@@ -360,11 +360,21 @@ func (rt *Runtime) Instantiate() error {
 	}
 	var done []*Function
 	var err error
+	again := 0
 	for _, f := range rt.funcs {
 		if f.live {
 			continue
 		}
-		if err = f.node.Flowspace.Instantiate(f.node); err != nil {
+		err = f.node.Flowspace.Instantiate(f.node)
+		for err != nil && errors.Is(err, flowspaces.ErrPlaceAgain) && again < maxPlaceAgain {
+			// What placement found is gone (another capture took the XDP
+			// hook since): place f again, and what depends on it.
+			again++
+			if err = rt.placeAgain(f); err == nil {
+				err = f.node.Flowspace.Instantiate(f.node)
+			}
+		}
+		if err != nil {
 			err = fmt.Errorf("%s: %w", f.ID, err)
 			break
 		}
@@ -392,6 +402,29 @@ func (rt *Runtime) Instantiate() error {
 		f.ready.Store(false)
 	}
 	return errors.Join(err, rt.connect())
+}
+
+// maxPlaceAgain bounds how often one Instantiate places functions again
+// (hooks taken by other programs meanwhile, one after the other).
+const maxPlaceAgain = 8
+
+// placeAgain places f again, and every function not yet instantiated that
+// depends on it, in order: Instantiate found gone what placement found
+// where f was placed. rt.mu is held.
+func (rt *Runtime) placeAgain(f *Function) error {
+	moved := map[*flowspaces.Node]bool{f.node: true}
+	isMoved := func(n *flowspaces.Node) bool { return moved[n] }
+	for _, g := range rt.funcs { // inputs before the functions they feed
+		after := slices.ContainsFunc(g.node.Inputs, isMoved) || slices.ContainsFunc(g.node.Reads, isMoved)
+		if g != f && (g.live || !after) {
+			continue
+		}
+		if err := rt.place(g); err != nil {
+			return err
+		}
+		moved[g.node] = true
+	}
+	return nil
 }
 
 // connect rebuilds the datapath of every flowspace, parents first: a
