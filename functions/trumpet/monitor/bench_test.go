@@ -132,19 +132,23 @@ func newBenchTrace(n int, flood bool) *benchTrace {
 // end, in epochs; a report is due within one epoch of its interval's
 // end, two epochs after the interval starts). The -batch cases feed the
 // batches of 256 packets (cut at an epoch's end) to ProcessBatch instead
-// of one Process per packet.
+// of one Process per packet; triggers-batch-plain is triggers-batch on the
+// plain path (Config.Plain: no flow gates in the sweep, the general
+// summary update), to measure the fast one against.
 func BenchmarkMonitor(b *testing.B) {
 	for _, c := range []struct {
 		name     string
 		triggers bool
 		flood    bool
 		batch    bool
-	}{{"floor", false, false, false}, {"triggers", true, false, false}, {"flood", true, true, false},
-		{"floor-batch", false, false, true}, {"triggers-batch", true, false, true}, {"flood-batch", true, true, true}} {
+		plain    bool
+	}{{"floor", false, false, false, false}, {"triggers", true, false, false, false}, {"flood", true, true, false, false},
+		{"floor-batch", false, false, true, false}, {"triggers-batch", true, false, true, false}, {"flood-batch", true, true, true, false},
+		{"triggers-batch-plain", true, false, true, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			bt := newBenchTrace(1<<20, c.flood)
 			cfg := monitor.Config{LinkType: functions.LinkEthernet, Epoch: int64(10 * time.Millisecond),
-				Flows: 1 << 15, Buckets: 1 << 12, BurstGap: 5000, BurstLen: 5}
+				Flows: 1 << 15, Buckets: 1 << 12, BurstGap: 5000, BurstLen: 5, Plain: c.plain}
 			if c.flood {
 				cfg.DoS = 256 // four of the flood's 64-byte packets
 			}
