@@ -415,8 +415,13 @@ func (b *Bridge) Drain() {
 // DrainUntilClosed counts everything still sent as dropped and releases
 // it, until the lower side closes the bridge: a receiver that stops must
 // not leave a producer blocked, nor a message in a queue nobody reads.
-func (b *Bridge) DrainUntilClosed() {
+// held, when set, is given each message's Held (the units of a packet
+// limit its packets hold, which go back).
+func (b *Bridge) DrainUntilClosed(held func(int)) {
 	for m := range b.ch {
+		if held != nil {
+			held(m.Held)
+		}
 		b.dropped.Add(uint64(m.Packets))
 		m.release()
 		b.free <- m

@@ -48,6 +48,14 @@ func (r *route) mark(b *buffers.Batch) {
 	}
 }
 
+// hold records that the batch w carries on r holds held units (none when
+// the limit is not counted at the ends), for a fault to give back.
+func (w *worker) hold(r *route, held int) {
+	if r.count {
+		w.holding = held
+	}
+}
+
 // settle ends the batch's units, of which held came with it and up went
 // up with packets that did not reach an end here: the packets that
 // reached an end here spend theirs, the others give theirs back.

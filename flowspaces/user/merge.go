@@ -274,7 +274,9 @@ func (g *worker) carryRun(ctx context.Context, h *mhead, j int) {
 	if r.count && r.srcEnd {
 		r.mark(p)
 	}
+	g.hold(r, p.N)
 	r.carry(g)
 	r.settle(g.fs.opts.Budget, p.N, w.export(ctx, r, h.reg, r.stored))
+	g.holding = 0
 	g.busy.Store(false)
 }

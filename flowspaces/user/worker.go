@@ -58,6 +58,9 @@ type worker struct {
 	in      *route
 	at, atN int
 	err     error
+	// holding is how many units of the run's packet limit (counted at the
+	// ends) the batch being carried holds, until it is settled.
+	holding int
 }
 
 // stop ends a source that quit was set on: it finishes the batch at hand;
@@ -134,6 +137,9 @@ func (w *worker) run(ctx context.Context) {
 		if w.in != nil {
 			w.in.dropFrom(w.at, w.atN) // so that in = out + filtered + dropped still holds
 		}
+		// The units of the run's packet limit the batch held go back, so
+		// that no other source waits for them.
+		w.fs.opts.Budget.Return(w.holding)
 		if w.node != nil {
 			// The source names what vanished (a mapped file cut short).
 			if f, ok := w.src.(interface{ FaultError() error }); ok {
@@ -150,7 +156,7 @@ func (w *worker) run(ctx context.Context) {
 			w.bridge.Done(w.cur)
 		}
 		w.busy.Store(false) // it adopts no more routes: Connect must not wait for it
-		w.bridge.DrainUntilClosed()
+		w.bridge.DrainUntilClosed(w.fs.opts.Budget.Return)
 	}()
 	if w.bridge != nil {
 		w.read(ctx)
@@ -200,8 +206,10 @@ func (w *worker) fill(ctx context.Context) {
 			if r.count && r.srcEnd {
 				r.mark(b)
 			}
+			w.hold(r, b.N)
 			r.carry(w)
 			r.settle(budget, b.N, w.export(ctx, r, reg, r.stored))
+			w.holding = 0
 			w.busy.Store(false)
 		}
 		if err != nil {
@@ -248,6 +256,7 @@ func (w *worker) read(ctx context.Context) {
 			if m.Region != nil {
 				r.begin(m.Region.Base)
 				r.beneath(m)
+				w.hold(r, m.Held)
 			}
 			for i, g := range r.inputs {
 				r.vals[i] = nil
@@ -276,6 +285,7 @@ func (w *worker) read(ctx context.Context) {
 			up := w.export(ctx, r, m.Region, m.Stored)
 			if m.Region != nil {
 				r.settle(w.fs.opts.Budget, m.Held, up)
+				w.holding = 0
 			}
 		} else {
 			w.fs.opts.Budget.Return(m.Held) // nothing here takes them any more
