@@ -33,14 +33,14 @@ a writer, loading programs) ends ffpf at once as killed by it, leaving
 nothing behind. -c counts, as tcpdump -c counts the packets its filter
 delivers, the packets that reach the ends of the graph (those -w writes,
 each once; a producer's input packets, not its records), in every
-flowspace: exactly N reach them, and no function sees a packet after the
-N-th (an XDP or tc hook lets later packets on uncounted).
+flowspace: exactly N reach them, and no packet captured after the N-th
+enters the graph (an XDP or tc hook lets later packets on uncounted).
 --capture-count N counts instead the packets the sources capture (the
 first line of the result): a bpf function's OUT then says how many of the
-N it kept. Each packet keeps what the snap length allows, in every placement, except
-with (dev,IFACE,steal=true): an AF_XDP frame holds at most 1792 bytes, and
-a longer packet goes on to the kernel stack, counted as the bridge's
-dropped (the run says so when it starts). Several
+N it kept. Each packet keeps what the snap length allows, in every
+placement, except with (dev,IFACE,steal=true): an AF_XDP frame holds at
+most 1792 bytes, and a longer packet goes on to the kernel stack, counted
+as the bridge's dropped (the run says so when it starts). Several
 expressions (-e, or several arguments) are several requests, overlaid:
 identical functions are shared. A chain that starts with a function that is
 not a source is fed by -r FILE or -i IFACE.
