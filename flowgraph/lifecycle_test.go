@@ -523,26 +523,7 @@ func TestSmallChildEndsFirst(t *testing.T) {
 			`[(cap,if=eth2)|(cap,if=eth3)|(cap,if=eth0)] > (count)`,
 		} {
 			reg := placeRegistry(t)
-			rt := New(Config{Registry: reg, Hierarchy: tree(t, reg, fig4, n)})
-			if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := rt.Instantiate(); err != nil {
-				t.Fatal(err)
-			}
-			rt.Activate(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- rt.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("n=%d %s: Wait hangs", n, expr)
-			}
-			rt.Close()
-			checkInvariants(t, expr, rt)
+			rt := runToEnd(t, Config{Registry: reg, Hierarchy: tree(t, reg, fig4, n)}, expr, fmt.Sprintf("n=%d %s", n, expr))
 			st := stateByID(rt)
 			var srcs uint64
 			for _, f := range st {
@@ -895,26 +876,8 @@ func TestLimitAcrossBoards(t *testing.T) {
 			if capture {
 				cfg.Limit, cfg.CaptureLimit = 0, limit
 			}
-			rt := New(cfg)
-			if _, err := rt.Populate(`[(cap,if=eth0)|(cap,if=eth1)|(cap,if=eth2) > (even)] > (all) > (count)`, RequestOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := rt.Instantiate(); err != nil {
-				t.Fatal(err)
-			}
-			rt.Activate(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- rt.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("limit %d (capture %v): Wait hangs", limit, capture)
-			}
-			rt.Close()
-			checkInvariants(t, "limit", rt)
+			rt := runToEnd(t, cfg, `[(cap,if=eth0)|(cap,if=eth1)|(cap,if=eth2) > (even)] > (all) > (count)`,
+				fmt.Sprintf("limit %d (capture %v)", limit, capture))
 			st := stateByID(rt)
 			if capture {
 				if got := rt.Packets(); got != uint64(limit) {
@@ -930,6 +893,33 @@ func TestLimitAcrossBoards(t *testing.T) {
 	}
 }
 
+// runToEnd populates expr on cfg's runtime, runs it to its end (failing
+// after 10 s, named what), closes it and checks the invariants.
+func runToEnd(t *testing.T, cfg Config, expr, what string) *Runtime {
+	t.Helper()
+	rt := New(cfg)
+	if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Instantiate(); err != nil {
+		t.Fatal(err)
+	}
+	rt.Activate(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: Wait hangs", what)
+	}
+	rt.Close()
+	checkInvariants(t, what, rt)
+	return rt
+}
+
 // TestLimitCountsEachPacketOnce: counted at the ends (ffpf run -c), a
 // packet that reaches an end on a board (keep,mod=2 in me0) and goes up
 // to reach another in the root (count, after keep,mod=3,at=1 in me0 and
@@ -938,26 +928,8 @@ func TestLimitAcrossBoards(t *testing.T) {
 func TestLimitCountsEachPacketOnce(t *testing.T) {
 	for _, limit := range []int{1, 2, 300, 5000} {
 		reg := placeRegistry(t)
-		rt := New(Config{Registry: reg, Hierarchy: tree(t, reg, fig4, 1<<40), Limit: int64(limit)})
-		if _, err := rt.Populate(`x:(cap,if=eth2) > (keep,mod=2); x > (keep,mod=3,at=1) > (all) > (count)`, RequestOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Instantiate(); err != nil {
-			t.Fatal(err)
-		}
-		rt.Activate(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- rt.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("limit %d: Wait hangs", limit)
-		}
-		rt.Close()
-		checkInvariants(t, "once", rt)
+		rt := runToEnd(t, Config{Registry: reg, Hierarchy: tree(t, reg, fig4, 1<<40), Limit: int64(limit)},
+			`x:(cap,if=eth2) > (keep,mod=2); x > (keep,mod=3,at=1) > (all) > (count)`, fmt.Sprint("limit ", limit))
 		st := stateByID(rt)
 		if st["keep#1"].Flowspace != "me0" || st["keep#2"].Flowspace != "me0" || st["count#1"].Flowspace != "user" {
 			t.Fatalf("placed %s, %s, %s", st["keep#1"].Flowspace, st["keep#2"].Flowspace, st["count#1"].Flowspace)

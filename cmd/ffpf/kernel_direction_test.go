@@ -102,16 +102,7 @@ type bgRun struct {
 // fails the test with its message.
 func startRun(t *testing.T, ns, out string, args ...string) *bgRun {
 	t.Helper()
-	r := &bgRun{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, "env"}, args...)...), exited: make(chan struct{})}
-	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.waitErr = r.cmd.Wait(); close(r.exited) }()
-	t.Cleanup(func() {
-		r.cmd.Process.Kill()
-		<-r.exited
-	})
+	r := launchRun(t, ns, args...)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(out); err == nil {
 			return r
@@ -125,6 +116,22 @@ func startRun(t *testing.T, ns, out string, args ...string) *bgRun {
 			t.Fatalf("%v: %s was not created", args, out)
 		}
 	}
+}
+
+// launchRun starts ffpf as startRun does, without waiting.
+func launchRun(t *testing.T, ns string, args ...string) *bgRun {
+	t.Helper()
+	r := &bgRun{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, "env"}, args...)...), exited: make(chan struct{})}
+	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.waitErr = r.cmd.Wait(); close(r.exited) }()
+	t.Cleanup(func() {
+		r.cmd.Process.Kill()
+		<-r.exited
+	})
+	return r
 }
 
 // waitAttached waits until the test's interface holds want eBPF programs,
@@ -380,19 +387,8 @@ func TestCapturesStartedTogether(t *testing.T) {
 	for round := range rounds {
 		var rs []*bgRun
 		for i := range runs {
-			r := &bgRun{exited: make(chan struct{})}
-			r.cmd = exec.Command("ip", "netns", "exec", nsB, ffpfBin, "run", "-i", ifB, "-Q", "in",
-				"-c", fmt.Sprint(40+10*i), `(bpf,"`+filters[i]+`") > (pktcount)`)
-			r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
-			if err := r.cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			go func() { r.waitErr = r.cmd.Wait(); close(r.exited) }()
-			t.Cleanup(func() {
-				r.cmd.Process.Kill()
-				<-r.exited
-			})
-			rs = append(rs, r)
+			rs = append(rs, launchRun(t, nsB, ffpfBin, "run", "-i", ifB, "-Q", "in",
+				"-c", fmt.Sprint(40+10*i), `(bpf,"`+filters[i]+`") > (pktcount)`))
 		}
 		waitAttached(t, rs, runs) // one XDP, the others TCX
 		sendTracePaced(t, nsA, ifA, filepath.Join(dir, fmt.Sprint("sent", round, ".pcap")), 300, round+1, 20000)

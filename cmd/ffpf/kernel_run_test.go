@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/gopacket/pcapgo"
 	"golang.org/x/sys/unix"
 
 	"github.com/ffpf-go/ffpf/internal/netnstest"
@@ -130,8 +129,8 @@ func TestCountIsExactInEveryFlowspace(t *testing.T) {
 					first := filepath.Join(dir, "first.pcap")
 					tcpdumpSelect(t, seen, first, "", limit)
 					tcpdumpSelect(t, first, want, syn, 0)
-					w := readFrames(t, want)
-					if dev.Out != limit || bpf.Out != uint64(len(w)) || len(w) == 0 || !sameFrames(readFrames(t, out), w) {
+					w := readRecs(t, want)
+					if dev.Out != limit || bpf.Out != uint64(len(w)) || len(w) == 0 || !sameFrames(readRecs(t, out), w) {
 						t.Errorf("--capture-count %d: the capture brought %d, the filter kept %d; the first %d frames hold %d SYNs",
 							limit, dev.Out, bpf.Out, limit, len(w))
 					}
@@ -141,13 +140,13 @@ func TestCountIsExactInEveryFlowspace(t *testing.T) {
 					t.Errorf("-c %d: the filter kept %d, pktcount counted %d", limit, bpf.Out, cnt.In)
 				}
 				tcpdumpSelect(t, seen, want, syn, limit) // tcpdump -c 100
-				w := readFrames(t, want)
-				if got := readFrames(t, out); v.name == "write" && !sameFrames(got, w) {
+				w := readRecs(t, want)
+				if got := readRecs(t, out); v.name == "write" && !sameFrames(got, w) {
 					t.Errorf("-w wrote %d packets; tcpdump -c %d selects %d: they differ", len(got), limit, len(w))
 				}
 				// The capture brought every frame up to the last SYN
 				// counted, and none after it.
-				if n := frameIndex(readFrames(t, seen), w[len(w)-1]) + 1; n == 0 || dev.Out != uint64(n) {
+				if n := frameIndex(readRecs(t, seen), w[len(w)-1]) + 1; n == 0 || dev.Out != uint64(n) {
 					t.Errorf("the capture brought %d packets into the graph; the %d-th SYN is packet %d of those it sees", dev.Out, limit, n)
 				}
 				if p.name != "user" {
@@ -158,42 +157,14 @@ func TestCountIsExactInEveryFlowspace(t *testing.T) {
 	}
 }
 
-// frame is a packet of a capture file: its time and bytes.
-type frame struct {
-	ts   time.Time
-	data []byte
-}
-
-// readFrames reads the packets of a pcap file.
-func readFrames(t *testing.T, path string) []frame {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	var out []frame
-	for {
-		d, ci, err := r.ReadPacketData()
-		if err != nil {
-			return out
-		}
-		out = append(out, frame{ci.Timestamp, d})
-	}
-}
-
 // sameFrames reports whether a and b hold the same packets' bytes in order.
-func sameFrames(a, b []frame) bool {
-	return slices.EqualFunc(a, b, func(x, y frame) bool { return bytes.Equal(x.data, y.data) })
+func sameFrames(a, b []rec) bool {
+	return slices.EqualFunc(a, b, func(x, y rec) bool { return bytes.Equal(x.data, y.data) })
 }
 
 // frameIndex is the position of f (its time and bytes) in fs, or -1.
-func frameIndex(fs []frame, f frame) int {
-	return slices.IndexFunc(fs, func(x frame) bool { return x.ts.Equal(f.ts) && bytes.Equal(x.data, f.data) })
+func frameIndex(fs []rec, f rec) int {
+	return slices.IndexFunc(fs, func(x rec) bool { return x.ts == f.ts && bytes.Equal(x.data, f.data) })
 }
 
 // tcpdumpSelect writes to out the packets of file libpcap's filter expr

@@ -252,15 +252,9 @@ func attachXDP(ifc *net.Interface, p *ebpf.Program) (*attachment, error) {
 // this run's placement and its start but before this call, which then
 // fails with flowspaces.ErrPlaceAgain. fs.mu is held.
 func (fs *Flowspace) reserve(n *flowspaces.Node) error {
-	if fs.opts.Kind != flowspaces.KindXDP {
+	iface, needs := fs.needsXDP(n)
+	if !needs || fs.ownsXDP(iface) {
 		return nil
-	}
-	if in, _ := directions(n); !in {
-		return nil // sent packets are captured at tc egress
-	}
-	iface := n.Class.Interface(n.Ctx.Params)
-	if a := fs.attached[iface]; a != nil && a.link != nil || fs.reserved[iface] != nil {
-		return nil // ours
 	}
 	ifc, err := net.InterfaceByName(iface)
 	if err != nil {
@@ -300,22 +294,36 @@ func (fs *Flowspace) release(nodes []*node) {
 	}
 }
 
+// needsXDP returns the interface whose XDP hook source n needs, if it
+// needs one: it runs in an XDP flowspace and captures received packets
+// (sent ones are captured at tc egress).
+func (fs *Flowspace) needsXDP(n *flowspaces.Node) (iface string, needs bool) {
+	if in, _ := directions(n); fs.opts.Kind != flowspaces.KindXDP || !in {
+		return "", false
+	}
+	return n.Class.Interface(n.Ctx.Params), true
+}
+
+// ownsXDP reports whether the XDP hook of iface is this flowspace's: its
+// program is attached there, or a placeholder holds it; fs.mu is held.
+func (fs *Flowspace) ownsXDP(iface string) bool {
+	a := fs.attached[iface]
+	return a != nil && a.link != nil || fs.reserved[iface] != nil
+}
+
 // hookFree refuses a source that needs the XDP hook of its interface
 // when another program holds it (another ffpf run, or any other tool):
 // XDP holds one program per interface, so the capture goes to the next
 // placement (tc, where programs share the hook), and Attachments says why.
 func (fs *Flowspace) hookFree(n *flowspaces.Node) error {
-	if fs.opts.Kind != flowspaces.KindXDP {
+	iface, needs := fs.needsXDP(n)
+	if !needs {
 		return nil
 	}
-	if in, _ := directions(n); !in {
-		return nil // sent packets are captured at tc egress
-	}
-	iface := n.Class.Interface(n.Ctx.Params)
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if a := fs.attached[iface]; a != nil && a.link != nil || fs.reserved[iface] != nil {
-		return nil // ours
+	if fs.ownsXDP(iface) {
+		return nil
 	}
 	id, taken := xdpTaken(iface)
 	if !taken {

@@ -91,13 +91,7 @@ func (p *progSpec) take(over string) asm.Instructions {
 	if !p.atEnds {
 		unit = -1 // spent at once
 	}
-	return asm.Instructions{
-		asm.StoreImm(asm.RFP, stackKey, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, p.budget.FD()),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stackKey),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, over),
+	return append(p.word(over),
 		asm.LoadImm(asm.R1, unit, asm.DWord),
 		fetchAdd(asm.R0, asm.R1), // r1 = the word as it was
 		// What was left is the low word, signed.
@@ -108,6 +102,19 @@ func (p *progSpec) take(over string) asm.Instructions {
 		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
 		asm.Ja.Label(over),
 		asm.Mov.Reg(asm.R1, ebpfgen.Ctx).WithSymbol("taken"),
+	)
+}
+
+// word is the code that points R0 at the budget's word, or goes to label
+// none when the map has no entry.
+func (p *progSpec) word(none string) asm.Instructions {
+	return asm.Instructions{
+		asm.StoreImm(asm.RFP, stackKey, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, p.budget.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stackKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, none),
 	}
 }
 
@@ -117,17 +124,11 @@ func (p *progSpec) take(over string) asm.Instructions {
 func (p *progSpec) settle(add int64) asm.Instructions {
 	p.labels++
 	skip := fmt.Sprintf("settle%d", p.labels)
-	return asm.Instructions{
-		asm.StoreImm(asm.RFP, stackKey, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, p.budget.FD()),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, stackKey),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, skip),
+	return append(p.word(skip),
 		asm.LoadImm(asm.R1, add, asm.DWord),
 		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol(skip),
-	}
+	)
 }
 
 // counts says that the program counts packets at the ends of the graph.

@@ -32,21 +32,9 @@ func TestBudgetTakesExactly(t *testing.T) {
 	pkt := make([]byte, 60)
 	pkt[12], pkt[13] = 0x08, 0x00
 	for i, kind := range []flowspaces.Kind{flowspaces.KindXDP, flowspaces.KindKernel, flowspaces.KindXDP, flowspaces.KindKernel} {
-		fs, err := New(Options{Kind: kind, Interface: "t"})
-		if err != nil {
-			t.Fatal(err)
-		}
 		counting := flowspaces.Counting(i / 2)
 		b := flowspaces.NewBudget(5, counting)
-		fs.SetBudget(b)
-		bm, err := fs.budgetMap()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 8})
-		if err != nil {
-			t.Fatal(err)
-		}
+		bm, m := budgetRig(t, kind, b)
 		p := &progSpec{kind: kind, iface: "t", counters: m, snap: ringbuf.Snap, progName: "ffpf_test", budget: bm,
 			nodes: []progNode{{iface: "t", slot: 0, in: true}}, atEnds: counting == flowspaces.AtEnds}
 		p.ends = p.endsOf()
@@ -81,6 +69,24 @@ func TestBudgetTakesExactly(t *testing.T) {
 		prog.Close()
 		m.Close()
 	}
+}
+
+// budgetRig returns the map of budget b, shared as a flowspace of kind
+// shares it with its programs, and a counter map.
+func budgetRig(t *testing.T, kind flowspaces.Kind, b *flowspaces.Budget) (budget, counters *ebpf.Map) {
+	t.Helper()
+	fs, err := New(Options{Kind: kind, Interface: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.SetBudget(b)
+	if budget, err = fs.budgetMap(); err != nil {
+		t.Fatal(err)
+	}
+	if counters, err = ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 8}); err != nil {
+		t.Fatal(err)
+	}
+	return budget, counters
 }
 
 // TestBudgetCountsAtTheEnds: counting at the ends of the graph (-c), a
@@ -124,20 +130,8 @@ func TestBudgetCountsAtTheEnds(t *testing.T) {
 		return s
 	}
 	for _, up := range []bool{false, true} {
-		fs, err := New(Options{Kind: flowspaces.KindXDP, Interface: "t"})
-		if err != nil {
-			t.Fatal(err)
-		}
 		b := flowspaces.NewBudget(5, flowspaces.AtEnds)
-		fs.SetBudget(b)
-		bm, err := fs.budgetMap()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 8})
-		if err != nil {
-			t.Fatal(err)
-		}
+		bm, m := budgetRig(t, flowspaces.KindXDP, b)
 		ring, err := ringbuf.NewMap()
 		if err != nil {
 			t.Fatal(err)
