@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	cring "github.com/cilium/ebpf/ringbuf"
 
+	"github.com/ffpf-go/ffpf/bridges/afxdp"
 	"github.com/ffpf-go/ffpf/bridges/inproc"
 	"github.com/ffpf-go/ffpf/bridges/ringbuf"
 	"github.com/ffpf-go/ffpf/flowspaces"
@@ -240,6 +241,70 @@ func TestOneCaptureOfAnInterfaceWithALimit(t *testing.T) {
 		}
 		if c == flowspaces.AtCapture && err != nil {
 			t.Errorf("--capture-count: a second capture of lo: %v", err)
+		}
+	}
+}
+
+// TestBudgetProgramsLoad: the verifier takes the programs of every way a
+// packet can go with a packet limit: counted at the ends or at capture,
+// at XDP or tc, going up through the ring buffer (its clock-only records
+// too) or through AF_XDP, reaching an end here or not.
+func TestBudgetProgramsLoad(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("loading eBPF programs needs root")
+		}
+		t.Skip("loading eBPF programs needs root")
+	}
+	bpfClass, _ := functions.Default.Lookup("bpf")
+	params, err := bpfClass.Bind([]functions.Arg{{Value: functions.Raw{Kind: functions.RawString, Text: "udp"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := bpfClass.EBPF(functions.TargetXDP, &functions.Context{Params: params, LinkType: functions.LinkEthernet, Snaplen: 262144})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := ringbuf.NewMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ring.Close()
+	xsks, err := afxdp.NewMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer xsks.Close()
+	sent, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sent.Close()
+	for _, kind := range []flowspaces.Kind{flowspaces.KindXDP, flowspaces.KindKernel} {
+		for _, counting := range []flowspaces.Counting{flowspaces.AtEnds, flowspaces.AtCapture} {
+			for _, steal := range []bool{false, true} {
+				for _, exports := range [][]int{nil, {1}, {0}} {
+					if steal && (kind != flowspaces.KindXDP || exports == nil) {
+						continue
+					}
+					bm, m := budgetRig(t, kind, flowspaces.NewBudget(5, counting))
+					p := &progSpec{kind: kind, iface: "t", counters: m, snap: ringbuf.Snap, progName: "ffpf_test", budget: bm,
+						nodes:  []progNode{{iface: "t", slot: 0, in: true}, {node: &flowspaces.Node{ID: "bpf"}, fn: fn, inputs: []int{0}, slot: 2}},
+						atEnds: counting == flowspaces.AtEnds, ring: ring, sent: sent, exports: exports,
+						hooks: []hookSlots{{slot: 0, mask: 1}}}
+					if steal {
+						p.xsk = xsks
+					}
+					p.ends = p.endsOf()
+					prog, err := p.load("test")
+					if err != nil {
+						t.Errorf("%s, counting %d, steal %v, exports %v: %v", kind, counting, steal, exports, err)
+						continue
+					}
+					prog.Close()
+					m.Close()
+				}
+			}
 		}
 	}
 }
