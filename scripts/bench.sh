@@ -224,6 +224,7 @@ echo
 echo "== 11. trumpet: the packet monitor, 4,096 triggers (32 patterns, 8 per packet), 64-byte packets at 67 ns on the packet clock, 10 ms epochs, one core"
 $GO test -run '^$' -bench 'BenchmarkMonitor' -benchtime 3000000x -count "$COUNT" ./functions/trumpet/monitor/ | tee "$OUT/trumpet.txt" | grep -E '^Benchmark' || true
 $GO test -run '^$' -bench 'BenchmarkSweep' -benchtime 20x -count "$COUNT" ./functions/trumpet/monitor/ | tee -a "$OUT/trumpet.txt" | grep -E '^Benchmark' || true
+$GO test -run '^$' -bench 'BenchmarkMonitorAlternating' -benchtime 3000000x -count "$COUNT" ./functions/trumpet/monitor/ | tee "$OUT/trumpet-alt.txt" | grep -E '^Benchmark' || true
 awk '/^BenchmarkMonitor\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
        for (i=1;i<=NF;i++) { v=$i; u=$(i+1)
          if (u=="Mpps") { mp[m]+=v; n[m]++ } if (u=="Mpps-cpu") mc[m]+=v
@@ -241,6 +242,8 @@ echo "   (floor: the flow table alone, no trigger; target >= 14.88 Mpps/core wit
 echo "    slices after every batch of 256 packets; a late sweep is one finished at the next epoch's end instead."
 echo "    -batch: the batch through ProcessBatch, which looks its packets up together, as the trumpet function does;"
 echo "    the others one Process per packet, each against the floor of its own mode.)"
+awk '/^BenchmarkMonitorAlternating/ { for (i=1;i<=NF;i++) { if ($(i+1)=="triggers/floor") tf+=$i; if ($(i+1)=="triggers/plain") tp+=$i } n++ }
+     END { if (n) printf "   alternating epoch by epoch in one process (the load of other programs alike on each): triggers/floor %.2f, triggers/plain %.2f (means of %d)\n", tf/n, tp/n, n }' "$OUT/trumpet-alt.txt"
 
 echo
 echo "== 11b. trumpet in XDP: phase 1 on per-CPU flow summaries, phase 2 in the process (heavy hitters, 10 ms epochs)"
