@@ -69,9 +69,9 @@ type Client struct {
 	sendMu sync.Mutex // the stream's Send is not safe for concurrent use
 
 	mu        sync.Mutex
-	names     *names           // of the pipeline pushed, nil before
-	installed []*p4v1.Entity   // inserted, in order: deleted in reverse on Close
-	streamErr error            // why the stream ended
+	names     *names            // of the pipeline pushed, nil before
+	installed []*p4v1.Entity    // inserted, in order: deleted in reverse on Close
+	streamErr error             // why the stream ended
 	digests   map[uint32]string // digest id → name
 	closed    bool
 }
