@@ -113,12 +113,12 @@ func newEnv() *env {
 func (s *Switch) Process(a Arrival) (Result, error) {
 	e := newEnv()
 	var res Result
+	// Standard metadata is set before the parser runs: it may select on
+	// ingress_port (a packet_out header on packets from the CPU port).
+	arrive(e, a)
 	if err := s.parse(e, a.Data); err != nil {
 		res.ParserError = err.Error()
 	}
-	e.vals["standard_metadata.ingress_port"] = uint64(a.Port)
-	e.vals["standard_metadata.packet_length"] = uint64(len(a.Data))
-	e.vals["standard_metadata.ingress_global_timestamp"] = a.Time & Bit(48).Mask()
 	if err := s.stmts(e, s.Prog.Ingress); err != nil {
 		return res, err
 	}
@@ -144,10 +144,8 @@ func (s *Switch) Process(a Arrival) (Result, error) {
 		// An ingress-to-egress clone is the packet as it entered ingress,
 		// with fresh metadata (v1model).
 		c := newEnv()
+		arrive(c, a)
 		_ = s.parse(c, a.Data)
-		c.vals["standard_metadata.ingress_port"] = uint64(a.Port)
-		c.vals["standard_metadata.packet_length"] = uint64(len(a.Data))
-		c.vals["standard_metadata.ingress_global_timestamp"] = a.Time & Bit(48).Mask()
 		outs = append(outs, out{c, uint64(port), InstanceCloneI2E})
 	}
 	for _, o := range outs {
@@ -170,6 +168,13 @@ func (s *Switch) Process(a Arrival) (Result, error) {
 		res.Out = append(res.Out, Departure{Port: uint16(o.port), Data: s.deparse(o.e), Instance: o.instance})
 	}
 	return res, nil
+}
+
+// arrive sets the standard metadata a packet enters with.
+func arrive(e *env, a Arrival) {
+	e.vals["standard_metadata.ingress_port"] = uint64(a.Port)
+	e.vals["standard_metadata.packet_length"] = uint64(len(a.Data))
+	e.vals["standard_metadata.ingress_global_timestamp"] = a.Time & Bit(48).Mask()
 }
 
 // parse runs the parser over data into e.
