@@ -26,7 +26,7 @@ var (
 	UDP = &HeaderType{Name: "udp_t", Fields: []Field{
 		{Name: "src_port", Bits: 16}, {Name: "dst_port", Bits: 16}, {Name: "length", Bits: 16}, {Name: "checksum", Bits: 16}}}
 	ICMP = &HeaderType{Name: "icmp_t", Fields: []Field{
-		{Name: "type", Bits: 8}, {Name: "code", Bits: 8}, {Name: "checksum", Bits: 16}}}
+		{Name: "icmp_type", Bits: 8}, {Name: "code", Bits: 8}, {Name: "checksum", Bits: 16}}}
 )
 
 // F returns the Ref of field name of header h in the standard library
