@@ -27,6 +27,7 @@ type run struct {
 	up      *inproc.Bridge
 
 	asm    *Assembly          // the program connected
+	out    *Output            // and its printed forms
 	client *controller.Client // nil until the first Connect with functions
 	sent   []*flowspaces.Node // the outputs the pushed program sends up
 
@@ -155,8 +156,10 @@ func sourceSnaplen(n *flowspaces.Node) int {
 	snap := 1 << 30
 	var reach flowspaces.Reach
 	for _, s := range reach.Sources(n) {
-		if sl := int(s.Ctx.Params.Int("snaplen")); sl > 0 {
-			snap = min(snap, sl)
+		if _, ok := s.Class.Param("snaplen"); ok {
+			if sl := int(s.Ctx.Params.Int("snaplen")); sl > 0 {
+				snap = min(snap, sl)
+			}
 		}
 	}
 	return snap
@@ -239,23 +242,21 @@ func (fs *Flowspace) SetWant(want []*flowspaces.Node, b *inproc.Bridge, parentSt
 	}
 }
 
-// Program builds the program of the functions instantiated here, ending
-// with the way up of want: what Connect pushes, and what 'ffpf p4 build'
-// prints. It needs no switch.
-func (fs *Flowspace) Program(want []*flowspaces.Node) (*Assembly, error) {
+// Placed returns the functions (and port captures) placed here, in the
+// order they were placed: those instantiated, then those the flowgraph
+// placed since (a request populated and not yet instantiated, as
+// 'ffpf place' and 'ffpf p4 build' leave it).
+func (fs *Flowspace) Placed() []*flowspaces.Node {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	return fs.program(want)
+	return fs.placed(nil)
 }
 
-func (fs *Flowspace) program(want []*flowspaces.Node) (*Assembly, error) {
-	var keep []*flowspaces.Node
-	for _, n := range fs.nodes {
-		if !slices.Contains(fs.removed, n) {
-			keep = append(keep, n)
-		}
-	}
-	a, err := fs.assemble(keep)
+// Build builds the program of nodes (placed here, in order), ending with
+// the way up of want: what Connect pushes, and what 'ffpf p4 build'
+// prints. It needs no switch.
+func (fs *Flowspace) Build(nodes, want []*flowspaces.Node) (*Assembly, error) {
+	a, err := fs.assemble(nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +301,7 @@ func (fs *Flowspace) Connect() error {
 	if err := fs.checkWayUp(); err != nil {
 		return err
 	}
-	a, err := fs.program(fs.want)
+	a, err := fs.Build(keep, fs.want)
 	if err != nil {
 		return err
 	}
@@ -312,13 +313,17 @@ func (fs *Flowspace) Connect() error {
 		}
 		fs.client = c
 	}
-	if err := fs.push(a); err != nil {
+	out, err := a.Output()
+	if err != nil {
+		return fmt.Errorf("switch %s: %w", fs.Name(), err)
+	}
+	if err := fs.push(a, out); err != nil {
 		// Nothing stays installed: what the client wrote is deleted.
 		fs.client.Close()
 		fs.client = nil
 		return fmt.Errorf("switch %s: %w", fs.Name(), err)
 	}
-	fs.asm, fs.sent = a, packetsOf(fs.want)
+	fs.asm, fs.out, fs.sent = a, out, packetsOf(fs.want)
 	if fs.active {
 		fs.restartWayUp()
 	}
@@ -327,16 +332,8 @@ func (fs *Flowspace) Connect() error {
 
 // push sends the program to the switch with what it needs installed:
 // the digests turned on.
-func (fs *Flowspace) push(a *Assembly) error {
-	info, err := p4gen.P4Info(a.Prog)
-	if err != nil {
-		return err
-	}
-	cfg, err := p4gen.EncodeJSON(a.Prog)
-	if err != nil {
-		return err
-	}
-	if err := fs.client.SetPipeline(info, cfg); err != nil {
+func (fs *Flowspace) push(a *Assembly, out *Output) error {
+	if err := fs.client.SetPipeline(out.P4Info, out.DeviceConfig); err != nil {
 		return err
 	}
 	for _, d := range a.Prog.Digests {

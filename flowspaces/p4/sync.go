@@ -10,17 +10,12 @@ package p4
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/p4/controller"
-	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
 // syncLoop reads the state every SyncEvery until ctx ends.
@@ -51,17 +46,18 @@ func (fs *Flowspace) syncLoop(ctx context.Context) {
 // functions' counters and MBufs.
 func (fs *Flowspace) sync() error {
 	fs.mu.Lock()
-	a, c := fs.asm, fs.client
+	a, c, out := fs.asm, fs.client, fs.out
 	halves := map[string]*half{}
 	for n, h := range fs.halves {
 		halves[n.ID] = h
 	}
 	fs.mu.Unlock()
-	if a == nil || c == nil {
+	if a == nil || c == nil || out == nil {
 		return nil
 	}
+	name := out.Printed.Name
 	for _, l := range a.Lowered {
-		cells, err := c.ReadCounter(QualifiedName(a.Prog, l.Acct.Name))
+		cells, err := c.ReadCounter(name(l.Acct))
 		if err != nil {
 			return fmt.Errorf("switch %s: %w", fs.Name(), err)
 		}
@@ -72,7 +68,7 @@ func (fs *Flowspace) sync() error {
 		if h == nil || h.mbuf == nil || ct.FieldPackets == "" && ct.FieldBytes == "" {
 			continue
 		}
-		cells, err := c.ReadCounter(QualifiedName(a.Prog, ct.Name))
+		cells, err := c.ReadCounter(name(ct))
 		if err != nil {
 			return fmt.Errorf("switch %s: %w", fs.Name(), err)
 		}
@@ -86,7 +82,7 @@ func (fs *Flowspace) sync() error {
 		if h == nil || h.mbuf == nil || r.Field == "" {
 			continue
 		}
-		cells, err := c.ReadRegister(QualifiedName(a.Prog, r.Name))
+		cells, err := c.ReadRegister(name(r))
 		if err != nil {
 			return fmt.Errorf("switch %s: %s's state is in register %s: %w", fs.Name(), r.Owner, r.Name, err)
 		}
@@ -128,73 +124,3 @@ func put(m *buffers.MBuf, field string, i int, v uint64) {
 	}
 }
 
-// QualifiedName is the P4Info name of a counter, register, table or
-// action of the program: declared inside the control that uses it, as
-// p4c names it ("ffpf_ingress.cms_2_row0").
-func QualifiedName(p *p4gen.Program, name string) string {
-	if usedIn(p.Egress, name) && !usedIn(p.Ingress, name) {
-		return "ffpf_egress." + name
-	}
-	return "ffpf_ingress." + name
-}
-
-// usedIn reports whether ss use a register, counter or table of that name.
-func usedIn(ss []p4gen.Stmt, name string) bool {
-	for _, s := range ss {
-		switch s := s.(type) {
-		case p4gen.RMW:
-			if s.Reg.Name == name {
-				return true
-			}
-		case p4gen.Count:
-			if s.Counter.Name == name {
-				return true
-			}
-		case p4gen.Apply:
-			if s.Table.Name == name {
-				return true
-			}
-			for _, a := range s.Table.Actions {
-				if usedIn(a.Body, name) {
-					return true
-				}
-			}
-		case p4gen.Call:
-			if usedIn(s.Action.Body, name) {
-				return true
-			}
-		case p4gen.If:
-			if usedIn(s.Then, name) || usedIn(s.Else, name) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// checkNames says which of the program's counters and registers the
-// P4Info lacks under the names QualifiedName gives: the two must agree.
-func checkNames(p *p4gen.Program, info *p4cfg.P4Info) error {
-	have := map[string]bool{}
-	for _, c := range info.GetCounters() {
-		have[c.GetPreamble().GetName()] = true
-	}
-	for _, r := range info.GetRegisters() {
-		have[r.GetPreamble().GetName()] = true
-	}
-	var missing []string
-	for _, c := range p.Counters {
-		if n := QualifiedName(p, c.Name); !have[n] {
-			missing = append(missing, n)
-		}
-	}
-	for _, r := range p.Registers {
-		if n := QualifiedName(p, r.Name); !have[n] {
-			missing = append(missing, n)
-		}
-	}
-	if len(missing) > 0 {
-		return errors.New("the P4Info lacks " + strings.Join(missing, ", "))
-	}
-	return nil
-}
