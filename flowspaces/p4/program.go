@@ -170,7 +170,9 @@ func where(n *flowspaces.Node) string {
 }
 
 // bit is a condition as a bit<1>.
-func bit(cond p4gen.Expr) p4gen.Expr { return p4gen.Mux{Cond: cond, Then: p4gen.C(1, 1), Else: p4gen.C(0, 1)} }
+func bit(cond p4gen.Expr) p4gen.Expr {
+	return p4gen.Mux{Cond: cond, Then: p4gen.C(1, 1), Else: p4gen.C(0, 1)}
+}
 
 func (a *Assembly) meta(name string) p4gen.Ref {
 	a.Prog.Metadata = append(a.Prog.Metadata, p4gen.Field{Name: name, Bits: 1})

@@ -123,4 +123,3 @@ func put(m *buffers.MBuf, field string, i int, v uint64) {
 		}
 	}
 }
-
