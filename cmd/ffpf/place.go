@@ -10,6 +10,7 @@ import (
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
+	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/functions"
 )
 
@@ -52,16 +53,24 @@ func cmdPlace(args []string, stdout, stderr io.Writer) error {
 	plan := rt.Plan()
 	switch {
 	case *asJSON:
+		switches, err := switchResources(rt)
+		if err != nil {
+			return err
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Hierarchy *hierarchy.Info `json:"hierarchy"`
 			*flowgraph.Plan
-		}{hierarchy.Describe(rt.Hierarchy()), plan})
+			Switches []p4.Resources `json:"switches"`
+		}{hierarchy.Describe(rt.Hierarchy()), plan, switches})
 	case *dot:
 		return writeDot(stdout, rt.Hierarchy(), plan)
 	}
-	return writePlan(stdout, rt.Hierarchy(), plan)
+	if err := writePlan(stdout, rt.Hierarchy(), plan); err != nil {
+		return err
+	}
+	return writeSwitches(stdout, rt)
 }
 
 // writePlan prints the flowspace tree with each function under the
