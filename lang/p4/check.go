@@ -35,10 +35,10 @@ type Checked struct {
 type SymKind uint8
 
 const (
-	SymType SymKind = iota + 1
-	SymVar          // a local variable
-	SymParam        // a parameter of a block or action
-	SymInstance     // a register, counter, or the package
+	SymType     SymKind = iota + 1
+	SymVar              // a local variable
+	SymParam            // a parameter of a block or action
+	SymInstance         // a register, counter, or the package
 	SymAction
 	SymTable
 	SymBlock // a parser or control

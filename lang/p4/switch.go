@@ -19,7 +19,7 @@ type Switch struct {
 	Regs     map[string][]uint64
 	Counts   map[string][]CounterCell
 	Entries  map[string][]TableEntry // installed in tables without const entries
-	Sessions map[uint32]uint16  // clone session → egress port
+	Sessions map[uint32]uint16       // clone session → egress port
 	// Random gives v1model random's values: a uniform integer in
 	// [lo, hi]. NewSwitch sets a PCG seeded with 1, as p4gen.NewSwitch.
 	Random func(lo, hi uint64) uint64

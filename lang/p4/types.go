@@ -6,20 +6,20 @@ import "strconv"
 type Kind uint8
 
 const (
-	KBit     Kind = iota + 1 // bit<Width>
-	KVarbit                  // varbit<Width>
-	KBool                    // bool
-	KInt                     // an unsized integer (a literal)
-	KHeader                  // a header type (Decl *HeaderDecl)
-	KStruct                  // a struct type (Decl *StructDecl; nil for standard_metadata_t)
-	KEnum                    // CounterType, HashAlgorithm, CloneType, error
-	KExtern                  // register (Elem, Size), counter (Size), packet_in, packet_out
-	KTable                   // a table (Decl *TableDecl)
-	KAction                  // an action (Decl *ActionDecl)
-	KList                    // "{...}" (Elems)
-	KBlock                   // a parser or control declaration (Decl)
-	KString                  // a string literal
-	KMatchKind               // exact, ternary, ...
+	KBit       Kind = iota + 1 // bit<Width>
+	KVarbit                    // varbit<Width>
+	KBool                      // bool
+	KInt                       // an unsized integer (a literal)
+	KHeader                    // a header type (Decl *HeaderDecl)
+	KStruct                    // a struct type (Decl *StructDecl; nil for standard_metadata_t)
+	KEnum                      // CounterType, HashAlgorithm, CloneType, error
+	KExtern                    // register (Elem, Size), counter (Size), packet_in, packet_out
+	KTable                     // a table (Decl *TableDecl)
+	KAction                    // an action (Decl *ActionDecl)
+	KList                      // "{...}" (Elems)
+	KBlock                     // a parser or control declaration (Decl)
+	KString                    // a string literal
+	KMatchKind                 // exact, ternary, ...
 )
 
 // Type is the type of an expression or a declaration.
