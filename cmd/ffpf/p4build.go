@@ -8,11 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 
-	"google.golang.org/protobuf/encoding/prototext"
-
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/p4"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
 const p4BuildSynopsis = `--hierarchy FILE.yaml [-i IFACE] [-o DIR] [--json] [-e EXPR]... [EXPR]...
@@ -122,7 +121,7 @@ func cmdP4Build(args []string, stdout, stderr io.Writer) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
-		info, err := prototext.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(s.out.P4Info)
+		info, err := p4gen.P4InfoText(s.out.P4Info)
 		if err != nil {
 			return err
 		}

@@ -45,10 +45,7 @@ func (a *Assembly) Output() (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := p4gen.P4Info(pr, a.Prog)
-	if err != nil {
-		return nil, err
-	}
+	info := p4gen.P4Info(a.Prog, pr)
 	cfg, err := p4gen.EncodeJSON(a.Prog)
 	if err != nil {
 		return nil, err

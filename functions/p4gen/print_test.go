@@ -2,6 +2,7 @@ package p4gen
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,10 +42,8 @@ func diffLine(a, b []byte) string {
 	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
 	for i := range min(len(la), len(lb)) {
 		if la[i] != lb[i] {
-			return "line " + itoa(i+1) + ":\n  " + la[i] + "\n  " + lb[i]
+			return fmt.Sprintf("line %d:\n  %s\n  %s", i+1, la[i], lb[i])
 		}
 	}
 	return "lengths differ"
 }
-
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + string(rune('0'+i%10))) }
