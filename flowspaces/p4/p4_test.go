@@ -55,7 +55,8 @@ func testRegistry(t *testing.T) *functions.Registry {
 				}
 				n := uint64(ctx.Params.Int("n"))
 				return lowering(func(b *p4gen.Builder) error {
-					b.Pass = p4gen.AllOf(p4gen.Valid{Header: "ipv4"}, p4gen.B(p4gen.Eq, p4gen.F("ipv4", "protocol"), p4gen.C(n, 8)))
+					proto, valid := p4gen.Hdr("ipv4.proto")
+					b.Pass = p4gen.AllOf(valid, p4gen.B(p4gen.Eq, proto, p4gen.C(n, 8)))
 					return nil
 				}), nil
 			},
@@ -85,7 +86,8 @@ func testRegistry(t *testing.T) *functions.Registry {
 					idx := b.Meta("idx", 32)
 					r := b.Register("max", 32, cells, "max", 0)
 					n := p4gen.Std("packet_length")
-					b.Add(p4gen.Hash{Dst: idx, Algo: p4gen.Identity, Data: []p4gen.Expr{p4gen.F("ethernet", "src_addr")}, Max: uint64(cells)},
+					src, _ := p4gen.Hdr("eth.src")
+					b.Add(p4gen.Hash{Dst: idx, Algo: p4gen.Identity, Data: []p4gen.Expr{src}, Max: uint64(cells)},
 						p4gen.RMW{Reg: r, Index: idx, New: p4gen.Mux{Cond: p4gen.B(p4gen.Gt, n, p4gen.Old{Bits: 32}), Then: n, Else: p4gen.Old{Bits: 32}}})
 					return nil
 				}), nil

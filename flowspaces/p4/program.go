@@ -19,10 +19,6 @@ import (
 // ProgramName is the name of the programs the switch flowspace builds.
 const ProgramName = "ffpf"
 
-// TimeUnit is the switch clock's unit in ns: ingress_global_timestamp
-// counts µs, as bmv2's does.
-const TimeUnit = 1000
-
 // Assembly is the program of the functions placed on one switch, built
 // one function after another.
 type Assembly struct {
@@ -129,7 +125,7 @@ func (a *Assembly) Add(n *flowspaces.Node) error {
 		}
 		in := p4gen.AnyOf(ins...)
 		b := &p4gen.Builder{Prog: a.Prog, ID: n.ID, Prefix: prefix, In: in,
-			Time: p4gen.Std("ingress_global_timestamp"), TimeUnit: TimeUnit, StateOf: a.stateOf(n)}
+			Time: p4gen.Std("ingress_global_timestamp"), TimeUnit: p4gen.TimeUnit, StateOf: a.stateOf(n)}
 		if err := fn.Lower(b); err != nil {
 			return err
 		}

@@ -256,10 +256,16 @@ func (s *Switch) parse(e *env, data []byte) error {
 
 // deparse emits the valid headers of Deparse, then the payload.
 func (s *Switch) deparse(e *env) []byte {
-	if s.Prog.UpdateIPv4Checksum && e.valid["ipv4"] {
-		e.vals["hdr.ipv4.hdr_checksum"] = 0
-		hdr := s.emit(e, "ipv4")
-		e.vals["hdr.ipv4.hdr_checksum"] = uint64(Checksum16(hdr))
+	if s.Prog.UpdateIPv4Checksum && e.valid[IPv4Chunks[len(IPv4Chunks)-1]] {
+		sum := IPv4ChecksumField
+		e.vals[sum.Path] = 0
+		var hdr []byte
+		for _, h := range append(IPv4Chunks, "ipv4_opts") {
+			if e.valid[h] {
+				hdr = append(hdr, s.emit(e, h)...)
+			}
+		}
+		e.vals[sum.Path] = uint64(Checksum16(hdr))
 	}
 	var out []byte
 	for _, h := range s.Prog.Deparse {

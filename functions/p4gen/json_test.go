@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// everything is a program with every kind of declaration, statement and
+// everyDecl is a program with every kind of declaration, statement and
 // expression the IR has.
-func everything(t *testing.T) *Program {
+func everyDecl(t *testing.T) *Program {
 	t.Helper()
 	p := NewProgram("everything")
 	p.UpdateIPv4Checksum = true
@@ -67,7 +67,7 @@ func everything(t *testing.T) *Program {
 }
 
 func TestJSONRoundTrip(t *testing.T) {
-	p := everything(t)
+	p := everyDecl(t)
 	enc, err := EncodeJSON(p)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func firstDiff(a, b string) string {
 }
 
 func TestJSONStrict(t *testing.T) {
-	enc, err := EncodeJSON(everything(t))
+	enc, err := EncodeJSON(everyDecl(t))
 	if err != nil {
 		t.Fatal(err)
 	}
