@@ -212,8 +212,11 @@ func (a *Allocator) place(g *pipeline, u *unit) error {
 	if len(st.owners) > 0 {
 		msg += " after " + strings.Join(st.owners, ", ")
 	}
-	if last > first {
-		msg += fmt.Sprintf(", and stages %d to %d no more room", first+1, last)
+	switch {
+	case last == first+1:
+		msg += fmt.Sprintf(", and stage %d has no room either", last)
+	case last > first+1:
+		msg += fmt.Sprintf(", and stages %d to %d have no room either", first+1, last)
 	}
 	if after != "" {
 		msg += " (it cannot be earlier than stage " + fmt.Sprint(first) + ": " + after + ")"

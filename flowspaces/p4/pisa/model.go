@@ -84,7 +84,7 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 		return lo + pcg.Uint64N(hi-lo+1)
 	}
 	c := &compiler{m: m, slots: map[string]int{}, actions: map[*p4gen.Action]*action{}, tables: m.tables,
-		regs: m.regIdx, ctrs: m.ctrIdx, digs: map[*p4gen.DigestType]int{}}
+		regs: m.regIdx, ctrs: m.ctrIdx, digs: map[*p4gen.DigestType]int{}, hdr: map[int]bool{}, used: map[int]bool{}}
 	newSlot := func(name string) int {
 		s := m.nslots
 		m.nslots++
@@ -100,6 +100,7 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 				continue
 			}
 			hd.fields = append(hd.fields, hfield{slot: newSlot("hdr." + h.Name + "." + f.Name), off: off, bits: f.Bits, afterVar: hd.varIdx >= 0})
+			c.hdr[hd.fields[len(hd.fields)-1].slot] = true
 			off += f.Bits
 		}
 		hd.fixed = off
@@ -121,6 +122,7 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 		if h := m.byName["ipv4"]; h != nil {
 			if s, ok := c.slots["hdr.ipv4.hdr_checksum"]; ok {
 				m.ipv4, m.ipv4csum = h, s
+				c.used[s] = true
 			}
 		}
 	}
@@ -146,8 +148,14 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	if err := c.parser(prog); err != nil {
 		return nil, err
 	}
-	for _, h := range prog.Deparse {
+	for _, h := range m.headers {
+		h.pos = -1
+	}
+	for i, h := range prog.Deparse {
 		m.deparser = append(m.deparser, m.byName[h])
+		if m.byName[h].pos < 0 {
+			m.byName[h].pos = i
+		}
 	}
 	if m.ingress, err = c.stmts(prog.Ingress, nil); err != nil {
 		return nil, fmt.Errorf("ingress: %v", err)
@@ -155,7 +163,16 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	if m.egress, err = c.stmts(prog.Egress, nil); err != nil {
 		return nil, fmt.Errorf("egress: %v", err)
 	}
+	for _, h := range m.headers {
+		for i := range h.fields {
+			h.fields[i].used = c.used[h.fields[i].slot]
+			if h.fields[i].used {
+				h.used = append(h.used, h.fields[i])
+			}
+		}
+	}
 	for _, p := range []*pkt{&m.pk, &m.ck} {
+		p.hdrAt = make([]int32, len(m.headers))
 		p.v = make([]uint64, m.nslots)
 		p.varOff = make([]int32, len(m.headers))
 		p.varLen = make([]int32, len(m.headers))
@@ -254,7 +271,9 @@ func (m *Model) arrive(p *pkt, a p4gen.Arrival) {
 	clear(p.v)
 	clear(p.varLen)
 	clear(p.varOff)
+	clear(p.hdrAt)
 	p.data, p.payload, p.drop, p.err = a.Data, -1, false, nil
+	p.dirty, p.ordered, p.lastPos = false, true, -1
 	p.clones = p.clones[:0]
 	p.v[m.sIngressPort] = uint64(a.Port) & 0x1ff
 	p.v[m.sPacketLength] = uint64(len(a.Data)) & 0xffffffff

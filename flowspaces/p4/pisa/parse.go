@@ -1,6 +1,7 @@
 package pisa
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -13,16 +14,22 @@ type header struct {
 	index   int
 	valid   int // slot: 1 when valid
 	fields  []hfield
-	fixed   int // bits, the varbit field not counted
-	varMax  int // the varbit field's most bits, 0 for none
-	varAt   int // its bit offset in the header
-	varIdx  int // the fixed fields before it; -1 for none
+	used    []hfield // the fields the program reads or writes
+	fixed   int      // bits, the varbit field not counted
+	varMax  int      // the varbit field's most bits, 0 for none
+	varAt   int      // its bit offset in the header
+	varIdx  int      // the fixed fields before it; -1 for none
 	varName string
+	pos     int // in the deparser's list; -1 for none
 }
 
 type hfield struct {
 	slot, off, bits int // off: bit offset in the header (before a varbit field, or after it by its length)
 	afterVar        bool
+	// used: the program reads or writes it. The parser extracts only
+	// those; the deparser takes the others from the bytes the header was
+	// extracted from (zeros for a header made valid).
+	used bool
 }
 
 // pstate is a compiled parser state.
@@ -117,12 +124,17 @@ func (m *Model) parse(p *pkt) error {
 			if h.varMax > 0 && varBits > h.varMax {
 				return h.varErr(varBits)
 			}
-			for _, f := range h.fields {
+			p.hdrAt[h.index] = int32(bit + 1)
+			for _, f := range h.used {
 				off := bit + f.off
 				if f.afterVar {
 					off += varBits
 				}
-				p.v[f.slot] = getBits(data, off, f.bits)
+				if i, s := off>>3, off&7; i+8 <= len(data) && s+f.bits <= 64 {
+					p.v[f.slot] = binary.BigEndian.Uint64(data[i:]) << uint(s) >> uint(64-f.bits)
+				} else {
+					p.v[f.slot] = getBits(data, off, f.bits)
+				}
 			}
 			if h.varMax > 0 {
 				p.varOff[h.index] = int32((bit + h.varAt) / 8)
@@ -130,6 +142,10 @@ func (m *Model) parse(p *pkt) error {
 			}
 			bit += h.fixed + varBits
 			p.v[h.valid] = 1
+			if h.pos <= p.lastPos {
+				p.ordered = false
+			}
+			p.lastPos = h.pos
 		}
 		next := s.def
 		if len(s.sel) > 0 {
@@ -169,11 +185,18 @@ func (h *header) varErr(bits int) error {
 // payload, into out.
 func (m *Model) deparse(p *pkt, out []byte) []byte {
 	if m.ipv4 != nil && p.v[m.ipv4.valid] == 1 {
+		was := p.v[m.ipv4csum]
 		p.v[m.ipv4csum] = 0
 		w := bitWriter{b: m.scratch[:0]}
 		m.emit(p, m.ipv4, &w)
 		m.scratch = w.b
 		p.v[m.ipv4csum] = uint64(p4gen.Checksum16(w.b))
+		if p.v[m.ipv4csum] != was {
+			p.dirty = true
+		}
+	}
+	if !p.dirty && p.ordered && p.payload >= 0 {
+		return append(out[:0], p.data...)
 	}
 	w := bitWriter{b: out[:0]}
 	for _, h := range m.deparser {
@@ -188,11 +211,23 @@ func (m *Model) deparse(p *pkt, out []byte) []byte {
 }
 
 func (m *Model) emit(p *pkt, h *header, w *bitWriter) {
+	at := int(p.hdrAt[h.index]) - 1
 	for i, f := range h.fields {
 		if i == h.varIdx {
 			w.b = append(w.b, p.data[p.varOff[h.index]:p.varOff[h.index]+p.varLen[h.index]]...)
 		}
-		w.put(p.v[f.slot], f.bits)
+		switch {
+		case f.used:
+			w.put(p.v[f.slot], f.bits)
+		case at < 0:
+			w.put(0, f.bits)
+		default:
+			off := at + f.off
+			if f.afterVar {
+				off += 8 * int(p.varLen[h.index])
+			}
+			w.put(getBits(p.data, off, f.bits), f.bits)
+		}
 	}
 	if h.varIdx == len(h.fields) {
 		w.b = append(w.b, p.data[p.varOff[h.index]:p.varOff[h.index]+p.varLen[h.index]]...)
