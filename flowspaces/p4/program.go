@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/ffpf-go/ffpf/flowspaces"
-	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
@@ -60,24 +59,7 @@ func (fs *Flowspace) NewAssembly() (*Assembly, error) {
 }
 
 // code returns n's P4 code from its class's Code hook.
-func code(n *flowspaces.Node) (p4gen.Function, error) {
-	c := n.Class
-	if c.Code == nil {
-		return nil, fmt.Errorf("class %s has no P4 code", c.Name)
-	}
-	x, err := c.Code(functions.TargetP4, &n.Ctx)
-	if errors.Is(err, functions.ErrNoCode) {
-		return nil, fmt.Errorf("class %s has no P4 code", c.Name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	fn, ok := x.(p4gen.Function)
-	if !ok || fn == nil {
-		return nil, fmt.Errorf("class %s gives no P4 code", c.Name)
-	}
-	return fn, nil
-}
+func code(n *flowspaces.Node) (p4gen.Function, error) { return n.Class.P4(&n.Ctx) }
 
 // Add lowers n (a port's capture, or a function whose inputs were added
 // before) into the program and allocates its statements; on an error
