@@ -309,19 +309,19 @@ func (fs *Flowspace) Connect() error {
 		c, err := controller.Dial(controller.Options{Address: fs.opts.Address, DeviceID: fs.opts.DeviceID,
 			Timeout: fs.opts.Timeout, OnDigest: fs.digest, OnPacket: fs.packetIn})
 		if err != nil {
-			return fmt.Errorf("switch %s: %w", fs.Name(), err)
+			return err
 		}
 		fs.client = c
 	}
 	out, err := a.Output()
 	if err != nil {
-		return fmt.Errorf("switch %s: %w", fs.Name(), err)
+		return err
 	}
 	if err := fs.push(a, out); err != nil {
 		// Nothing stays installed: what the client wrote is deleted.
 		fs.client.Close()
 		fs.client = nil
-		return fmt.Errorf("switch %s: %w", fs.Name(), err)
+		return err
 	}
 	fs.asm, fs.out, fs.sent = a, out, packetsOf(fs.want)
 	if fs.active {

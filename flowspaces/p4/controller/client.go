@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,7 +173,13 @@ func (c *Client) callError(what string, err error) error {
 	}
 	switch st.Code() {
 	case codes.Unavailable:
-		return fmt.Errorf("cannot reach the switch at %s: %s", c.opts.Address, st.Message())
+		// gRPC's "connection error: desc = "transport: Error while
+		// dialing: dial tcp …: connect: connection refused"": the dial's.
+		msg := st.Message()
+		if _, dial, ok := strings.Cut(msg, "Error while dialing: "); ok {
+			msg = strings.TrimSuffix(dial, `"`)
+		}
+		return fmt.Errorf("cannot reach the switch at %s: %s", c.opts.Address, msg)
 	case codes.Canceled, codes.DeadlineExceeded:
 		return fmt.Errorf("the switch at %s did not answer within %v (%s)", c.opts.Address, c.opts.Timeout, what)
 	}
