@@ -197,7 +197,8 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 			h.mbuf = st.MBuf()
 			n.Function = stateOnly{h.mbuf}
 			if sum, ok := gofn.(functions.Summarizer); ok {
-				n.Function = summarized{stateOnly{h.mbuf}, sum}
+				hs, _ := gofn.(functions.Handlers)
+				n.Function = summarized{stateOnly{h.mbuf}, sum, &handlers{fs: fs, node: n, hs: hs}}
 			}
 		}
 		if pr, ok := gofn.(functions.Producer); ok && n.Producer() {
@@ -462,9 +463,47 @@ func (s stateOnly) MBuf() *buffers.MBuf    { return s.m }
 type summarized struct {
 	stateOnly
 	sum functions.Summarizer
+	h   *handlers
 }
 
 func (s summarized) Summary() map[string]any { return s.sum.Summary() }
+
+// Handlers implements functions.Handlers: the Go half's, on its state as
+// the switch has it (Lock reads it first); reset zeroes the function's
+// counters and registers on the switch as well.
+func (s summarized) Handlers() []functions.Handler {
+	if s.h.hs == nil {
+		return nil
+	}
+	var out []functions.Handler
+	for _, x := range s.h.hs.Handlers() {
+		if x.Name == "reset" {
+			call := x.Call
+			x.Call = func(arg string) (any, error) {
+				if err := s.h.fs.zero(s.h.node); err != nil {
+					return nil, err
+				}
+				return call(arg)
+			}
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// handlers is what a function's handlers need.
+type handlers struct {
+	fs   *Flowspace
+	node *flowspaces.Node
+	hs   functions.Handlers // the Go half's, nil for none
+}
+
+// Lock implements flowspaces.Locker: a handler of a function on the
+// switch sees its state as the switch has it now.
+func (fs *Flowspace) Lock(n *flowspaces.Node) func() {
+	fs.sync()
+	return func() {}
+}
 
 // producing is a function whose records (digests) its Go half writes.
 type producing struct {

@@ -123,3 +123,29 @@ func put(m *buffers.MBuf, field string, i int, v uint64) {
 		}
 	}
 }
+
+// zero writes zeros into every cell of n's counters and registers on the
+// switch (its reset handler), its accounting left as it is.
+func (fs *Flowspace) zero(n *flowspaces.Node) error {
+	fs.mu.Lock()
+	a, c, out := fs.asm, fs.client, fs.out
+	fs.mu.Unlock()
+	if a == nil || c == nil || out == nil {
+		return fmt.Errorf("%s is not on a running switch", n.ID)
+	}
+	for _, ct := range a.Prog.Counters {
+		if ct.Owner == n.ID && (ct.FieldPackets != "" || ct.FieldBytes != "") {
+			if err := c.ZeroCounter(out.Printed.Name(ct)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range a.Prog.Registers {
+		if r.Owner == n.ID {
+			if err := c.ZeroRegister(out.Printed.Name(r), r.Width); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -155,6 +155,17 @@ func TestInstallReadRemove(t *testing.T) {
 	if len(regs) != 4 || regs[1] != 7 || regs[2] != 0xffffffff || regs[3] != 1 {
 		t.Errorf("register cells %v", regs)
 	}
+	if err := c.ZeroCounter("ffpf_ingress.pktcount_2_c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ZeroRegister("ffpf_ingress.hll_3_m", 32); err != nil {
+		t.Fatal(err)
+	}
+	cells, _ = c.ReadCounter("ffpf_ingress.pktcount_2_c")
+	regs, _ = c.ReadRegister("ffpf_ingress.hll_3_m")
+	if cells[0] != (Cell{}) || cells[2] != (Cell{}) || regs[1] != 0 || regs[2] != 0 {
+		t.Errorf("after zeroing: counter %v, register %v", cells, regs)
+	}
 	if _, err := c.ReadCounter("nope"); err == nil {
 		t.Error("a read of an unknown counter succeeded")
 	}

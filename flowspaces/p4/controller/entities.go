@@ -385,3 +385,57 @@ func Uint(b []byte) uint64 {
 	}
 	return v
 }
+
+// zeroBatch is how many cells one write request zeroes: a request stays
+// well below gRPC's 4 MiB message limit.
+const zeroBatch = 20000
+
+// ZeroCounter sets every cell of counter name to zero.
+func (c *Client) ZeroCounter(name string) error {
+	n, err := c.index()
+	if err != nil {
+		return err
+	}
+	ct, ok := n.counters[name]
+	if !ok {
+		return fmt.Errorf("the pipeline has no counter %s", name)
+	}
+	return c.modifyAll(ct.Size, func(i int64) *p4v1.Entity {
+		return &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{
+			CounterId: ct.Preamble.Id, Index: &p4v1.Index{Index: i}, Data: &p4v1.CounterData{}}}}
+	})
+}
+
+// ZeroRegister sets every cell of register name, of width bits, to zero.
+func (c *Client) ZeroRegister(name string, width int) error {
+	n, err := c.index()
+	if err != nil {
+		return err
+	}
+	r, ok := n.regs[name]
+	if !ok {
+		return fmt.Errorf("the pipeline has no register %s", name)
+	}
+	return c.modifyAll(int64(r.Size), func(i int64) *p4v1.Entity {
+		return &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
+			RegisterId: r.Preamble.Id, Index: &p4v1.Index{Index: i},
+			Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: Bytes(0, width)}}}}}
+	})
+}
+
+// modifyAll writes entity(i) for every i < size, MODIFY, in batches.
+func (c *Client) modifyAll(size int64, entity func(i int64) *p4v1.Entity) error {
+	for lo := int64(0); lo < size; lo += zeroBatch {
+		req := &p4v1.WriteRequest{DeviceId: c.opts.DeviceID, ElectionId: c.election()}
+		for i := lo; i < min(size, lo+zeroBatch); i++ {
+			req.Updates = append(req.Updates, &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: entity(i)})
+		}
+		ctx, cancel := c.timeout()
+		_, err := c.rt.Write(ctx, req)
+		cancel()
+		if err != nil {
+			return c.callError("modify "+describeEntity(req.Updates[0].Entity), err)
+		}
+	}
+	return nil
+}

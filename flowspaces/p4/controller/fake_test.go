@@ -129,6 +129,13 @@ func (f *fake) Write(_ context.Context, r *p4v1.WriteRequest) (*p4v1.WriteRespon
 				}
 			}
 			f.entities = append(f.entities, u.Entity)
+		case p4v1.Update_MODIFY:
+			switch x := u.Entity.Entity.(type) {
+			case *p4v1.Entity_CounterEntry:
+				f.counters[x.CounterEntry.CounterId][x.CounterEntry.Index.Index] = x.CounterEntry.Data
+			case *p4v1.Entity_RegisterEntry:
+				f.regs[x.RegisterEntry.RegisterId][x.RegisterEntry.Index.Index] = Uint(x.RegisterEntry.Data.GetBitstring())
+			}
 		case p4v1.Update_DELETE:
 			found := false
 			for i, e := range f.entities {
