@@ -55,7 +55,9 @@ const MaxFileSize = 1 << 20
 
 // readConfig reads a hierarchy file: a regular file of at most
 // MaxFileSize bytes.
-func readConfig(path string) ([]byte, error) { return ReadBounded(path, MaxFileSize, "a hierarchy file") }
+func readConfig(path string) ([]byte, error) {
+	return ReadBounded(path, MaxFileSize, "a hierarchy file")
+}
 
 // ReadBounded reads a configuration or source file (what names its kind
 // in errors: "a hierarchy file") that is a regular file of at most max
