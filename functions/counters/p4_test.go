@@ -8,9 +8,9 @@ import (
 	"github.com/ffpf-go/ffpf/functions"
 	_ "github.com/ffpf-go/ffpf/functions/counters"
 	"github.com/ffpf-go/ffpf/functions/flowkey"
-	"github.com/ffpf-go/ffpf/functions/measure"
 	"github.com/ffpf-go/ffpf/functions/gen"
 	"github.com/ffpf-go/ffpf/functions/internal/p4test"
+	"github.com/ffpf-go/ffpf/functions/measure"
 )
 
 // frames is what the counters' tests run: generated traffic (VLAN, IPv6,
