@@ -241,12 +241,22 @@ type Context struct {
 	Output LinkType
 	// Target is what the function is instantiated for: the Go function of
 	// one placed in an eBPF flowspace only holds the state of the eBPF
-	// code (kernel, xdp); empty is userspace.
+	// code (kernel, xdp), of one placed on a switch the state its
+	// registers and counters hold (p4); empty is userspace.
 	Target Target
 	// Captures are the distinct captures whose packets reach the function
 	// (a source's Validate sets its own; the flowgraph gives a function the
 	// union of its inputs'). Empty when checking without a source.
 	Captures []Capture
+}
+
+// StateTarget is the target whose layout the function's state takes
+// (State.NewMBuf): Target, or user when it is empty.
+func (ctx *Context) StateTarget() Target {
+	if ctx.Target == "" {
+		return TargetUser
+	}
+	return ctx.Target
 }
 
 // Capture describes where a stream's packets were captured, as libpcap

@@ -14,11 +14,10 @@ import (
 // walked as Extract walks them), so the key a switch computes for a frame
 // is the key the host computes for it, word for word. A switch has no
 // 64-bit multiplier, so it does not hash as Hash does: a structure's
-// positions are crc32 of a 32-bit salt followed by the key's words (v1model
-// hash over {salt, words}, IEEE, the fields packed most significant first:
-// P4Hash), reduced to a power of two by its low bits. A function placed
-// on a switch indexes its state so, and its Go half reads that state with
-// P4Hash.
+// positions come from crc32 and crc16 of the key's words (v1model hash,
+// the fields packed most significant first: P4Hashes), by double hashing
+// into a power of two (P4Index). A function placed on a switch indexes
+// its state so, and its Go half reads that state with the same two.
 
 // P4Key is a key spec lowered for a switch: the words of the packet's
 // key, and whether it has one.
@@ -116,37 +115,82 @@ func (sp *Spec) LowerP4(b *p4gen.Builder) *P4Key {
 // HasKey is the condition that the packet has a key.
 func (k *P4Key) HasKey() p4gen.Expr { return p4gen.B(p4gen.Eq, k.Has, p4gen.C(1, 1)) }
 
-// Hash returns the statement that sets dst to P4Hash(salt) of the
-// packet's key reduced to its low log2(n) bits (n a power of two; 0
-// keeps all 32).
-func (k *P4Key) Hash(dst p4gen.Ref, salt uint32, n uint64) p4gen.Stmt {
-	data := []p4gen.Expr{p4gen.C(uint64(salt), 32)}
-	for _, w := range k.Words {
-		data = append(data, w)
+// Hashes computes the key's two hashes into metadata (<prefix>_h1,
+// <prefix>_h2), as P4Hashes computes them: crc32 and crc16 of the words,
+// the two standard algorithms of a switch's hash units.
+func (k *P4Key) Hashes(b *p4gen.Builder) (h1, h2 p4gen.Ref) {
+	h1, h2 = b.Meta("h1", 32), b.Meta("h2", 16)
+	data := make([]p4gen.Expr, len(k.Words))
+	for i, w := range k.Words {
+		data[i] = w
 	}
-	return p4gen.Hash{Dst: dst, Algo: p4gen.CRC32, Data: data, Max: n}
+	b.Add(p4gen.Hash{Dst: h1, Algo: p4gen.CRC32, Data: data}, p4gen.Hash{Dst: h2, Algo: p4gen.CRC16, Data: data})
+	return h1, h2
 }
 
-// P4Hash is the hash a switch computes of key k of spec sp with salt:
-// crc32 (IEEE) of the salt and the spec's words, each big-endian.
-func (sp *Spec) P4Hash(k *Key, salt uint32) uint32 {
-	var buf [4 + 8*MaxWords]byte
-	binary.BigEndian.PutUint32(buf[:], salt)
-	for i, w := range k[:sp.words] {
-		binary.BigEndian.PutUint64(buf[4+8*i:], w)
+// Positions computes the first n positions of the key among 2^bits, as
+// P4Index does, into metadata <prefix>_<name>0…: position i is the top
+// bits of g_i = h1 + i·(h2 << 16), each g the one before plus h2 << 16
+// (a switch has no multiplier).
+func Positions(b *p4gen.Builder, h1, h2 p4gen.Ref, name string, n, bits int) []p4gen.Ref {
+	step := p4gen.B(p4gen.Shl, p4gen.Cast{Bits: 32, X: h2}, p4gen.C(16, 32))
+	var g p4gen.Expr = h1
+	out := make([]p4gen.Ref, n)
+	for i := range n {
+		if i > 0 {
+			gi := b.Meta(fmt.Sprintf("%sg%d", name, i), 32)
+			b.Add(p4gen.Assign{Dst: gi, X: p4gen.B(p4gen.Add, g, step)})
+			g = gi
+		}
+		out[i] = b.Meta(fmt.Sprint(name, i), 32)
+		var pos p4gen.Expr = p4gen.C(0, 32)
+		if bits > 0 {
+			pos = p4gen.Cast{Bits: 32, X: p4gen.Slice{X: g, Hi: 31, Lo: 32 - bits}}
+		}
+		b.Add(p4gen.Assign{Dst: out[i], X: pos})
 	}
-	return crc32.ChecksumIEEE(buf[:4+8*sp.words])
+	return out
+}
+
+// P4Hashes returns the key's hashes as a switch computes them: crc32
+// (IEEE) and crc16 (CRC-16/ARC) of the spec's words, each big-endian.
+//
+// Why two algorithms and no salts: a CRC is affine, crc(a ⊕ b) = crc(a) ⊕
+// crc(b) ⊕ crc(0), so crc(salt ‖ key) and crc(salt' ‖ key) differ by a
+// constant whatever the key, and rows indexed by salted CRCs are
+// translates of one another: two keys that meet in one row meet in all.
+// Double hashing of two CRCs of different polynomials (P4Index) gives
+// rows whose collisions differ, as flowkey.Index does on the host.
+func (sp *Spec) P4Hashes(k *Key) (h1 uint32, h2 uint16) {
+	var buf [8 * MaxWords]byte
+	for i, w := range k[:sp.words] {
+		binary.BigEndian.PutUint64(buf[8*i:], w)
+	}
+	b := buf[:8*sp.words]
+	return crc32.ChecksumIEEE(b), p4gen.CRC16ARC(b)
+}
+
+// P4Index returns position i of a key with hashes h1, h2 among 2^bits
+// (bits ≤ 32): the top bits of h1 + i·(h2 << 16), mod 2^32. It is
+// flowkey.Index with a power of two for n, which a switch computes
+// without a multiplier.
+func P4Index(h1 uint32, h2 uint16, i uint32, bits int) uint32 {
+	if bits == 0 {
+		return 0
+	}
+	return (h1 + i*(uint32(h2)<<16)) >> (32 - bits)
 }
 
 // IsPow2 reports whether n is a power of two: the sizes a switch indexes
-// by a hash's low bits.
+// by a hash's top bits.
 func IsPow2(n uint64) bool { return n > 0 && n&(n-1) == 0 }
 
-// Pow2 returns the least power of two ≥ n (n ≥ 1).
-func Pow2(n uint64) uint64 {
-	p := uint64(1)
+// Pow2 returns the least power of two ≥ n (n ≥ 1), and its exponent.
+func Pow2(n uint64) (uint64, int) {
+	p, k := uint64(1), 0
 	for p < n {
 		p <<= 1
+		k++
 	}
-	return p
+	return p, k
 }

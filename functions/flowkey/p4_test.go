@@ -13,17 +13,14 @@ import (
 
 // keyDigest is a function that lowers a key and sends it, its hash with
 // a salt and whether the packet has one, as a digest.
-type keyDigest struct {
-	sp   *flowkey.Spec
-	salt uint32
-}
+type keyDigest struct{ sp *flowkey.Spec }
 
 func (d keyDigest) Lower(b *p4gen.Builder) error {
 	k := d.sp.LowerP4(b)
-	h := b.Meta("h", 32)
-	b.Add(k.Hash(h, d.salt, 0))
-	fields := []p4gen.Field{{Name: "has", Bits: 1}, {Name: "h", Bits: 32}}
-	vals := []p4gen.Expr{k.Has, h}
+	h1, h2 := k.Hashes(b)
+	pos := flowkey.Positions(b, h1, h2, "pos", 3, 11)
+	fields := []p4gen.Field{{Name: "has", Bits: 1}, {Name: "h1", Bits: 32}, {Name: "h2", Bits: 16}, {Name: "p2", Bits: 32}}
+	vals := []p4gen.Expr{k.Has, h1, h2, pos[2]}
 	for i, w := range k.Words {
 		fields = append(fields, p4gen.Field{Name: fmt.Sprint("w", i), Bits: 64})
 		vals = append(vals, w)
@@ -35,7 +32,7 @@ func (d keyDigest) Lower(b *p4gen.Builder) error {
 // The key a switch computes is the key Extract computes, word for word,
 // and no key exactly when Extract has none, on every adversarial frame cut
 // at every length and on generated traffic with VLAN tags, IPv6 and
-// malformed frames; its hash is P4Hash.
+// malformed frames; its hashes and positions are P4Hashes' and P4Index's.
 func TestP4KeysEqualExtract(t *testing.T) {
 	frames := p4test.Cuts(p4test.Adversarial())
 	for _, p := range p4test.Trace(gen.Config{Seed: 7, Packets: 2000, Malformed: 0.25, VLAN: 0.3, IPv6: 0.4}) {
@@ -48,7 +45,7 @@ func TestP4KeysEqualExtract(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, _, err := p4gen.Assemble("k", []p4gen.Node{{ID: "k#1", Fn: keyDigest{sp, 0x9e3779b9}}}, 1)
+		p, _, err := p4gen.Assemble("k", []p4gen.Node{{ID: "k#1", Fn: keyDigest{sp}}}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,12 +71,14 @@ func TestP4KeysEqualExtract(t *testing.T) {
 			}
 			keys++
 			for i := range sp.Words() {
-				if got[2+i] != k[i] {
-					t.Fatalf("%s: % x: word %d is %#x on the switch, %#x by Extract", s, f, i, got[2+i], k[i])
+				if got[4+i] != k[i] {
+					t.Fatalf("%s: % x: word %d is %#x on the switch, %#x by Extract", s, f, i, got[4+i], k[i])
 				}
 			}
-			if h := sp.P4Hash(&k, 0x9e3779b9); got[1] != uint64(h) {
-				t.Fatalf("%s: % x: hash %#x on the switch, P4Hash %#x", s, f, got[1], h)
+			h1, h2 := sp.P4Hashes(&k)
+			if got[1] != uint64(h1) || got[2] != uint64(h2) || got[3] != uint64(flowkey.P4Index(h1, h2, 2, 11)) {
+				t.Fatalf("%s: % x: hashes %#x %#x, position %d on the switch; P4Hashes %#x %#x, P4Index %d",
+					s, f, got[1], got[2], got[3], h1, h2, flowkey.P4Index(h1, h2, 2, 11))
 			}
 		}
 		if keys < 1000 || none < 100 {

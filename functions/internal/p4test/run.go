@@ -1,6 +1,7 @@
 package p4test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -114,17 +115,17 @@ func (f Fn) P4(id string) (p4gen.Function, error) {
 const Uplink = 1
 
 // Switch assembles the functions of fs, a chain (each fed by the one
-// before), alone in a program, and returns a switch running it with the
-// entries of its tables installed, and the builders.
+// before; ids f#1, f#2, …), alone in a program, and returns a switch
+// running it with the entries of its tables installed, and the builders.
 func Switch(tb testing.TB, fs ...Fn) (*p4gen.Switch, []*p4gen.Builder) {
 	tb.Helper()
 	var nodes []p4gen.Node
 	for i, f := range fs {
-		code, err := f.P4(fmt.Sprintf("%s#%d", f.Class.Name, i+1))
+		code, err := f.P4(fmt.Sprintf("f#%d", i+1))
 		if err != nil {
 			tb.Fatalf("%s: %v", f.Expr, err)
 		}
-		n := p4gen.Node{ID: fmt.Sprintf("%s#%d", f.Class.Name, i+1), Fn: code}
+		n := p4gen.Node{ID: fmt.Sprintf("f#%d", i+1), Fn: code}
 		if i > 0 {
 			n.Inputs = []int{i - 1}
 		}
@@ -211,4 +212,84 @@ func RunGo(tb testing.TB, fn functions.Function, ps []Packet) []bool {
 	}
 	flush()
 	return out
+}
+
+// Result is a function run on a switch and in userspace on the same
+// packets.
+type Result struct {
+	Switch  *p4gen.Switch
+	Builder *p4gen.Builder
+	// P4 is the function's Go half on the switch (instantiated for
+	// TargetP4), its MBuf filled from the switch's registers and counters
+	// as the controller fills it; User the function in userspace; Model
+	// a Go half for TargetP4 that processed the packets itself, in Go:
+	// the switch's state as the Go half computes it with the switch's
+	// indexing.
+	P4, User, Model  functions.Function
+	PassP4, PassUser []bool
+	Digests          []p4gen.DigestMsg
+}
+
+// Run runs fn alone on a switch and in userspace on ps.
+func Run(tb testing.TB, fn Fn, ps []Packet) *Result {
+	tb.Helper()
+	const id = "f#1"
+	s, bs := Switch(tb, fn)
+	r := &Result{Switch: s, Builder: bs[0]}
+	r.PassP4, r.Digests = RunSwitch(tb, s, ps)
+	var err error
+	if r.P4, err = fn.Class.New(fn.Context(id, functions.TargetP4)); err != nil {
+		tb.Fatal(err)
+	}
+	if err := fn.Class.CheckState(functions.TargetP4, fn.Params, r.P4); err != nil {
+		tb.Fatal(err)
+	}
+	if st, ok := r.P4.(functions.Stateful); ok {
+		Fill(tb, s, id, st.MBuf())
+	}
+	if r.User, err = fn.Class.New(fn.Context(id, "")); err != nil {
+		tb.Fatal(err)
+	}
+	r.PassUser = RunGo(tb, r.User, ps)
+	if r.Model, err = fn.Class.New(fn.Context(id, functions.TargetP4)); err != nil {
+		tb.Fatal(err)
+	}
+	RunGo(tb, r.Model, ps)
+	return r
+}
+
+// SameModel fails the test unless the switch's state, as the controller
+// reads it, is byte for byte the state the Go half computed on the same
+// packets.
+func (r *Result) SameModel(tb testing.TB) {
+	tb.Helper()
+	got, want := r.P4.(functions.Stateful).MBuf(), r.Model.(functions.Stateful).MBuf()
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		for _, f := range got.Fields() {
+			g, w := got.Snapshot()[f.Name], want.Snapshot()[f.Name]
+			if fmt.Sprint(g) != fmt.Sprint(w) {
+				tb.Fatalf("field %s: the switch's %v, the Go half's %v", f.Name, trim(g), trim(w))
+			}
+		}
+		tb.Fatal("the switch's state differs from the Go half's")
+	}
+}
+
+func trim(v any) string {
+	s := fmt.Sprint(v)
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// SamePasses fails the test at the first packet that one side passed and
+// the other did not.
+func (r *Result) SamePasses(tb testing.TB, ps []Packet) {
+	tb.Helper()
+	for i := range ps {
+		if r.PassP4[i] != r.PassUser[i] {
+			tb.Fatalf("packet %d (% x): the switch passes it: %v, userspace: %v", i, ps[i].Data, r.PassP4[i], r.PassUser[i])
+		}
+	}
 }
