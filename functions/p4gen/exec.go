@@ -119,7 +119,6 @@ type env struct {
 	rmws   map[*Register]bool
 	clones []uint32
 	dig    []DigestMsg
-	drop   bool
 }
 
 func newEnv() *env {
@@ -140,10 +139,10 @@ func (s *Switch) Process(a Arrival) (Result, error) {
 		return res, err
 	}
 	res.Digests = e.dig
+	// As v1model on bmv2: a packet is dropped when egress_spec is the
+	// drop port at the end of ingress (mark_to_drop sets it; an action
+	// after it may set a port again).
 	spec := e.vals["standard_metadata.egress_spec"]
-	if e.drop {
-		spec = DropPort
-	}
 	type out struct {
 		e        *env
 		port     uint64
@@ -173,14 +172,13 @@ func (s *Switch) Process(a Arrival) (Result, error) {
 		o.e.vals["standard_metadata.deq_qdepth"] = uint64(a.QDepth)
 		o.e.vals["standard_metadata.egress_global_timestamp"] = a.Time & Bit(48).Mask()
 		o.e.rmws = map[*Register]bool{} // egress is a pipeline of its own, per instance
-		o.e.drop = false
 		n := len(o.e.dig)
 		if err := s.stmts(o.e, s.Prog.Egress); err != nil {
 			return res, err
 		}
 		res.Digests = append(res.Digests, o.e.dig[n:]...)
-		if o.e.drop {
-			continue
+		if o.e.vals["standard_metadata.egress_spec"] == DropPort {
+			continue // dropped in egress (mark_to_drop), as bmv2 does
 		}
 		res.Out = append(res.Out, Departure{Port: uint16(o.port), Data: s.deparse(o.e), Instance: o.instance})
 	}
@@ -478,7 +476,6 @@ func (s *Switch) stmt(e *env, st Stmt) error {
 			}
 		}
 	case MarkToDrop:
-		e.drop = true
 		e.vals["standard_metadata.egress_spec"] = DropPort
 	default:
 		return fmt.Errorf("unknown statement %T", st)

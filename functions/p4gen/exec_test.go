@@ -155,3 +155,24 @@ func TestParserSeesIngressPort(t *testing.T) {
 		t.Fatalf("from port 1: %+v, %v; want it on the CPU port", r, err)
 	}
 }
+
+// As v1model on bmv2, mark_to_drop sets egress_spec to the drop port,
+// and a port set after it sends the packet again; in egress it drops.
+func TestMarkToDropThenForward(t *testing.T) {
+	p := NewProgram("t")
+	p.Ingress = []Stmt{MarkToDrop{}, If{Cond: Valid{"udp"}, Then: []Stmt{Assign{Dst: Std("egress_spec"), X: C(3, 9)}}}}
+	p.Egress = []Stmt{If{Cond: B(Eq, F("udp", "dst_port"), C(9, 16)), Then: []Stmt{MarkToDrop{}}}}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := NewSwitch(p)
+	for _, c := range []struct {
+		f    []byte
+		outs int
+	}{{frame(5, 1, 2), 1}, {frame(5, 1, 9), 0}, {frame(5, 1, 2)[:20], 0}} {
+		r, err := s.Process(Arrival{Data: c.f, Port: 1})
+		if err != nil || len(r.Out) != c.outs || c.outs == 1 && r.Out[0].Port != 3 {
+			t.Errorf("%x: %+v, %v; want %d out on port 3", c.f, r, err, c.outs)
+		}
+	}
+}

@@ -24,7 +24,6 @@ type pkt struct {
 	varLen  []int32
 	hdrAt   []int32 // per header: 1 + the bit offset it was extracted at; 0: not extracted
 	old     uint64  // the register cell an RMW is updating
-	drop    bool
 	clones  []uint32
 	err     error
 	// dirty: a header field or a header's validity was written; ordered:
@@ -480,10 +479,7 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		}, nil
 	case p4gen.MarkToDrop:
 		spec := c.slots["standard_metadata.egress_spec"]
-		return func(p *pkt) {
-			p.drop = true
-			p.v[spec] = p4gen.DropPort
-		}, nil
+		return func(p *pkt) { p.v[spec] = p4gen.DropPort }, nil
 	}
 	return nil, fmt.Errorf("unknown statement %T", s)
 }

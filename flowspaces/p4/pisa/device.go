@@ -157,9 +157,6 @@ func (d *Device) Receive(port uint16, frame []byte, now uint64) {
 	m.end()
 	d.digests(m)
 	spec := p.v[m.sEgressSpec]
-	if p.drop {
-		spec = p4gen.DropPort
-	}
 	clones := len(p.clones)
 	if spec != p4gen.DropPort {
 		d.enqueue(m, p, uint16(spec), p4gen.InstanceNormal, now)

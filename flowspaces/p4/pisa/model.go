@@ -272,7 +272,7 @@ func (m *Model) arrive(p *pkt, a p4gen.Arrival) {
 	clear(p.varLen)
 	clear(p.varOff)
 	clear(p.hdrAt)
-	p.data, p.payload, p.drop, p.err = a.Data, -1, false, nil
+	p.data, p.payload, p.err = a.Data, -1, nil
 	p.dirty, p.ordered, p.lastPos = false, true, -1
 	p.clones = p.clones[:0]
 	p.v[m.sIngressPort] = uint64(a.Port) & 0x1ff
@@ -290,11 +290,8 @@ func (m *Model) Process(a p4gen.Arrival) (*Result, error) {
 	if err != nil {
 		return &m.res, err
 	}
-	spec := p.v[m.sEgressSpec]
-	if p.drop {
-		spec = p4gen.DropPort
-	}
-	clones := len(p.clones) // those egress adds go nowhere, as in v1model
+	spec := p.v[m.sEgressSpec] // the drop port when dropped
+	clones := len(p.clones)    // those egress adds go nowhere, as in v1model
 	if spec != p4gen.DropPort {
 		if err := m.egressOf(p, uint16(spec), p4gen.InstanceNormal, egressMeta{enqQ: a.QDepth, deqQ: a.QDepth, now: a.Time}); err != nil {
 			return &m.res, err
@@ -362,13 +359,12 @@ func (m *Model) egressOf(p *pkt, port uint16, instance uint32, q egressMeta) err
 	p.v[m.sEnqTS] = uint64(q.enqTS)
 	p.v[m.sDeqDelta] = uint64(q.deqDelta)
 	p.v[m.sEgressTS] = q.now & p4gen.Bit(48).Mask()
-	p.drop = false
 	run(m.egress, p)
 	if p.err != nil {
 		return p.err
 	}
-	if p.drop {
-		return nil
+	if p.v[m.sEgressSpec] == p4gen.DropPort {
+		return nil // mark_to_drop in egress
 	}
 	n := len(m.res.Out)
 	if n == len(m.outBufs) {
