@@ -18,6 +18,7 @@ type p4Command struct {
 // each part of it adds its own (check, build, switch).
 var p4Commands = []p4Command{
 	{"check", p4CheckSynopsis, cmdP4Check},
+	{"build", p4BuildSynopsis, cmdP4Build},
 }
 
 func p4Usage() string {
