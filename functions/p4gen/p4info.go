@@ -45,6 +45,11 @@ func P4Info(p *Program, pr *Printed) *p4v1.P4Info {
 	for _, d := range p.Digests {
 		ids.add(p4v1.P4Ids_DIGEST, d.Name)
 	}
+	for _, h := range p.HeaderTypes {
+		if h.Controller != "" {
+			ids.add(p4v1.P4Ids_CONTROLLER_HEADER, h.Controller)
+		}
+	}
 	ids.compute()
 	pre := func(kind p4v1.P4Ids_Prefix, name string) *p4v1.Preamble {
 		return &p4v1.Preamble{Id: ids.id[kind][name], Name: name, Alias: ids.alias(name)}
@@ -101,6 +106,18 @@ func P4Info(p *Program, pr *Printed) *p4v1.P4Info {
 			st.Members = append(st.Members, &p4v1.P4StructTypeSpec_Member{Name: f.Name, TypeSpec: bitSpec(f.Bits)})
 		}
 		info.TypeInfo.Structs[d.Name] = st
+	}
+	// A controller header (@controller_header("packet_in")): its fields
+	// are the metadata of a PacketIn (PacketOut), ids from 1 in order.
+	for _, h := range p.HeaderTypes {
+		if h.Controller == "" {
+			continue
+		}
+		m := &p4v1.ControllerPacketMetadata{Preamble: pre(p4v1.P4Ids_CONTROLLER_HEADER, h.Controller)}
+		for i, f := range h.Fields {
+			m.Metadata = append(m.Metadata, &p4v1.ControllerPacketMetadata_Metadata{Id: uint32(i + 1), Name: f.Name, Bitwidth: int32(f.Bits)})
+		}
+		info.ControllerPacketMetadata = append(info.ControllerPacketMetadata, m)
 	}
 	return info
 }

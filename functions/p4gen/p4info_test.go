@@ -127,3 +127,34 @@ func TestP4InfoRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A controller header is the P4Info's controller packet metadata: its
+// name, the CONTROLLER_HEADER prefix, its fields as metadata from id 1.
+func TestP4InfoControllerHeader(t *testing.T) {
+	p := NewProgram("cpu")
+	ht := &HeaderType{Name: "packet_in_t", Controller: ControllerPacketIn, Fields: []Field{{Name: "ingress_port", Bits: 16}, {Name: "mask", Bits: 32}}}
+	p.HeaderTypes = append(p.HeaderTypes, ht)
+	p.Headers = append(p.Headers, &Header{Name: "packet_in", Type: ht})
+	p.Deparse = append([]string{"packet_in"}, p.Deparse...)
+	pr, err := Print(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := P4Info(p, pr)
+	cpm := info.GetControllerPacketMetadata()
+	if len(cpm) != 1 || cpm[0].Preamble.Name != "packet_in" || cpm[0].Preamble.Id>>24 != uint32(p4v1.P4Ids_CONTROLLER_HEADER) ||
+		cpm[0].Preamble.Id&0xffffff != JenkinsHash("packet_in")&0xffffff {
+		t.Fatalf("controller packet metadata %v", cpm)
+	}
+	if md := cpm[0].Metadata; len(md) != 2 || md[0].Id != 1 || md[0].Name != "ingress_port" || md[0].Bitwidth != 16 || md[1].Id != 2 || md[1].Bitwidth != 32 {
+		t.Errorf("metadata %v", md)
+	}
+	text, err := P4InfoText(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back p4v1.P4Info
+	if err := prototext.Unmarshal(text, &back); err != nil || !proto.Equal(&back, info) {
+		t.Errorf("prototext round trip: %v", err)
+	}
+}
