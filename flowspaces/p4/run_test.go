@@ -29,7 +29,7 @@ type model struct {
 	addr string
 }
 
-func startModel(t *testing.T, device uint64, prof p4gen.Profile) *model {
+func startModel(t testing.TB, device uint64, prof p4gen.Profile) *model {
 	t.Helper()
 	dev := pisa.NewDevice(DefaultCPUPort, nil, 0)
 	srv := server.New(dev, server.Options{DeviceID: device, Profile: prof})
@@ -58,7 +58,7 @@ func sinkRegistry(t *testing.T, got *atomic.Uint64) *functions.Registry {
 	return reg
 }
 
-func switchUnder(t *testing.T, addr string, device uint64) (flowspaces.Flowspace, *Flowspace) {
+func switchUnder(t testing.TB, addr string, device uint64) (flowspaces.Flowspace, *Flowspace) {
 	t.Helper()
 	root := user.New(user.Options{Name: "user"})
 	sw, err := New(Options{Name: "tor", Address: addr, DeviceID: device, UplinkCPU: true,
