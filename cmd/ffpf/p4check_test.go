@@ -59,4 +59,3 @@ func TestP4Check(t *testing.T) {
 		}
 	}
 }
-
