@@ -10,7 +10,7 @@ import (
 )
 
 // TestPrintRoundTrip: every program the printer makes parses, and prints
-// again to the same bytes; so does every golden file.
+// again to the same bytes, and checks; so does every golden file.
 func TestPrintRoundTrip(t *testing.T) {
 	texts := map[string][]byte{}
 	for name, prog := range testPrograms(t) {
@@ -33,6 +33,9 @@ func TestPrintRoundTrip(t *testing.T) {
 		}
 		if again := p4.Format(ast); !bytes.Equal(again, text) {
 			t.Errorf("%s: printing the parsed program differs:\n%s", name, diffLine(text, again))
+		}
+		if _, err := p4.Check(name, string(text), ast); err != nil {
+			t.Errorf("%s: the checker refuses it:\n%s", name, err.(p4.ErrorList).Format())
 		}
 	}
 }
