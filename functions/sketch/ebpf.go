@@ -265,7 +265,6 @@ func cmsRuns(p functions.Params) error {
 
 var errCMSReport = errors.New("report= of cms runs in userspace: Go tracks the heaviest keys packet by packet, in an order that per-CPU eBPF updates do not keep")
 
-
 // bloomRuns: a counting filter stays in userspace.
 func bloomRuns(p functions.Params) error {
 	if counting(p) {
