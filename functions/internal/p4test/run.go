@@ -293,3 +293,11 @@ func (r *Result) SamePasses(tb testing.TB, ps []Packet) {
 		}
 	}
 }
+
+// Read returns what reader rd gives for a packet of data.
+func Read(rd functions.Reader, data []byte) float64 {
+	pb := buffers.NewPBuf(1, max(len(data), 1))
+	b := buffers.NewBatch(pb, 0, 1, 0)
+	b.Append(data, uint32(len(data)), 0)
+	return rd(pb, 0)
+}
