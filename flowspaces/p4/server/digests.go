@@ -24,8 +24,7 @@ type digester struct {
 	once sync.Once
 
 	mu       sync.Mutex
-	pl       *pipeline
-	cfg      map[uint32]*p4.DigestEntry_Config
+	pl       *pipeline // the committed one; its dcfg the digests enabled
 	buf      map[uint32]*pending
 	cache    map[string]cached // digest id + values → the list that sent it
 	nextList uint64
@@ -52,7 +51,7 @@ type cached struct {
 
 func newDigester(s *Server) *digester {
 	d := &digester{s: s, in: make(chan digestMsg, 4096), quit: make(chan struct{}),
-		cfg: map[uint32]*p4.DigestEntry_Config{}, buf: map[uint32]*pending{}, cache: map[string]cached{}}
+		buf: map[uint32]*pending{}, cache: map[string]cached{}}
 	go d.loop()
 	return d
 }
@@ -90,12 +89,12 @@ func (d *digester) loop() {
 	}
 }
 
-// reset forgets configs, buffers and the cache: a new pipeline.
+// reset forgets buffers and the cache: a new pipeline, with the digests
+// enabled in it (before a COMMIT of it, saved).
 func (d *digester) reset(pl *pipeline) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.pl = pl
-	clear(d.cfg)
 	clear(d.buf)
 	clear(d.cache)
 }
@@ -113,7 +112,7 @@ func (d *digester) take(m digestMsg) {
 		d.Disabled++
 		return
 	}
-	cfg := d.cfg[di.id]
+	cfg := d.pl.dcfg[di.id]
 	if cfg == nil {
 		d.Disabled++
 		return
@@ -148,7 +147,7 @@ func (d *digester) expire(now time.Time) {
 		return
 	}
 	for id, b := range d.buf {
-		cfg := d.cfg[id]
+		cfg := d.pl.dcfg[id]
 		if cfg == nil {
 			delete(d.buf, id)
 			continue
@@ -160,7 +159,7 @@ func (d *digester) expire(now time.Time) {
 	for k, c := range d.cache {
 		var id uint32
 		fmt.Sscan(k, &id)
-		if cfg := d.cfg[id]; cfg == nil || now.Sub(c.sent) >= time.Duration(cfg.GetAckTimeoutNs()) {
+		if cfg := d.pl.dcfg[id]; cfg == nil || now.Sub(c.sent) >= time.Duration(cfg.GetAckTimeoutNs()) {
 			delete(d.cache, k)
 		}
 	}
@@ -183,7 +182,7 @@ func (d *digester) flush(di *digestInfo, b *pending, now time.Time) {
 		list.Data = append(list.Data, &p4.P4Data{Data: &p4.P4Data_Struct{Struct: &p4.P4StructLike{Members: members}}})
 	}
 	d.Sent += uint64(len(b.msgs))
-	if d.cfg[di.id].GetAckTimeoutNs() > 0 {
+	if d.pl.dcfg[di.id].GetAckTimeoutNs() > 0 {
 		for _, k := range b.keys {
 			d.cache[k] = cached{list: list.ListId, sent: now}
 		}
@@ -208,15 +207,15 @@ func (d *digester) ack(st *stream, a *p4.DigestListAck) {
 	}
 }
 
-// configure applies a DigestEntry write.
-func (d *digester) configure(t p4.Update_Type, e *p4.DigestEntry) error {
+// configure applies a DigestEntry write to pl.
+func (d *digester) configure(pl *pipeline, t p4.Update_Type, e *p4.DigestEntry) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	id := e.GetDigestId()
-	if d.pl == nil || d.pl.digests[id] == nil {
+	if pl.digests[id] == nil {
 		return status.Errorf(codes.NotFound, "no digest id %#x", id)
 	}
-	_, on := d.cfg[id]
+	_, on := pl.dcfg[id]
 	switch t {
 	case p4.Update_INSERT, p4.Update_MODIFY:
 		if e.GetConfig() == nil {
@@ -232,28 +231,30 @@ func (d *digester) configure(t p4.Update_Type, e *p4.DigestEntry) error {
 		if t == p4.Update_MODIFY && !on {
 			return status.Errorf(codes.NotFound, "digest %#x is not enabled", id)
 		}
-		d.cfg[id] = c
+		pl.dcfg[id] = c
 	case p4.Update_DELETE:
 		if !on {
 			return status.Errorf(codes.NotFound, "digest %#x is not enabled", id)
 		}
-		delete(d.cfg, id)
-		delete(d.buf, id)
+		delete(pl.dcfg, id)
+		if pl == d.pl {
+			delete(d.buf, id)
+		}
 	default:
 		return status.Errorf(codes.InvalidArgument, "update type %v", t)
 	}
 	return nil
 }
 
-// entries returns the enabled digests' configs (id 0: all).
-func (d *digester) entries(id uint32) ([]*p4.DigestEntry, error) {
+// entries returns pl's enabled digests' configs (id 0: all).
+func (d *digester) entries(pl *pipeline, id uint32) ([]*p4.DigestEntry, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if id != 0 && (d.pl == nil || d.pl.digests[id] == nil) {
+	if id != 0 && pl.digests[id] == nil {
 		return nil, status.Errorf(codes.NotFound, "no digest id %#x", id)
 	}
 	var out []*p4.DigestEntry
-	for i, c := range d.cfg {
+	for i, c := range pl.dcfg {
 		if id == 0 || i == id {
 			out = append(out, &p4.DigestEntry{DigestId: i, Config: c})
 		}

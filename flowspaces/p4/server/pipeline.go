@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/ffpf-go/ffpf/flowspaces/p4/pisa"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
@@ -34,6 +35,9 @@ type pipeline struct {
 	// The control plane's view of each table: entries as written (for
 	// reads), and whether the default action was changed.
 	entries map[*tableInfo][]*stored
+	// The digests enabled (DigestEntry), by id: the digester's lock
+	// guards it.
+	dcfg map[uint32]*p4.DigestEntry_Config
 }
 
 type tableInfo struct {
@@ -140,7 +144,7 @@ func newPipeline(info *p4cfg.P4Info, devConfig []byte, prof p4gen.Profile) (*pip
 	pl := &pipeline{p4info: info, devConfig: devConfig, prog: prog, model: model,
 		tables: map[uint32]*tableInfo{}, actions: map[uint32]*actionInfo{}, regs: map[uint32]*regInfo{},
 		ctrs: map[uint32]*ctrInfo{}, digests: map[uint32]*digestInfo{}, digestOf: map[*p4gen.DigestType]*digestInfo{},
-		entries: map[*tableInfo][]*stored{}}
+		entries: map[*tableInfo][]*stored{}, dcfg: map[uint32]*p4.DigestEntry_Config{}}
 	ids := map[uint32]string{}
 	claim := func(id uint32, name string) error {
 		if id == 0 {
@@ -462,6 +466,13 @@ func (pl *pipeline) carry(old *pipeline, oldModel *pisa.Model) error {
 			return fmt.Errorf("counter %s is not in the new program as it was", oc.Name)
 		}
 		copy(pl.model.Counter(nc), oldModel.Counter(oc))
+	}
+	for id, c := range old.dcfg {
+		for nid, nd := range pl.digests {
+			if nd.d.Name == old.digests[id].d.Name {
+				pl.dcfg[nid] = c
+			}
+		}
 	}
 	for id, port := range oldModel.Sessions() {
 		pl.model.SetSession(id, int(port))

@@ -61,7 +61,7 @@ func (s *Server) read(pl *pipeline, e *p4.Entity) (out []*p4.Entity, err error) 
 	case *p4.Entity_RegisterEntry:
 		return s.readRegisters(pl, x.RegisterEntry)
 	case *p4.Entity_DigestEntry:
-		ds, err := s.dig.entries(x.DigestEntry.GetDigestId())
+		ds, err := s.dig.entries(pl, x.DigestEntry.GetDigestId())
 		for _, d := range ds {
 			out = append(out, &p4.Entity{Entity: &p4.Entity_DigestEntry{DigestEntry: d}})
 		}

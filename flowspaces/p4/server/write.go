@@ -58,7 +58,7 @@ func (s *Server) update(pl *pipeline, u *p4.Update) (err error) {
 	case *p4.Entity_RegisterEntry:
 		return s.writeRegister(pl, t, e.RegisterEntry)
 	case *p4.Entity_DigestEntry:
-		return s.dig.configure(t, e.DigestEntry)
+		return s.dig.configure(pl, t, e.DigestEntry)
 	case *p4.Entity_PacketReplicationEngineEntry:
 		return s.writePRE(pl, t, e.PacketReplicationEngineEntry)
 	case nil:
