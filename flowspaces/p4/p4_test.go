@@ -210,11 +210,11 @@ func TestProgramChainsAndAccounts(t *testing.T) {
 	if c := counts(byClass(nodes, "cap")); c[0].Packets != 4 {
 		t.Errorf("capture of swp1 counted %d packets, want 4", c[0].Packets)
 	}
-	if c := counts(proto); c[0].Packets != 4 || c[1].Packets != 3 {
-		t.Errorf("proto: in %d out %d, want 4 and 3", c[0].Packets, c[1].Packets)
+	if c := counts(proto); c[0].Packets != 1 || c[1].Packets != 3 {
+		t.Errorf("proto: filtered %d passed %d, want 1 and 3", c[0].Packets, c[1].Packets)
 	}
-	if c := counts(byClass(nodes, "pcount")); c[0].Packets != 3 || c[1].Packets != 3 {
-		t.Errorf("pcount: in %d out %d, want 3 and 3", c[0].Packets, c[1].Packets)
+	if c := counts(byClass(nodes, "pcount")); c[0].Packets != 0 || c[1].Packets != 3 {
+		t.Errorf("pcount: filtered %d passed %d, want 0 and 3", c[0].Packets, c[1].Packets)
 	}
 	ml := byClass(nodes, "maxlen")
 	l, _ := a.Lowering(ml)

@@ -37,9 +37,9 @@ type Lowered struct {
 	// Out is meta.<prefix>_out, 1 when the function passed the packet
 	// (for a source: the packet entered at its port).
 	Out p4gen.Ref
-	// Acct counts the packets that reached the function (cell 0) and
-	// that it passed (cell 1); a source's has one cell, the packets that
-	// entered at its port.
+	// Acct counts the packets that reached the function and that it
+	// filtered (cell 0) or passed (cell 1); a source's has one cell, the
+	// packets that entered at its port.
 	Acct *p4gen.Counter
 	// Code is the function's P4 code (nil for a source); Builder what it
 	// was lowered into.
@@ -119,10 +119,11 @@ func (a *Assembly) Add(n *flowspaces.Node) error {
 		if pass == nil {
 			pass = p4gen.True
 		}
-		then := append([]p4gen.Stmt{p4gen.Count{Counter: l.Acct, Index: p4gen.C(0, 32)}}, b.Body...)
-		then = append(then,
+		// One counter update a packet: cell out, 0 for a packet the
+		// function filtered, 1 for one it passed.
+		then := append(append([]p4gen.Stmt(nil), b.Body...),
 			p4gen.Assign{Dst: l.Out, X: bit(pass)},
-			p4gen.If{Cond: p4gen.B(p4gen.Eq, l.Out, p4gen.C(1, 1)), Then: []p4gen.Stmt{p4gen.Count{Counter: l.Acct, Index: p4gen.C(1, 32)}}})
+			p4gen.Count{Counter: l.Acct, Index: p4gen.Cast{Bits: 32, X: l.Out}})
 		body = []p4gen.Stmt{
 			p4gen.Assign{Dst: l.Out, X: p4gen.C(0, 1)},
 			p4gen.If{Cond: in, Then: then},

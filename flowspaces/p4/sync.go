@@ -94,15 +94,16 @@ func (fs *Flowspace) sync() error {
 }
 
 // account sets a function's counters from its accounting counter: cell
-// 0 the packets that reached it, cell 1 those it passed (a source's one
-// cell: the packets that entered at its port, all passed).
+// 0 the packets it filtered, cell 1 those it passed (a source's one cell:
+// the packets that entered at its port, all passed).
 func account(n *flowspaces.Node, cells []controller.Cell) {
 	if len(cells) == 0 {
 		return
 	}
 	in, out := cells[0].Packets, cells[0].Packets
 	if len(cells) > 1 {
-		out = min(cells[1].Packets, in)
+		out = cells[1].Packets
+		in = cells[0].Packets + out
 	}
 	c := &n.Counters
 	// Out before in: a concurrent reader never sees out > in.
