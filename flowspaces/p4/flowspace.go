@@ -38,6 +38,7 @@ type run struct {
 	synced  sync.WaitGroup
 	err     error // why the run ended by itself (the switch went away)
 	way     *wayUp
+	shared  *inproc.Bridge // the bridge up this flowspace sends through (Share)
 }
 
 func (r *run) init() { r.halves = map[*flowspaces.Node]*half{} }
@@ -318,15 +319,16 @@ func (fs *Flowspace) Connect() error {
 	if err != nil {
 		return err
 	}
+	// The way up is ready before the switch runs the program: a packet
+	// it sends up at once is not lost.
+	fs.asm, fs.out, fs.sent = a, out, packetsOf(fs.want)
+	fs.restartWayUp()
 	if err := fs.push(a, out); err != nil {
 		// Nothing stays installed: what the client wrote is deleted.
+		fs.stopWayUp()
 		fs.client.Close()
-		fs.client = nil
+		fs.client, fs.asm, fs.out, fs.sent = nil, nil, nil, nil
 		return err
-	}
-	fs.asm, fs.out, fs.sent = a, out, packetsOf(fs.want)
-	if fs.active {
-		fs.restartWayUp()
 	}
 	return nil
 }
@@ -350,17 +352,13 @@ func (fs *Flowspace) push(a *Assembly, out *Output) error {
 }
 
 // Activate implements flowspaces.Flowspace: it starts reading the
-// functions' state from the switch and the way up.
+// functions' state from the switch (the way up runs from Connect on).
 func (fs *Flowspace) Activate(ctx context.Context) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.ctx, fs.cancel = context.WithCancel(ctx)
 	fs.active = true
 	fs.stopped = make(chan struct{})
-	if fs.up != nil && len(fs.want) > 0 {
-		fs.up.Share()
-	}
-	fs.restartWayUp()
 	if fs.client != nil {
 		fs.synced.Add(1)
 		go fs.syncLoop(fs.ctx)
@@ -384,8 +382,9 @@ func (fs *Flowspace) Wait() error {
 	return fs.err
 }
 
-// Stop implements flowspaces.Flowspace: the way up stops, and the state
-// is read a last time.
+// Stop implements flowspaces.Flowspace: the way up stops (what it holds
+// goes up first), the state is read a last time, and the bridge up is
+// closed.
 func (fs *Flowspace) Stop() {
 	fs.mu.Lock()
 	if !fs.active {
@@ -400,19 +399,12 @@ func (fs *Flowspace) Stop() {
 	stopped := fs.stopped
 	defer close(stopped)
 	fs.cancel()
-	way := fs.way
-	fs.way = nil
 	fs.mu.Unlock()
 	fs.synced.Wait()
-	if way != nil {
-		way.stop()
-	}
-	fs.sync()
 	fs.mu.Lock()
-	if fs.up != nil && len(fs.want) > 0 {
-		fs.up.Close()
-	}
+	fs.stopWayUp()
 	fs.mu.Unlock()
+	fs.sync()
 }
 
 // Close implements flowspaces.Flowspace: what the controller installed is
@@ -421,6 +413,7 @@ func (fs *Flowspace) Close() error {
 	fs.Stop()
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	fs.stopWayUp() // never activated
 	var err error
 	if fs.client != nil {
 		if e := fs.client.Close(); e != nil {

@@ -69,16 +69,23 @@ func (fs *Flowspace) restartWayUp() {
 		fs.way.stop()
 		fs.way = nil
 	}
+	if fs.up != nil && fs.shared != fs.up && len(fs.want) > 0 {
+		// One more producer sends through the bridge (the eBPF
+		// flowspaces above relay it): it closes when each has closed it.
+		fs.up.Share()
+		fs.shared = fs.up
+	}
 	for _, h := range fs.halves {
 		if h.recs != nil {
 			fs.startRecords(h.recs)
 		}
 	}
-	if fs.up == nil || len(fs.sent) == 0 || fs.ctx == nil {
+	if fs.up == nil || len(fs.sent) == 0 {
 		return
 	}
 	w := &wayUp{streams: map[uint16]*inproc.Stream{}}
-	w.ctx, w.cancel = context.WithCancel(fs.ctx)
+	// The parent reads its bridge until it is closed (stopWayUp).
+	w.ctx, w.cancel = context.WithCancel(context.Background())
 	var reach flowspaces.Reach
 	tags := make([]any, len(fs.sent))
 	for i, s := range fs.sent {
@@ -109,10 +116,25 @@ func (fs *Flowspace) restartWayUp() {
 	if !fs.opts.UplinkCPU && len(w.all) == 1 {
 		if err := w.listen(fs.opts.UplinkIface, w.all[0]); err != nil {
 			fs.err = fmt.Errorf("switch %s: cannot read its uplink at %s: %w", fs.Name(), fs.opts.UplinkIface, err)
-			fs.cancel()
+			if fs.cancel != nil {
+				fs.cancel()
+			}
 		}
 	}
 	fs.way = w
+}
+
+// stopWayUp ends the way up, its partial batches sent first, and closes
+// the bridge up; fs.mu is held.
+func (fs *Flowspace) stopWayUp() {
+	if fs.way != nil {
+		fs.way.stop()
+		fs.way = nil
+	}
+	if fs.shared != nil {
+		fs.shared.Close()
+		fs.shared = nil
+	}
 }
 
 // flusher sends partial batches up after inproc.FlushAfter, and moves
@@ -124,9 +146,13 @@ func (w *wayUp) flusher() {
 	for {
 		select {
 		case <-w.ctx.Done():
+			// The partial batches go up; a parent that no longer reads
+			// (the run failed before it started) counts them dropped.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			w.mu.Lock()
-			inproc.FlushAll(context.Background(), w.all)
+			inproc.FlushAll(ctx, w.all)
 			w.mu.Unlock()
+			cancel()
 			return
 		case <-t.C:
 			w.mu.Lock()
