@@ -83,21 +83,11 @@ func cmdP4Build(args []string, stdout, stderr io.Writer) error {
 	if o.hierarchy == "" {
 		return usageErrorf("p4 build needs --hierarchy: a file that describes a switch (see examples/hierarchy/tor.yaml)")
 	}
-	exprs, src, err := o.requests(pos)
+	rt, err := o.populate(pos)
 	if err != nil {
 		return err
 	}
-	cfg, group, err := o.config(flowgraph.Config{})
-	if err != nil {
-		return err
-	}
-	rt := flowgraph.New(cfg)
 	defer rt.Close()
-	for _, e := range exprs {
-		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Unfed: src == "", Group: group}); err != nil {
-			return err
-		}
-	}
 	shares, err := switchShares(rt)
 	if err != nil {
 		return err

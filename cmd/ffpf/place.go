@@ -36,19 +36,9 @@ func cmdPlace(args []string, stdout, stderr io.Writer) error {
 	if *dot && *asJSON {
 		return usageErrorf("--dot and --json exclude each other")
 	}
-	exprs, src, err := o.requests(pos)
+	rt, err := o.populate(pos)
 	if err != nil {
 		return err
-	}
-	cfg, group, err := o.config(flowgraph.Config{})
-	if err != nil {
-		return err
-	}
-	rt := flowgraph.New(cfg)
-	for _, e := range exprs {
-		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Unfed: src == "", Group: group}); err != nil {
-			return err
-		}
 	}
 	plan := rt.Plan()
 	switch {
@@ -71,6 +61,26 @@ func cmdPlace(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return writeSwitches(stdout, rt)
+}
+
+// populate places the requests the flags and arguments give, without
+// instantiating anything.
+func (o *runOptions) populate(pos []string) (*flowgraph.Runtime, error) {
+	exprs, src, err := o.requests(pos)
+	if err != nil {
+		return nil, err
+	}
+	cfg, group, err := o.config(flowgraph.Config{})
+	if err != nil {
+		return nil, err
+	}
+	rt := flowgraph.New(cfg)
+	for _, e := range exprs {
+		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Unfed: src == "", Group: group}); err != nil {
+			return nil, err
+		}
+	}
+	return rt, nil
 }
 
 // writePlan prints the flowspace tree with each function under the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ffpf-go/ffpf/bridges/inproc"
 	"github.com/ffpf-go/ffpf/buffers"
@@ -37,8 +38,9 @@ type run struct {
 	stopped chan struct{}
 	synced  sync.WaitGroup
 	err     error // why the run ended by itself (the switch went away)
-	way     *wayUp
-	shared  *inproc.Bridge // the bridge up this flowspace sends through (Share)
+	way     atomic.Pointer[wayUp]
+	digests atomic.Pointer[map[string]digestOwner] // by digest name
+	shared  *inproc.Bridge                         // the bridge up this flowspace sends through (Share)
 }
 
 func (r *run) init() { r.halves = map[*flowspaces.Node]*half{} }
@@ -322,12 +324,14 @@ func (fs *Flowspace) Connect() error {
 	// The way up is ready before the switch runs the program: a packet
 	// it sends up at once is not lost.
 	fs.asm, fs.out, fs.sent = a, out, packetsOf(fs.want)
+	fs.storeDigests()
 	fs.restartWayUp()
 	if err := fs.push(a, out); err != nil {
 		// Nothing stays installed: what the client wrote is deleted.
 		fs.stopWayUp()
-		fs.client.Close()
+		fs.client.Close() // the stream's goroutine takes no fs.mu
 		fs.client, fs.asm, fs.out, fs.sent = nil, nil, nil, nil
+		fs.storeDigests()
 		return err
 	}
 	return nil

@@ -193,6 +193,9 @@ func (a *Assembly) Lowering(n *flowspaces.Node) (*Lowered, bool) {
 	return l, ok
 }
 
+// upCounter counts the packets the switch sends up.
+const upCounter = "ffpf_up"
+
 // Finish ends the program with the way up: a packet that one of want
 // (functions here the parent asked for) passed leaves through the uplink
 // (the CPU port, with a packet_in header whose mask says which of want
@@ -211,7 +214,7 @@ func (a *Assembly) Finish(want []*flowspaces.Node) error {
 		}
 		sent = append(sent, p4gen.B(p4gen.Eq, l.Out, p4gen.C(1, 1)))
 	}
-	up := &p4gen.Counter{Name: "ffpf_up", Size: 1, Type: p4gen.PacketsAndBytes, Owner: ""}
+	up := &p4gen.Counter{Name: upCounter, Size: 1, Type: p4gen.PacketsAndBytes, Owner: ""}
 	a.Prog.Counters = append(a.Prog.Counters, up)
 	send := []p4gen.Stmt{
 		p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(uint64(a.fs.uplinkPort()), 9)},

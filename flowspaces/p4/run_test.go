@@ -190,3 +190,61 @@ func TestRunRefused(t *testing.T) {
 		t.Error("the refused pipeline is loaded")
 	}
 }
+
+// Packets the switch sent up but that never came (its server drops
+// PacketIns a slow controller leaves waiting, and the run stops with
+// some in flight) are the bridge's dropped: in = out + dropped holds, and
+// nothing is lost silently.
+func TestRunLossCounted(t *testing.T) {
+	m := startModel(t, 1, p4gen.Tofino1())
+	var got atomic.Uint64
+	root, _ := switchUnder(t, m.addr, 1)
+	// A userspace function that holds its first batch until the switch
+	// has sent everything: the controller falls behind the switch.
+	release := make(chan struct{})
+	reg := testRegistry(t)
+	if err := reg.Register(&functions.Class{Name: "gosink", MinInputs: 1, MaxInputs: -1,
+		New: func(*functions.Context) (functions.Function, error) {
+			return &goFunc{f: func(b *buffers.Batch) { <-release; got.Add(uint64(b.N)) }}, nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	rt := flowgraph.New(flowgraph.Config{Registry: reg, Hierarchy: root})
+	defer rt.Close()
+	req, err := rt.Populate(`(cap,if=swp1) > (proto,n=6) > (gosink)`, flowgraph.RequestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Instantiate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := rt.Activate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20000 // 28 MB: more than the server, gRPC and the bridge hold
+	for i := range n {
+		m.dev.Receive(2, frame(6, 1, 1400), uint64(i))
+	}
+	close(release)
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	rt.Stop()
+	var proto flowgraph.FunctionState
+	for _, f := range req.Functions() {
+		if f.Class == "proto" {
+			proto = f
+		}
+	}
+	var b flowgraph.BridgeState
+	for _, x := range rt.Bridges() {
+		if x.From == "tor" {
+			b = x
+		}
+	}
+	if proto.Out != n || b.In != n || b.In != b.Out+b.Dropped || b.Out != got.Load() || b.Dropped == 0 {
+		t.Errorf("the filter passed %d; the bridge in %d out %d dropped %d; userspace got %d", proto.Out, b.In, b.Out, b.Dropped, got.Load())
+	}
+	t.Logf("%d of %d lost on the way up", b.Dropped, n)
+}

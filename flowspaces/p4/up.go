@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ffpf-go/ffpf/bridges/inproc"
@@ -40,6 +41,8 @@ type wayUp struct {
 	all     []*inproc.Stream
 	done    sync.WaitGroup
 	capture functions.Source // the uplink NIC's, over a network link
+	got     atomic.Uint64    // packets that came up
+	closed  bool             // stopped: what comes now is lost (lostUp)
 }
 
 // checkWayUp refuses what the uplink cannot carry; fs.mu is held.
@@ -65,9 +68,8 @@ func (fs *Flowspace) checkWayUp() error {
 // restartWayUp replaces the way up with one for the program connected;
 // fs.mu is held.
 func (fs *Flowspace) restartWayUp() {
-	if fs.way != nil {
-		fs.way.stop()
-		fs.way = nil
+	if w := fs.way.Swap(nil); w != nil {
+		w.stop()
 	}
 	if fs.up != nil && fs.shared != fs.up && len(fs.want) > 0 {
 		// One more producer sends through the bridge (the eBPF
@@ -121,15 +123,17 @@ func (fs *Flowspace) restartWayUp() {
 			}
 		}
 	}
-	fs.way = w
+	fs.way.Store(w)
 }
 
 // stopWayUp ends the way up, its partial batches sent first, and closes
 // the bridge up; fs.mu is held.
 func (fs *Flowspace) stopWayUp() {
-	if fs.way != nil {
-		fs.way.stop()
-		fs.way = nil
+	if w := fs.way.Swap(nil); w != nil {
+		w.stop()
+		if fs.shared != nil {
+			fs.shared.Lose(int(fs.lostUp(w.got.Load())))
+		}
 	}
 	if fs.shared != nil {
 		fs.shared.Close()
@@ -173,6 +177,10 @@ func (w *wayUp) flusher() {
 func (w *wayUp) add(port uint16, mask uint64, pkt []byte, wire uint32, ts int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	w.got.Add(1)
 	s := w.streams[port]
 	if s == nil || mask&s.Mask == 0 {
 		return
@@ -235,14 +243,36 @@ func (w *wayUp) stop() {
 		w.capture.Close()
 	}
 	w.done.Wait()
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+}
+
+// lostUp is how many of the packets the switch sent up (its counter
+// ffpf_up) did not come up (got did): dropped by the switch's CPU path or
+// the link, or in flight when the run stopped; the bridge's dropped.
+func (fs *Flowspace) lostUp(got uint64) uint64 {
+	if fs.client == nil || fs.asm == nil || fs.out == nil {
+		return 0
+	}
+	for _, c := range fs.asm.Prog.Counters {
+		if c.Name == upCounter {
+			cells, err := fs.client.ReadCounter(fs.out.Printed.Name(c))
+			if err != nil || len(cells) == 0 || cells[0].Packets <= got {
+				return 0
+			}
+			return cells[0].Packets - got
+		}
+	}
+	return 0
 }
 
 // packetIn is the controller's OnPacket: a packet from the CPU port,
 // with the port it entered at and the outputs that passed it.
 func (fs *Flowspace) packetIn(p controller.PacketIn) {
-	fs.mu.Lock()
-	w := fs.way
-	fs.mu.Unlock()
+	// Not under fs.mu: the controller's stream goroutine calls this, and
+	// Connect and Close wait for that goroutine while they hold fs.mu.
+	w := fs.way.Load()
 	if w == nil {
 		return
 	}
@@ -260,35 +290,46 @@ type Digester interface {
 // digest is the controller's OnDigest: each digest goes to the Go half of
 // the function that declared its type.
 func (fs *Flowspace) digest(d controller.DigestList) {
-	fs.mu.Lock()
-	var t *p4gen.DigestType
-	var h *half
-	if fs.asm != nil {
-		for _, x := range fs.asm.Prog.Digests {
-			if x.Name == d.Name {
-				t = x
-			}
-		}
-	}
-	if t != nil {
-		for n, x := range fs.halves {
-			if n.ID == t.Owner {
-				h = x
-			}
-		}
-	}
-	fs.mu.Unlock()
-	if h == nil {
+	// Not under fs.mu (see packetIn): the digests' owners are a snapshot
+	// Connect stores.
+	owners := fs.digests.Load()
+	if owners == nil {
 		return
 	}
-	dg, ok := h.gofn.(Digester)
+	o, ok := (*owners)[d.Name]
+	if !ok {
+		return
+	}
+	dg, ok := o.half.gofn.(Digester)
 	if !ok {
 		return
 	}
 	now := time.Now().UnixNano()
 	for _, v := range d.Values {
-		dg.Digest(t, v, now)
+		dg.Digest(o.typ, v, now)
 	}
+}
+
+// digestOwner is the function a digest type is sent by.
+type digestOwner struct {
+	typ  *p4gen.DigestType
+	half *half
+}
+
+// storeDigests records which function each digest of the program
+// connected belongs to; fs.mu is held.
+func (fs *Flowspace) storeDigests() {
+	owners := map[string]digestOwner{}
+	if fs.asm != nil {
+		for _, t := range fs.asm.Prog.Digests {
+			for n, h := range fs.halves {
+				if n.ID == t.Owner {
+					owners[t.Name] = digestOwner{t, h}
+				}
+			}
+		}
+	}
+	fs.digests.Store(&owners)
 }
 
 // records is a producer's way up: its records in a stream of their own,
