@@ -3,7 +3,7 @@ package p4gen
 import (
 	"cmp"
 	"fmt"
-	"math/bits"
+	gobits "math/bits"
 	"slices"
 	"strings"
 
@@ -676,13 +676,13 @@ func (pr *printer) hash(s Hash) ([]p4.Stmt, error) {
 	algo := map[HashAlgo]string{CRC32: "crc32", CRC16: "crc16", Identity: "identity"}[s.Algo]
 	w := s.Dst.Bits
 	baseW := w
-	if bits.Len64(s.Base) > w {
+	if gobits.Len64(s.Base) > w {
 		baseW = 64
 	}
 	var max p4.Expr
 	if s.Max > 0 {
 		mw := 32
-		if bits.Len64(s.Max) > 32 {
+		if gobits.Len64(s.Max) > 32 {
 			mw = 64
 		}
 		max = lit(s.Max, mw)

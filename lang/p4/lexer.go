@@ -39,9 +39,9 @@ var puncts = []string{
 	"!", "~", "&", "|", "^", "+", "-", "*", "/", "%", "?", "@",
 }
 
-// MaxWidth is the widest bit<W> or varbit<W> the subset has, and literals
-// are at most 64 bits wide.
-const MaxWidth = 2048
+// MaxWidth is the widest varbit<W> the subset parses; bit<W> values and
+// literals have at most 64 bits.
+const MaxWidth = 1 << 16
 
 // lexer turns a source into tokens, all at once.
 type lexer struct {
