@@ -90,6 +90,7 @@ func fld(p *Program, h, name string) Ref {
 func foldStd(t *testing.T) *Program {
 	t.Helper()
 	p := NewProgram("std")
+	p.UpdateIPv4Checksum = true
 	b := &Builder{Prog: p, ID: "s#3", Prefix: "s_3", In: True}
 	sig := b.Meta("sig", 64)
 	h := b.Meta("h", 32)
@@ -117,7 +118,6 @@ func foldStd(t *testing.T) *Program {
 func allNodes(t *testing.T) *Program {
 	t.Helper()
 	p := testLib("everything")
-	p.UpdateIPv4Checksum = true
 	b := &Builder{Prog: p, ID: "e#1", Prefix: "e_1", In: True}
 	h32 := b.Meta("h32", 32)
 	h16 := b.Meta("h16", 16)

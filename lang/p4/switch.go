@@ -687,6 +687,44 @@ func (sw *Switch) listBits(e *env, x Expr) ([]byte, int, error) {
 	return packBits(vals, widths), total, nil
 }
 
+// checksumBytes packs the fields of a checksum's list as bmv2 does: the
+// fields of headers that are not valid left out, a varbit field as the
+// bytes extracted into it.
+func (sw *Switch) checksumBytes(e *env, l *ListExpr) ([]byte, error) {
+	var buf []byte
+	off := 0
+	for _, el := range l.Elems {
+		t := sw.C.Types[el]
+		if m, ok := el.(*Member); ok && sw.C.Types[m.X] != nil && sw.C.Types[m.X].Kind == KHeader {
+			h, err := sw.place(e, m.X)
+			if err != nil {
+				return nil, err
+			}
+			if !e.valid[h] {
+				continue
+			}
+			if t.Kind == KVarbit {
+				if off%8 != 0 {
+					return nil, fmt.Errorf("%s: a varbit field off a byte boundary in a checksum", el.Position())
+				}
+				buf = append(buf, e.varData[h]...)
+				off += 8 * len(e.varData[h])
+				continue
+			}
+		}
+		v, err := sw.eval(e, el)
+		if err != nil {
+			return nil, err
+		}
+		for len(buf)*8 < off+t.Width {
+			buf = append(buf, 0)
+		}
+		putBits(buf, off, t.Width, v)
+		off += t.Width
+	}
+	return buf, nil
+}
+
 func (sw *Switch) extern(e *env, ce *CallExpr, name string) error {
 	at := ce.Position()
 	switch name {
@@ -749,7 +787,7 @@ func (sw *Switch) extern(e *env, ce *CallExpr, name string) error {
 		if err != nil || c == 0 {
 			return err
 		}
-		data, _, err := sw.listBits(e, ce.Args[1])
+		data, err := sw.checksumBytes(e, ce.Args[1].(*ListExpr))
 		if err != nil {
 			return err
 		}
