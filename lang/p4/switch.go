@@ -165,7 +165,6 @@ type env struct {
 	payload []byte
 	clones  []uint32
 	dig     []DigestMsg
-	drop    bool
 	role    string
 }
 
@@ -193,10 +192,10 @@ func (sw *Switch) Process(a Arrival) (Result, error) {
 		return res, err
 	}
 	res.Digests = e.dig
+	// As bmv2: the packet is dropped when egress_spec is the drop port at
+	// the end of ingress (mark_to_drop sets it; an action after it may set
+	// a port again).
 	spec := e.vals["std.egress_spec"]
-	if e.drop {
-		spec = dropPort
-	}
 	type out struct {
 		e        *env
 		port     uint64
@@ -227,14 +226,13 @@ func (sw *Switch) Process(a Arrival) (Result, error) {
 		o.e.vals["std.enq_qdepth"] = uint64(a.QDepth)
 		o.e.vals["std.deq_qdepth"] = uint64(a.QDepth)
 		o.e.vals["std.egress_global_timestamp"] = a.Time & (1<<48 - 1)
-		o.e.drop = false
 		n := len(o.e.dig)
 		if err := sw.control(o.e, sw.C.Egress, "egress"); err != nil {
 			return res, err
 		}
 		res.Digests = append(res.Digests, o.e.dig[n:]...)
-		if o.e.drop {
-			continue
+		if o.e.vals["std.egress_spec"] == dropPort {
+			continue // dropped in egress, as bmv2 does
 		}
 		if sw.C.Compute != nil {
 			if err := sw.control(o.e, sw.C.Compute, "compute"); err != nil {
@@ -780,7 +778,6 @@ func (sw *Switch) extern(e *env, ce *CallExpr, name string) error {
 		}
 		e.clones = append(e.clones, uint32(s))
 	case "mark_to_drop":
-		e.drop = true
 		e.vals["std.egress_spec"] = dropPort
 	case "update_checksum", "verify_checksum":
 		c, err := sw.eval(e, ce.Args[0])
