@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ffpf-go/ffpf/lang"
 )
 
 type tokKind uint8
@@ -270,17 +272,4 @@ func describe(t token) string {
 	return strconv.Quote(shorten(t.text))
 }
 
-func shorten(s string) string {
-	const max = 32
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	n := 0
-	for i := range s {
-		if n == max {
-			return s[:i] + "…"
-		}
-		n++
-	}
-	return s
-}
+func shorten(s string) string { return lang.Shorten(s, 32) }
