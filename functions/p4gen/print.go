@@ -3,7 +3,7 @@ package p4gen
 import (
 	"cmp"
 	"fmt"
-	mbits "math/bits"
+	gobits "math/bits"
 	"slices"
 	"strings"
 
@@ -104,8 +104,8 @@ func lit(v uint64, w int) *p4.IntLit {
 }
 func hexLit(v uint64, w int) *p4.IntLit { return &p4.IntLit{Width: w, Value: v, Base: 16} }
 
-// path turns "hdr.ipv4.ttl" into the expression hdr.ipv4.ttl.
-func path(s string) p4.Expr {
+// pathExpr turns "hdr.ipv4.ttl" into the expression hdr.ipv4.ttl.
+func pathExpr(s string) p4.Expr {
 	parts := strings.Split(s, ".")
 	var e p4.Expr = name(parts[0])
 	for _, f := range parts[1:] {
@@ -118,7 +118,7 @@ func call(fun p4.Expr, args ...p4.Expr) *p4.CallExpr { return &p4.CallExpr{Fun: 
 
 func callStmt(fun p4.Expr, args ...p4.Expr) p4.Stmt { return &p4.CallStmt{Call: call(fun, args...)} }
 
-func method(obj, m string) p4.Expr { return &p4.Member{X: path(obj), Name: m} }
+func method(obj, m string) p4.Expr { return &p4.Member{X: pathExpr(obj), Name: m} }
 
 func (pr *printer) program() (*p4.Program, error) {
 	p := pr.p
@@ -331,7 +331,7 @@ func (pr *printer) parser() (*p4.ParserDecl, error) {
 	for _, s := range pr.p.Parser {
 		st := &p4.State{Name: s.Name}
 		for i, h := range s.Extract {
-			args := []p4.Expr{path("hdr." + h)}
+			args := []p4.Expr{pathExpr("hdr." + h)}
 			if i == len(s.Extract)-1 && s.VarBits != nil {
 				n, err := pr.expr(s.VarBits)
 				if err != nil {
@@ -413,7 +413,7 @@ func (pr *printer) pipeline(ctl string, body []Stmt) (*p4.ControlDecl, error) {
 		if mine(c) {
 			kind := map[CounterType]string{Packets: "packets", Bytes: "bytes", PacketsAndBytes: "packets_and_bytes"}[c.Type]
 			d.Locals = append(d.Locals, &p4.Instance{Type: named("counter"),
-				Args: []p4.Expr{lit(uint64(c.Size), 32), path("CounterType." + kind)}, Name: c.Name})
+				Args: []p4.Expr{lit(uint64(c.Size), 32), pathExpr("CounterType." + kind)}, Name: c.Name})
 		}
 	}
 	used := pr.ingress
@@ -536,23 +536,23 @@ func (pr *printer) compute() (*p4.ControlDecl, error) {
 	if !pr.p.UpdateIPv4Checksum {
 		return d, nil
 	}
-	h := pr.p.Header("ipv4")
-	if h == nil {
-		return nil, fmt.Errorf("UpdateIPv4Checksum without a header named ipv4")
-	}
-	if _, ok := h.Type.Field("hdr_checksum"); !ok {
-		return nil, fmt.Errorf("UpdateIPv4Checksum: header ipv4 has no field hdr_checksum")
-	}
-	// Exec sums the header's fixed fields with the checksum zeroed: the
-	// same sum as that of every other field.
+	// Exec sums the IPv4 chunks and the options that are valid, with the
+	// checksum zeroed: the same sum as that of every other field, since
+	// the checksum is a 16-bit word of its own.
 	list := &p4.ListExpr{}
-	for _, f := range h.Type.Fields {
-		if !f.Var && f.Name != "hdr_checksum" {
-			list.Elems = append(list.Elems, path("hdr.ipv4."+f.Name))
+	for _, h := range append(slices.Clone(IPv4Chunks), "ipv4_opts") {
+		hd := pr.p.Header(h)
+		if hd == nil {
+			return nil, fmt.Errorf("UpdateIPv4Checksum without the standard IPv4 header %s", h)
+		}
+		for _, f := range hd.Type.Fields {
+			if path := "hdr." + h + "." + f.Name; path != IPv4ChecksumField.Path {
+				list.Elems = append(list.Elems, pathExpr(path))
+			}
 		}
 	}
 	d.Apply.Stmts = append(d.Apply.Stmts, callStmt(name("update_checksum"),
-		call(method("hdr.ipv4", "isValid")), list, path("hdr.ipv4.hdr_checksum"), path("HashAlgorithm.csum16")))
+		call(method("hdr."+IPv4Chunks[len(IPv4Chunks)-1], "isValid")), list, pathExpr(IPv4ChecksumField.Path), pathExpr("HashAlgorithm.csum16")))
 	return d, nil
 }
 
@@ -561,7 +561,7 @@ func (pr *printer) deparser() *p4.ControlDecl {
 		{Type: named("packet_out"), Name: "packet"},
 		{Dir: "in", Type: named(HeadersType), Name: "hdr"}}, Apply: &p4.Block{}}
 	for _, h := range pr.p.Deparse {
-		d.Apply.Stmts = append(d.Apply.Stmts, callStmt(method("packet", "emit"), path("hdr."+h)))
+		d.Apply.Stmts = append(d.Apply.Stmts, callStmt(method("packet", "emit"), pathExpr("hdr."+h)))
 	}
 	return d
 }
@@ -651,7 +651,7 @@ func (pr *printer) stmt(s Stmt) ([]p4.Stmt, error) {
 		return one(&p4.CallStmt{Call: &p4.CallExpr{Fun: name("digest"), TypeArgs: []*p4.TypeRef{named(s.Type.Name)},
 			Args: []p4.Expr{lit(1, 32), &p4.ListExpr{Elems: xs}}}})
 	case Clone:
-		return one(callStmt(name("clone"), path("CloneType.I2E"), lit(uint64(s.Session), 32)))
+		return one(callStmt(name("clone"), pathExpr("CloneType.I2E"), lit(uint64(s.Session), 32)))
 	case SetValid:
 		m := "setInvalid"
 		if s.Valid {
@@ -676,13 +676,13 @@ func (pr *printer) hash(s Hash) ([]p4.Stmt, error) {
 	algo := map[HashAlgo]string{CRC32: "crc32", CRC16: "crc16", Identity: "identity"}[s.Algo]
 	w := s.Dst.Bits
 	baseW := w
-	if mbits.Len64(s.Base) > w {
+	if gobits.Len64(s.Base) > w {
 		baseW = 64
 	}
 	var max p4.Expr
 	if s.Max > 0 {
 		mw := 32
-		if mbits.Len64(s.Max) > 32 {
+		if gobits.Len64(s.Max) > 32 {
 			mw = 64
 		}
 		max = lit(s.Max, mw)
@@ -699,7 +699,7 @@ func (pr *printer) hash(s Hash) ([]p4.Stmt, error) {
 		}
 		max = lit(1<<uint(k), k+1)
 	}
-	return []p4.Stmt{callStmt(name("hash"), pr.ref(s.Dst), path("HashAlgorithm."+algo), lit(s.Base, baseW),
+	return []p4.Stmt{callStmt(name("hash"), pr.ref(s.Dst), pathExpr("HashAlgorithm."+algo), lit(s.Base, baseW),
 		&p4.ListExpr{Elems: data}, max)}, nil
 }
 
@@ -739,7 +739,7 @@ func (pr *printer) rmw(s RMW) ([]p4.Stmt, error) {
 	return []p4.Stmt{b}, nil
 }
 
-func (pr *printer) ref(r Ref) p4.Expr { return path(r.Path) }
+func (pr *printer) ref(r Ref) p4.Expr { return pathExpr(r.Path) }
 
 func (pr *printer) expr(x Expr) (p4.Expr, error) {
 	switch x := x.(type) {

@@ -14,18 +14,110 @@ import (
 func testPrograms(t *testing.T) map[string]*Program {
 	t.Helper()
 	out := map[string]*Program{}
-	c, _, _ := counting(t)
-	out["counting"] = c
-	out["everything"] = everything(t)
+	out["everything"] = allNodes(t)
 	out["tables"] = tables(t)
+	out["std"] = foldStd(t)
 	return out
 }
 
-// everything uses each statement and expression kind at least once.
-func everything(t *testing.T) *Program {
+// The test programs other than std read header fields of a header
+// library of their own (Ethernet, two VLAN tags, IPv4 with options as a
+// varbit, IPv6, TCP, UDP, ICMP), so that they do not change when the
+// standard library does.
+var (
+	tEth  = &HeaderType{Name: "eth_t", Fields: []Field{{Name: "dst", Bits: 48}, {Name: "src", Bits: 48}, {Name: "ether_type", Bits: 16}}}
+	tVLAN = &HeaderType{Name: "vlan_t", Fields: []Field{{Name: "pcp", Bits: 3}, {Name: "dei", Bits: 1}, {Name: "vid", Bits: 12}, {Name: "ether_type", Bits: 16}}}
+	tIPv4 = &HeaderType{Name: "ipv4_t", Fields: []Field{{Name: "version", Bits: 4}, {Name: "ihl", Bits: 4}, {Name: "diffserv", Bits: 8},
+		{Name: "total_len", Bits: 16}, {Name: "identification", Bits: 16}, {Name: "flags", Bits: 3}, {Name: "frag_offset", Bits: 13},
+		{Name: "ttl", Bits: 8}, {Name: "protocol", Bits: 8}, {Name: "hdr_checksum", Bits: 16}, {Name: "src_addr", Bits: 32}, {Name: "dst_addr", Bits: 32}}}
+	tOpts = &HeaderType{Name: "ipv4_options_t", Fields: []Field{{Name: "options", Bits: 320, Var: true}}}
+	tIPv6 = &HeaderType{Name: "ipv6_t", Fields: []Field{{Name: "version", Bits: 4}, {Name: "traffic_class", Bits: 8}, {Name: "flow_label", Bits: 20},
+		{Name: "payload_len", Bits: 16}, {Name: "next_hdr", Bits: 8}, {Name: "hop_limit", Bits: 8},
+		{Name: "src_hi", Bits: 64}, {Name: "src_lo", Bits: 64}, {Name: "dst_hi", Bits: 64}, {Name: "dst_lo", Bits: 64}}}
+	tTCP = &HeaderType{Name: "tcp_t", Fields: []Field{{Name: "src_port", Bits: 16}, {Name: "dst_port", Bits: 16}, {Name: "seq_no", Bits: 32},
+		{Name: "ack_no", Bits: 32}, {Name: "data_offset", Bits: 4}, {Name: "res", Bits: 4}, {Name: "flags", Bits: 8}, {Name: "window", Bits: 16},
+		{Name: "checksum", Bits: 16}, {Name: "urgent_ptr", Bits: 16}}}
+	tUDP  = &HeaderType{Name: "udp_t", Fields: []Field{{Name: "src_port", Bits: 16}, {Name: "dst_port", Bits: 16}, {Name: "length", Bits: 16}, {Name: "checksum", Bits: 16}}}
+	tICMP = &HeaderType{Name: "icmp_t", Fields: []Field{{Name: "icmp_type", Bits: 8}, {Name: "code", Bits: 8}, {Name: "checksum", Bits: 16}}}
+)
+
+// testLib returns a program with the test header library and its parser.
+func testLib(name string) *Program {
+	p := &Program{Name: name, HeaderTypes: []*HeaderType{tEth, tVLAN, tIPv4, tOpts, tIPv6, tTCP, tUDP, tICMP},
+		Headers: []*Header{{"ethernet", tEth}, {"vlan0", tVLAN}, {"vlan1", tVLAN}, {"ipv4", tIPv4}, {"ipv4_options", tOpts},
+			{"ipv6", tIPv6}, {"tcp", tTCP}, {"udp", tUDP}, {"icmp", tICMP}},
+		Deparse: []string{"ethernet", "vlan0", "vlan1", "ipv4", "ipv4_options", "ipv6", "tcp", "udp", "icmp"}}
+	ethertype := func(vlan string) []Case {
+		return []Case{{Values: []uint64{0x8100}, Next: vlan}, {Values: []uint64{0x88a8}, Next: vlan},
+			{Values: []uint64{0x0800}, Next: "parse_ipv4"}, {Values: []uint64{0x86dd}, Next: "parse_ipv6"}}
+	}
+	l4 := []Case{{Values: []uint64{6}, Next: "parse_tcp"}, {Values: []uint64{17}, Next: "parse_udp"}, {Values: []uint64{1}, Next: "parse_icmp"}}
+	ihl, frag := fld(p, "ipv4", "ihl"), fld(p, "ipv4", "frag_offset")
+	p.Parser = []*ParserState{
+		{Name: "start", Extract: []string{"ethernet"}, Select: []Expr{fld(p, "ethernet", "ether_type")}, Cases: ethertype("parse_vlan0"), Default: Accept},
+		{Name: "parse_vlan0", Extract: []string{"vlan0"}, Select: []Expr{fld(p, "vlan0", "ether_type")}, Cases: ethertype("parse_vlan1"), Default: Accept},
+		{Name: "parse_vlan1", Extract: []string{"vlan1"}, Select: []Expr{fld(p, "vlan1", "ether_type")}, Cases: ethertype(Reject)[2:], Default: Accept},
+		{Name: "parse_ipv4", Extract: []string{"ipv4"}, Select: []Expr{ihl, frag}, Cases: []Case{
+			{Values: []uint64{0, 0}, Masks: []uint64{0xc, 0}, Next: Reject},
+			{Values: []uint64{4, 0}, Masks: []uint64{0xf, 0}, Next: Accept},
+			{Values: []uint64{5, 0}, Masks: []uint64{0xf, 0x1fff}, Next: "parse_ipv4_l4"},
+			{Values: []uint64{5, 0}, Masks: []uint64{0xf, 0}, Next: Accept},
+			{Values: []uint64{0, 0}, Masks: []uint64{0, 0}, Next: "parse_ipv4_options"}}, Default: Accept},
+		{Name: "parse_ipv4_options", Extract: []string{"ipv4_options"}, VarBits: B(Shl, Cast{Bits: 32, X: B(Sub, ihl, C(5, 4))}, C(5, 32)),
+			Select: []Expr{frag}, Cases: []Case{{Values: []uint64{0}, Next: "parse_ipv4_l4"}}, Default: Accept},
+		{Name: "parse_ipv4_l4", Select: []Expr{fld(p, "ipv4", "protocol")}, Cases: l4, Default: Accept},
+		{Name: "parse_ipv6", Extract: []string{"ipv6"}, Select: []Expr{fld(p, "ipv6", "next_hdr")}, Cases: l4[:2], Default: Accept},
+		{Name: "parse_tcp", Extract: []string{"tcp"}, Default: Accept},
+		{Name: "parse_udp", Extract: []string{"udp"}, Default: Accept},
+		{Name: "parse_icmp", Extract: []string{"icmp"}, Default: Accept},
+	}
+	return p
+}
+
+// fld returns hdr.<h>.<name> of p.
+func fld(p *Program, h, name string) Ref {
+	f, ok := p.Header(h).Type.Field(name)
+	if !ok {
+		panic("no field " + h + "." + name)
+	}
+	return Ref{Path: "hdr." + h + "." + name, Bits: f.Bits}
+}
+
+// foldStd runs the standard library's parser (NewProgram, whatever its
+// headers are): it counts each header's validity and folds every field it
+// can read into a value it digests, so that a parser the interpreter runs
+// differently from Exec shows.
+func foldStd(t *testing.T) *Program {
 	t.Helper()
-	p := NewProgram("everything")
+	p := NewProgram("std")
 	p.UpdateIPv4Checksum = true
+	b := &Builder{Prog: p, ID: "s#3", Prefix: "s_3", In: True}
+	sig := b.Meta("sig", 64)
+	h := b.Meta("h", 32)
+	seen := b.Counter("valid", len(p.Headers), Packets, "valid", "", 0)
+	d := b.Digest("fields", []Field{{Name: "sig", Bits: 64}, {Name: "h", Bits: 32}})
+	for i, hd := range p.Headers {
+		var fold []Stmt
+		for _, f := range hd.Type.Fields {
+			if f.Var {
+				continue
+			}
+			fold = append(fold, Assign{Dst: sig, X: B(Add, B(Shl, sig, C(1, 64)), Cast{Bits: 64, X: Ref{Path: "hdr." + hd.Name + "." + f.Name, Bits: f.Bits}})})
+		}
+		b.Add(If{Cond: Valid{hd.Name}, Then: append([]Stmt{Count{Counter: seen, Index: C(uint64(i), 32)}}, fold...)})
+	}
+	b.Add(Hash{Dst: h, Algo: CRC32, Data: []Expr{sig}}, Digest{Type: d, Values: []Expr{sig, h}}, Assign{Dst: Std("egress_spec"), X: C(1, 9)})
+	p.Ingress = b.Body
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// allNodes uses each statement and expression kind at least once.
+func allNodes(t *testing.T) *Program {
+	t.Helper()
+	p := testLib("everything")
 	b := &Builder{Prog: p, ID: "e#1", Prefix: "e_1", In: True}
 	h32 := b.Meta("h32", 32)
 	h16 := b.Meta("h16", 16)
@@ -43,21 +135,21 @@ func everything(t *testing.T) *Program {
 	cb := b.Counter("cb", 2, Bytes, "", "b", 0)
 	cEg := b.Counter("ceg", 4, PacketsAndBytes, "p", "b", 0)
 	dg := b.Digest("d", []Field{{Name: "src", Bits: 32}, {Name: "v", Bits: 16}, {Name: "f", Bits: 1}})
-	ttl := F("ipv4", "ttl")
-	src := F("ipv4", "src_addr")
-	dst := F("ipv4", "dst_addr")
-	sport := F("tcp", "src_port")
+	ttl := fld(p, "ipv4", "ttl")
+	src := fld(p, "ipv4", "src_addr")
+	dst := fld(p, "ipv4", "dst_addr")
+	sport := fld(p, "tcp", "src_port")
 	fwd := b.Action("fwd", []Field{{Name: "port", Bits: 9}, {Name: "tag", Bits: 8}},
 		Assign{Dst: Std("egress_spec"), X: Ref{Path: "port", Bits: 9}},
-		Assign{Dst: F("ipv4", "diffserv"), X: Ref{Path: "tag", Bits: 8}},
+		Assign{Dst: fld(p, "ipv4", "diffserv"), X: Ref{Path: "tag", Bits: 8}},
 		Random{Dst: rnd, Lo: 3, Hi: 200},
 		RMW{Reg: r1, Index: C(2, 32), New: Unary{Op: Inv, X: Old{1}}},
 	)
 	drop := b.Action("drop", nil, MarkToDrop{})
 	stamp := b.Action("stamp", []Field{{Name: "v", Bits: 16}},
 		SetValid{Header: "udp", Valid: true},
-		Assign{Dst: F("udp", "src_port"), X: Ref{Path: "v", Bits: 16}},
-		Assign{Dst: F("udp", "dst_port"), X: B(SatAdd, Ref{Path: "v", Bits: 16}, C(0xfff0, 16))},
+		Assign{Dst: fld(p, "udp", "src_port"), X: Ref{Path: "v", Bits: 16}},
+		Assign{Dst: fld(p, "udp", "dst_port"), X: B(SatAdd, Ref{Path: "v", Bits: 16}, C(0xfff0, 16))},
 	)
 	b.Add(
 		Assign{Dst: flag, X: Cast{Bits: 1, X: Valid{"tcp"}}},
@@ -109,15 +201,15 @@ func everything(t *testing.T) *Program {
 // action parameters and default arguments.
 func tables(t *testing.T) *Program {
 	t.Helper()
-	p := NewProgram("tables")
+	p := testLib("tables")
 	b := &Builder{Prog: p, ID: "t#2", Prefix: "t_2", In: True}
 	class := b.Meta("class", 8)
 	set := b.Action("set", []Field{{Name: "c", Bits: 8}}, Assign{Dst: class, X: Ref{Path: "c", Bits: 8}})
 	nop := b.Action("nop", nil)
 	out := b.Action("out", []Field{{Name: "port", Bits: 9}}, Assign{Dst: Std("egress_spec"), X: Ref{Path: "port", Bits: 9}})
-	proto := F("ipv4", "protocol")
-	dport := F("tcp", "dst_port")
-	lpm := b.Table(&Table{Name: "routes", Keys: []TableKey{{X: F("ipv4", "dst_addr"), Match: LPM}},
+	proto := fld(p, "ipv4", "protocol")
+	dport := fld(p, "tcp", "dst_port")
+	lpm := b.Table(&Table{Name: "routes", Keys: []TableKey{{X: fld(p, "ipv4", "dst_addr"), Match: LPM}},
 		Actions: []*Action{out}, Default: out, DefaultArgs: []uint64{7}, Size: 16, Const: true,
 		Entries: []Entry{
 			{Match: []Match{{Value: 0x0a000000, PrefixLen: 8}}, Action: out, Args: []uint64{1}},
@@ -136,7 +228,7 @@ func tables(t *testing.T) *Program {
 	b.Add(
 		Apply{Table: installed},
 		If{Cond: Valid{"ipv4"}, Then: []Stmt{Apply{Table: acl}, Apply{Table: lpm}}},
-		If{Cond: B(Eq, class, C(2, 8)), Then: []Stmt{Assign{Dst: F("ipv4", "ttl"), X: B(Sub, F("ipv4", "ttl"), C(1, 8))}}},
+		If{Cond: B(Eq, class, C(2, 8)), Then: []Stmt{Assign{Dst: fld(p, "ipv4", "ttl"), X: B(Sub, fld(p, "ipv4", "ttl"), C(1, 8))}}},
 	)
 	p.Ingress = b.Body
 	if err := p.Validate(); err != nil {

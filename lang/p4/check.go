@@ -175,13 +175,19 @@ func (c *checker) resolve(s *scope, n string, at Pos) *Symbol {
 			names = append(names, k)
 		}
 	}
+	c.undeclared(at, "name", n, names)
+	return nil
+}
+
+// undeclared reports an undeclared name of a kind, with the closest of
+// names when one is close.
+func (c *checker) undeclared(at Pos, kind, n string, names []string) {
 	sort.Strings(names)
 	if sug, ok := lang.Suggest(n, names); ok {
-		c.errorf(at, "undeclared name %s (did you mean %s?)", n, sug)
+		c.errorf(at, "undeclared %s %s (did you mean %s?)", kind, n, sug)
 	} else {
-		c.errorf(at, "undeclared name %s", n)
+		c.errorf(at, "undeclared %s %s", kind, n)
 	}
-	return nil
 }
 
 func (c *checker) program() {
@@ -243,18 +249,7 @@ func (c *checker) program() {
 	}
 }
 
-func posAtEnd(src string) Pos {
-	p := Pos{Offset: len(src), Line: 1, Col: 1}
-	for _, r := range src {
-		if r == '\n' {
-			p.Line++
-			p.Col = 1
-		} else {
-			p.Col++
-		}
-	}
-	return p
-}
+func posAtEnd(src string) Pos { return lang.PosAt(src, len(src)) }
 
 // collectLater records every declared name and where, so that a use
 // before the declaration is told apart from an undeclared name.
@@ -447,12 +442,7 @@ func (c *checker) state(s *scope, n string, at Pos) {
 				names = append(names, k)
 			}
 		}
-		sort.Strings(names)
-		if sug, ok := lang.Suggest(n, names); ok {
-			c.errorf(at, "undeclared state %s (did you mean %s?)", n, sug)
-		} else {
-			c.errorf(at, "undeclared state %s", n)
-		}
+		c.undeclared(at, "state", n, names)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ffpf-go/ffpf/lang"
 )
 
 type tokKind uint8
@@ -39,9 +41,9 @@ var puncts = []string{
 	"!", "~", "&", "|", "^", "+", "-", "*", "/", "%", "?", "@",
 }
 
-// MaxWidth is the widest bit<W> or varbit<W> the subset has, and literals
-// are at most 64 bits wide.
-const MaxWidth = 2048
+// MaxWidth is the widest varbit<W> the subset parses; bit<W> values and
+// literals have at most 64 bits.
+const MaxWidth = 1 << 16
 
 // lexer turns a source into tokens, all at once.
 type lexer struct {
@@ -270,17 +272,4 @@ func describe(t token) string {
 	return strconv.Quote(shorten(t.text))
 }
 
-func shorten(s string) string {
-	const max = 32
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	n := 0
-	for i := range s {
-		if n == max {
-			return s[:i] + "…"
-		}
-		n++
-	}
-	return s
-}
+func shorten(s string) string { return lang.Shorten(s, 32) }

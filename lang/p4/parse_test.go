@@ -13,7 +13,7 @@ var parseErrorTests = []struct {
 	line, col int
 }{
 	{"header h {\n  bit<8> a\n}", `expected ";", found "}"`, 3, 1},
-	{"header h { bit<0> a; }", "bit<0>: a width of 1 to 2048 bits", 1, 16},
+	{"header h { bit<0> a; }", "bit<0>: a width of 1 to 65536 bits", 1, 16},
 	{"header h { bit<8 a; }", `expected ">", found "a"`, 1, 18},
 	{"struct s { bit<8> a; } typedef bit<8> t;", `"typedef" declarations are not in the subset`, 1, 24},
 	{"#define X 1", `unsupported preprocessor directive "#define X 1"`, 1, 1},

@@ -165,7 +165,6 @@ type env struct {
 	payload []byte
 	clones  []uint32
 	dig     []DigestMsg
-	drop    bool
 	role    string
 }
 
@@ -193,10 +192,10 @@ func (sw *Switch) Process(a Arrival) (Result, error) {
 		return res, err
 	}
 	res.Digests = e.dig
+	// As bmv2: the packet is dropped when egress_spec is the drop port at
+	// the end of ingress (mark_to_drop sets it; an action after it may set
+	// a port again).
 	spec := e.vals["std.egress_spec"]
-	if e.drop {
-		spec = dropPort
-	}
 	type out struct {
 		e        *env
 		port     uint64
@@ -227,14 +226,13 @@ func (sw *Switch) Process(a Arrival) (Result, error) {
 		o.e.vals["std.enq_qdepth"] = uint64(a.QDepth)
 		o.e.vals["std.deq_qdepth"] = uint64(a.QDepth)
 		o.e.vals["std.egress_global_timestamp"] = a.Time & (1<<48 - 1)
-		o.e.drop = false
 		n := len(o.e.dig)
 		if err := sw.control(o.e, sw.C.Egress, "egress"); err != nil {
 			return res, err
 		}
 		res.Digests = append(res.Digests, o.e.dig[n:]...)
-		if o.e.drop {
-			continue
+		if o.e.vals["std.egress_spec"] == dropPort {
+			continue // dropped in egress, as bmv2 does
 		}
 		if sw.C.Compute != nil {
 			if err := sw.control(o.e, sw.C.Compute, "compute"); err != nil {
@@ -687,6 +685,44 @@ func (sw *Switch) listBits(e *env, x Expr) ([]byte, int, error) {
 	return packBits(vals, widths), total, nil
 }
 
+// checksumBytes packs the fields of a checksum's list as bmv2 does: the
+// fields of headers that are not valid left out, a varbit field as the
+// bytes extracted into it.
+func (sw *Switch) checksumBytes(e *env, l *ListExpr) ([]byte, error) {
+	var buf []byte
+	off := 0
+	for _, el := range l.Elems {
+		t := sw.C.Types[el]
+		if m, ok := el.(*Member); ok && sw.C.Types[m.X] != nil && sw.C.Types[m.X].Kind == KHeader {
+			h, err := sw.place(e, m.X)
+			if err != nil {
+				return nil, err
+			}
+			if !e.valid[h] {
+				continue
+			}
+			if t.Kind == KVarbit {
+				if off%8 != 0 {
+					return nil, fmt.Errorf("%s: a varbit field off a byte boundary in a checksum", el.Position())
+				}
+				buf = append(buf, e.varData[h]...)
+				off += 8 * len(e.varData[h])
+				continue
+			}
+		}
+		v, err := sw.eval(e, el)
+		if err != nil {
+			return nil, err
+		}
+		for len(buf)*8 < off+t.Width {
+			buf = append(buf, 0)
+		}
+		putBits(buf, off, t.Width, v)
+		off += t.Width
+	}
+	return buf, nil
+}
+
 func (sw *Switch) extern(e *env, ce *CallExpr, name string) error {
 	at := ce.Position()
 	switch name {
@@ -742,14 +778,13 @@ func (sw *Switch) extern(e *env, ce *CallExpr, name string) error {
 		}
 		e.clones = append(e.clones, uint32(s))
 	case "mark_to_drop":
-		e.drop = true
 		e.vals["std.egress_spec"] = dropPort
 	case "update_checksum", "verify_checksum":
 		c, err := sw.eval(e, ce.Args[0])
 		if err != nil || c == 0 {
 			return err
 		}
-		data, _, err := sw.listBits(e, ce.Args[1])
+		data, err := sw.checksumBytes(e, ce.Args[1].(*ListExpr))
 		if err != nil {
 			return err
 		}
