@@ -485,7 +485,9 @@ func (x *sym) run(pc int, st *state) ([]entry, error) {
 func (x *sym) jump(pc int, in Instruction, k uint32, st *state) ([]entry, error) {
 	a := st.resolve(st.a)
 	jt, jf := pc+1+int(in.Jt), pc+1+int(in.Jf)
-	goTo := func(t int) func(*state) ([]entry, error) { return func(s *state) ([]entry, error) { return x.run(t, s) } }
+	goTo := func(t int) func(*state) ([]entry, error) {
+		return func(s *state) ([]entry, error) { return x.run(t, s) }
+	}
 	switch in.Code & 0xf0 {
 	case jmpJEQ:
 		c, ok := eqCube(a, k, ^uint32(0))
