@@ -139,7 +139,7 @@ var protoChunks = func() map[string][]chunk {
 		"tcp_csum", f(bits("checksum", 16)),
 		"tcp_urg", f(bits("urgent_ptr", 16)))
 	own("udp", "udp_len", f(bits("length", 16)), "udp_csum", f(bits("checksum", 16)))
-	own("icmp", "icmp_type", f(bits("type", 8)), "icmp_code", f(bits("code", 8)), "icmp_csum", f(bits("checksum", 16)))
+	own("icmp", "icmp_type", f(bits("icmp_type", 8)), "icmp_code", f(bits("code", 8)), "icmp_csum", f(bits("checksum", 16)))
 	// TCP and UDP chunks sit after the ports: offsets within the header.
 	for _, p := range []string{"tcp", "udp"} {
 		for i := range m[p] {
@@ -431,7 +431,7 @@ var stdFields = map[string][][2]string{
 	"tcp.flags":      {{"tcp_flags", "flags"}},
 	"tcp.win":        {{"tcp_win", "window"}},
 	"udp.len":        {{"udp_len", "length"}},
-	"icmp.type":      {{"icmp_type", "type"}},
+	"icmp.type":      {{"icmp_type", "icmp_type"}},
 	"icmp.code":      {{"icmp_code", "code"}},
 	"arp.spa":        {{"arp_spa", "spa"}},
 	"arp.tpa":        {{"arp_tpa", "tpa"}},
