@@ -88,6 +88,7 @@ func TestP4FilterEqualsLibpcap(t *testing.T) {
 			t.Fatal(err)
 		}
 		oracle := oracleProgram(t, insns)
+		p4test.Check(t, p)
 		s := p4test.Install(p)
 		pass, _ := p4test.RunSwitch(t, s, p4test.Packets(frames))
 		passed := 0

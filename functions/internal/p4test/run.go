@@ -136,6 +136,14 @@ func Switch(tb testing.TB, fs ...Fn) (*p4gen.Switch, []*p4gen.Builder) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	Check(tb, p)
+	return Install(p), bs
+}
+
+// Check prints p as P4_16 and fails the test unless our checker (lang/p4)
+// parses and accepts the text. It returns the text.
+func Check(tb testing.TB, p *p4gen.Program) []byte {
+	tb.Helper()
 	pr, err := p4gen.Print(p)
 	if err != nil {
 		tb.Fatalf("printing the program: %v", err)
@@ -149,7 +157,7 @@ func Switch(tb testing.TB, fs ...Fn) (*p4gen.Switch, []*p4gen.Builder) {
 	} else if err != nil {
 		tb.Fatalf("the printed program does not parse: %v", err)
 	}
-	return Install(p), bs
+	return pr.Text
 }
 
 // Install returns a switch running p with the entries of its tables
