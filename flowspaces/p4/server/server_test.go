@@ -24,7 +24,7 @@ import (
 
 // rig is a switch serving P4Runtime on a loopback port, and a client.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	dev  *pisa.Device
 	srv  *Server
 	c    p4.P4RuntimeClient
@@ -34,7 +34,7 @@ type rig struct {
 	out map[uint16][][]byte // frames that left, by port
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	r := &rig{t: t, out: map[uint16][][]byte{}}
 	r.dev = pisa.NewDevice(255, nil, 0)
@@ -72,7 +72,7 @@ func (r *rig) frames(port uint16) [][]byte {
 
 // client is one controller's stream.
 type client struct {
-	t        *testing.T
+	t        testing.TB
 	s        p4.P4Runtime_StreamChannelClient
 	election *p4.Uint128
 	msgs     chan *p4.StreamMessageResponse
