@@ -2,6 +2,7 @@ package p4gen
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,7 +95,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		}
 	}
 	for i, r := range p.Registers {
-		if a, b := sp.Regs[r], sq.Regs[q.Registers[i]]; !equalU64(a, b) {
+		if a, b := sp.Regs[r], sq.Regs[q.Registers[i]]; !slices.Equal(a, b) {
 			t.Errorf("register %s: %v and %v", r.Name, a, b)
 		}
 	}
@@ -110,19 +111,7 @@ func sameResult(a, b Result) bool {
 		}
 	}
 	for i := range a.Digests {
-		if a.Digests[i].Type.Name != b.Digests[i].Type.Name || !equalU64(a.Digests[i].Values, b.Digests[i].Values) {
-			return false
-		}
-	}
-	return true
-}
-
-func equalU64(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
+		if a.Digests[i].Type.Name != b.Digests[i].Type.Name || !slices.Equal(a.Digests[i].Values, b.Digests[i].Values) {
 			return false
 		}
 	}

@@ -290,11 +290,26 @@ func (m *Model) Process(a p4gen.Arrival) (*Result, error) {
 	if err != nil {
 		return &m.res, err
 	}
-	spec := p.v[m.sEgressSpec] // the drop port when dropped
-	clones := len(p.clones)    // those egress adds go nowhere, as in v1model
+	q := egressMeta{enqQ: a.QDepth, deqQ: a.QDepth, now: a.Time}
+	if err := m.instances(p, a, func(p *pkt, port uint16, instance uint32) error {
+		return m.egressOf(p, port, instance, q)
+	}); err != nil {
+		return &m.res, err
+	}
+	m.end()
+	return &m.res, nil
+}
+
+// instances calls f with each copy of the packet that leaves ingress:
+// the packet itself unless dropped (egress_spec the drop port), then a
+// fresh parse of it for each clone session it named that exists. Clones
+// named in egress go nowhere, as in v1model.
+func (m *Model) instances(p *pkt, a p4gen.Arrival, f func(p *pkt, port uint16, instance uint32) error) error {
+	spec := p.v[m.sEgressSpec]
+	clones := len(p.clones)
 	if spec != p4gen.DropPort {
-		if err := m.egressOf(p, uint16(spec), p4gen.InstanceNormal, egressMeta{enqQ: a.QDepth, deqQ: a.QDepth, now: a.Time}); err != nil {
-			return &m.res, err
+		if err := f(p, uint16(spec), p4gen.InstanceNormal); err != nil {
+			return err
 		}
 	}
 	for _, sess := range p.clones[:clones] {
@@ -305,12 +320,11 @@ func (m *Model) Process(a p4gen.Arrival) (*Result, error) {
 		c := &m.ck
 		m.arrive(c, a)
 		_ = m.parse(c)
-		if err := m.egressOf(c, port, p4gen.InstanceCloneI2E, egressMeta{enqQ: a.QDepth, deqQ: a.QDepth, now: a.Time}); err != nil {
-			return &m.res, err
+		if err := f(c, port, p4gen.InstanceCloneI2E); err != nil {
+			return err
 		}
 	}
-	m.end()
-	return &m.res, nil
+	return nil
 }
 
 // begin empties the per-packet results.
