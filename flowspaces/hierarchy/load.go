@@ -53,11 +53,18 @@ func Load(path string, reg *functions.Registry) (flowspaces.Flowspace, error) {
 // MaxFileSize bounds a hierarchy file; real ones are a few kilobytes.
 const MaxFileSize = 1 << 20
 
-// readConfig reads a configuration file that is a regular file of at most
-// MaxFileSize bytes. It opens without blocking, so that a FIFO with no
-// writer is refused rather than waited for, and a device (/dev/zero) is
-// refused rather than read without end.
+// readConfig reads a hierarchy file: a regular file of at most
+// MaxFileSize bytes.
 func readConfig(path string) ([]byte, error) {
+	return ReadBounded(path, MaxFileSize, "a hierarchy file")
+}
+
+// ReadBounded reads a configuration or source file (what names its kind
+// in errors: "a hierarchy file") that is a regular file of at most max
+// bytes. It opens without blocking, so that a FIFO with no writer is
+// refused rather than waited for, and a device (/dev/zero) is refused
+// rather than read without end. Its errors name the file.
+func ReadBounded(path string, max int64, what string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
@@ -70,17 +77,21 @@ func readConfig(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("cannot read %s: it is %s, not a regular file", path, fileKind(st.Mode()))
 	}
-	if st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("cannot read %s: it is %d bytes, and a hierarchy file may have at most %d (1 MiB)", path, st.Size(), MaxFileSize)
+	size := strconv.FormatInt(max, 10) + " bytes"
+	if max%(1<<20) == 0 {
+		size = strconv.FormatInt(max>>20, 10) + " MiB"
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("cannot read %s: it is %d bytes, and %s may have at most %d (%s)", path, st.Size(), what, max, size)
 	}
 	// The size may have changed since Stat: read one byte more than the
 	// limit to notice.
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
 	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("cannot read %s: it has more than %d bytes (1 MiB), the most a hierarchy file may have", path, MaxFileSize)
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("cannot read %s: it has more than %d bytes (%s), the most %s may have", path, max, size, what)
 	}
 	return data, nil
 }

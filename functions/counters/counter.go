@@ -35,7 +35,18 @@ var counterState = &functions.State{Fields: []functions.StateField{
 			return int(p.Int("size")) * entryWords(measure.Spec(p))
 		},
 		LenDoc:  "size×(key words+2)",
-		Summary: "the hash table: per entry the key's words, its value, and a used mark (keyed)"},
+		Summary: "the hash table: per entry the key's words, its value, and a used mark (keyed)",
+		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP}},
+	{Name: "slots", Type: buffers.U64, Merge: functions.MergeShared,
+		LenOf: func(p functions.Params) int {
+			if !p.Has("key") {
+				return 1
+			}
+			return p4Size(p) * entryWords(measure.Spec(p))
+		},
+		LenDoc:  "(key words+2)×size (size rounded up to a power of two)",
+		Summary: "the switch's table, a column per register: the key's words, the values, the used marks (keyed)",
+		Targets: []functions.Target{functions.TargetP4}},
 }}
 
 func entryWords(sp *flowkey.Spec) int { return sp.Words() + 2 }
@@ -61,9 +72,9 @@ func init() {
 		},
 		State:    counterState,
 		Readable: counterReads,
-		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
 		Runs:     counterRuns,
-		Code:     functions.EBPFCode(ebpfCounterCode),
+		Code:     functions.Codes(functions.EBPFCode(ebpfCounterCode), functions.P4Code(p4CounterCode)),
 		Produces: measure.Reports,
 		Validate: func(ctx *functions.Context) error {
 			if ctx.Params.Has("key") {
@@ -88,9 +99,7 @@ type Counter struct {
 	lt     functions.LinkType
 
 	sp      *flowkey.Spec
-	words   int // per entry
-	size    uint32
-	table   []uint64
+	tab     table
 	packets int // offsets of the scalar fields
 	byteOff int
 	keysOff int
@@ -103,7 +112,7 @@ type Counter struct {
 
 // NewCounter instantiates a counter.
 func NewCounter(ctx *functions.Context) (*Counter, error) {
-	m, err := counterState.NewMBuf(functions.TargetUser, ctx.Params)
+	m, err := counterState.NewMBuf(ctx.StateTarget(), ctx.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -119,9 +128,11 @@ func NewCounter(ctx *functions.Context) (*Counter, error) {
 	}
 	if ctx.Params.Has("key") {
 		c.sp = measure.Spec(ctx.Params)
-		c.words = entryWords(c.sp)
-		c.size = uint32(ctx.Params.Int("size"))
-		c.table = m.Uint64s(functions.FieldOf(m, "table"))
+		if ctx.Target == functions.TargetP4 {
+			c.tab = newP4Table(c.sp, p4Size(ctx.Params), m.Uint64s(functions.FieldOf(m, "slots")))
+		} else {
+			c.tab = newProbeTable(c.sp, uint32(ctx.Params.Int("size")), m.Uint64s(functions.FieldOf(m, "table")))
+		}
 		if c.report > 0 {
 			c.top = sketch.NewTopK[flowkey.Key](c.report)
 			c.entries = make([]sketch.Entry[flowkey.Key], 0, c.report)
@@ -157,49 +168,15 @@ func (c *Counter) count(pkt []byte, md *buffers.Meta) {
 		return
 	}
 	v := measure.ValueOf(md, c.bytes)
-	i := c.find(&c.key, true)
-	if i < 0 {
+	value, claimed := c.tab.find(&c.key, true)
+	if value == nil {
 		c.m.Add64(c.dropOff, 1)
 		return
 	}
-	atomic.AddUint64(&c.table[i+c.words-2], v)
-}
-
-// find returns the offset of k's entry, inserting it when insert is set,
-// or -1 (no room, or absent).
-func (c *Counter) find(k *flowkey.Key, insert bool) int {
-	nw := c.words - 2
-	h := c.sp.Hash(k, 0)
-	slot := flowkey.Index(h, 0, c.size)
-	for range min(maxProbe, int(c.size)) {
-		i := int(slot) * c.words
-		e := c.table[i : i+c.words : i+c.words]
-		if atomic.LoadUint64(&e[nw+1]) == 0 {
-			if !insert {
-				return -1
-			}
-			for j := range nw {
-				atomic.StoreUint64(&e[j], k[j])
-			}
-			atomic.StoreUint64(&e[nw+1], 1)
-			c.m.Add64(c.keysOff, 1)
-			return i
-		}
-		same := true
-		for j := range nw {
-			if atomic.LoadUint64(&e[j]) != k[j] {
-				same = false
-				break
-			}
-		}
-		if same {
-			return i
-		}
-		if slot++; slot == c.size {
-			slot = 0
-		}
+	if claimed {
+		c.m.Add64(c.keysOff, 1)
 	}
-	return -1
+	atomic.AddUint64(value, v)
 }
 
 // Deadline implements functions.Clocked.
@@ -225,7 +202,9 @@ func (c *Counter) reset() {
 	for _, off := range []int{c.packets, c.byteOff, c.keysOff, c.dropOff, c.noKey} {
 		c.m.Store64(off, 0)
 	}
-	clear(c.table)
+	if c.tab != nil {
+		c.tab.clear()
+	}
 }
 
 func (c *Counter) emit(start int64) {
@@ -241,15 +220,7 @@ func (c *Counter) emit(start int64) {
 		return
 	}
 	c.top.Reset()
-	nw := c.words - 2
-	var k flowkey.Key
-	for i := 0; i+c.words <= len(c.table); i += c.words {
-		if c.table[i+nw+1] == 0 {
-			continue
-		}
-		copy(k[:nw], c.table[i:i+nw])
-		c.top.Offer(&k, c.sp.Hash(&k, 0), c.table[i+nw])
-	}
+	c.tab.each(func(k *flowkey.Key, v uint64) { c.top.Offer(k, c.sp.Hash(k, 0), v) })
 	c.entries = c.top.Append(c.entries[:0])
 	for i := range c.entries {
 		e := &c.entries[i]
@@ -319,11 +290,11 @@ func (c *Counter) Read(name string) (functions.Reader, error) {
 			if !c.sp.Extract(c.lt, p.Data(slot), &k) {
 				return 0
 			}
-			i := c.find(&k, false)
-			if i < 0 {
+			value, _ := c.tab.find(&k, false)
+			if value == nil {
 				return 0
 			}
-			return float64(atomic.LoadUint64(&c.table[i+c.words-2]))
+			return float64(atomic.LoadUint64(value))
 		}, nil
 	}
 	return nil, fmt.Errorf("counter has no %q to read (it has packets, bytes, value)", name)
@@ -356,15 +327,7 @@ func (c *Counter) topHandler(arg string) (any, error) {
 		return nil, fmt.Errorf("top takes a number of keys, 1 to 65536, not %q", arg)
 	}
 	top := sketch.NewTopK[flowkey.Key](k)
-	nw := c.words - 2
-	var key flowkey.Key
-	for i := 0; i+c.words <= len(c.table); i += c.words {
-		if c.table[i+nw+1] == 0 {
-			continue
-		}
-		copy(key[:nw], c.table[i:i+nw])
-		top.Offer(&key, c.sp.Hash(&key, 0), c.table[i+nw])
-	}
+	c.tab.each(func(key *flowkey.Key, v uint64) { top.Offer(key, c.sp.Hash(key, 0), v) })
 	var out []map[string]any
 	for _, e := range top.Append(nil) {
 		out = append(out, map[string]any{"key": json.RawMessage(c.sp.Format(&e.Key)), "value": e.Estimate})

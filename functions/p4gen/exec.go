@@ -22,6 +22,23 @@ type Switch struct {
 	// Random gives v1model random's values: a uniform integer in
 	// [lo, hi]. Nil: a PCG seeded with 1, so that runs repeat.
 	Random func(lo, hi uint64) uint64
+
+	headers map[string]*Header
+	paths   map[string][]string // a header's fields as "hdr.h.f", in order
+}
+
+// header returns the header instance named name and its fields' paths.
+func (s *Switch) header(name string) (*Header, []string) {
+	if s.headers == nil {
+		s.headers, s.paths = map[string]*Header{}, map[string][]string{}
+		for _, h := range s.Prog.Headers {
+			s.headers[h.Name] = h
+			for _, f := range h.Type.Fields {
+				s.paths[h.Name] = append(s.paths[h.Name], "hdr."+h.Name+"."+f.Name)
+			}
+		}
+	}
+	return s.headers[name], s.paths[name]
 }
 
 // CounterCell is one cell of a counter.
@@ -181,7 +198,7 @@ func (s *Switch) parse(e *env, data []byte) error {
 	st := s.Prog.Parser[0]
 	for {
 		for i, h := range st.Extract {
-			hdr := s.Prog.Header(h)
+			hdr, paths := s.header(h)
 			fixed := hdr.Type.Bits()
 			varBits := 0
 			if i == len(st.Extract)-1 && st.VarBits != nil {
@@ -196,7 +213,7 @@ func (s *Switch) parse(e *env, data []byte) error {
 				return ErrPacketTooShort
 			}
 			off := bit
-			for _, f := range hdr.Type.Fields {
+			for j, f := range hdr.Type.Fields {
 				if f.Var {
 					if varBits > f.Bits {
 						return fmt.Errorf("header %s: varbit field %s of %d bits takes at most %d", h, f.Name, varBits, f.Bits)
@@ -205,7 +222,7 @@ func (s *Switch) parse(e *env, data []byte) error {
 					off += varBits
 					continue
 				}
-				e.vals["hdr."+h+"."+f.Name] = getBits(data, off, f.Bits)
+				e.vals[paths[j]] = getBits(data, off, f.Bits)
 				off += f.Bits
 			}
 			bit = off
@@ -254,10 +271,16 @@ func (s *Switch) parse(e *env, data []byte) error {
 
 // deparse emits the valid headers of Deparse, then the payload.
 func (s *Switch) deparse(e *env) []byte {
-	if s.Prog.UpdateIPv4Checksum && e.valid["ipv4"] {
-		e.vals["hdr.ipv4.hdr_checksum"] = 0
-		hdr := s.emit(e, "ipv4")
-		e.vals["hdr.ipv4.hdr_checksum"] = uint64(Checksum16(hdr))
+	if s.Prog.UpdateIPv4Checksum && e.valid[IPv4Chunks[len(IPv4Chunks)-1]] {
+		sum := IPv4ChecksumField
+		e.vals[sum.Path] = 0
+		var hdr []byte
+		for _, h := range append(IPv4Chunks, "ipv4_opts") {
+			if e.valid[h] {
+				hdr = append(hdr, s.emit(e, h)...)
+			}
+		}
+		e.vals[sum.Path] = uint64(Checksum16(hdr))
 	}
 	var out []byte
 	for _, h := range s.Prog.Deparse {
@@ -269,17 +292,18 @@ func (s *Switch) deparse(e *env) []byte {
 }
 
 func (s *Switch) emit(e *env, h string) []byte {
-	t := s.Prog.Header(h).Type
+	hdr, paths := s.header(h)
+	t := hdr.Type
 	n := t.Bits() + 8*len(e.varData[h])
 	b := make([]byte, n/8)
 	off := 0
-	for _, f := range t.Fields {
+	for j, f := range t.Fields {
 		if f.Var {
 			copy(b[off/8:], e.varData[h])
 			off += 8 * len(e.varData[h])
 			continue
 		}
-		putBits(b, off, f.Bits, e.vals["hdr."+h+"."+f.Name])
+		putBits(b, off, f.Bits, e.vals[paths[j]])
 		off += f.Bits
 	}
 	return b

@@ -35,9 +35,9 @@ func counting(t *testing.T) (*Program, *Register, *Counter) {
 	reg := b.Register("cells", 32, 16, "cells", 0)
 	ctr := b.Counter("seen", 1, PacketsAndBytes, "packets", "bytes", 0)
 	d := b.Digest("d", []Field{{Name: "port", Bits: 16}, {Name: "count", Bits: 32}})
-	sport := F("udp", "src_port")
+	sport := F("l4_sport", "src_port")
 	b.Add(
-		If{Cond: AllOf(Valid{"udp"}, B(Eq, F("udp", "dst_port"), C(53, 16))), Then: []Stmt{
+		If{Cond: AllOf(Valid{"udp_csum"}, B(Eq, F("l4_dport", "dst_port"), C(53, 16))), Then: []Stmt{
 			Hash{Dst: idx, Algo: Identity, Data: []Expr{sport}, Max: 16},
 			RMW{Reg: reg, Index: idx, New: B(Add, Old{32}, C(1, 32)), NewTo: &now},
 			Count{Counter: ctr, Index: C(0, 32)},
@@ -88,7 +88,7 @@ func TestExecRefusesSecondAccess(t *testing.T) {
 	if err := p.Validate(); err == nil {
 		t.Fatal("two RMWs of one register on one path validated")
 	}
-	p.Ingress = []Stmt{If{Cond: Valid{"tcp"}, Then: b.Body[:1], Else: b.Body[1:]}}
+	p.Ingress = []Stmt{If{Cond: Valid{"tcp_flags"}, Then: b.Body[:1], Else: b.Body[1:]}}
 	if err := p.Validate(); err != nil {
 		t.Fatalf("RMWs on exclusive branches: %v", err)
 	}
@@ -113,7 +113,7 @@ func TestHashValues(t *testing.T) {
 func TestParserBogusIHLAndTruncation(t *testing.T) {
 	p, _, _ := counting(t)
 	s := NewSwitch(p)
-	// ihl 4: parsing stops at the IP header; no UDP header is valid.
+	// ihl 4: the ports are inside the IP header, no l4_dport chunk is extracted.
 	r, _ := s.Process(Arrival{Data: frame(4, 1000, 53), Port: 1})
 	if len(r.Digests) != 0 {
 		t.Error("a bogus IHL frame reached the UDP test")
@@ -160,8 +160,8 @@ func TestParserSeesIngressPort(t *testing.T) {
 // and a port set after it sends the packet again; in egress it drops.
 func TestMarkToDropThenForward(t *testing.T) {
 	p := NewProgram("t")
-	p.Ingress = []Stmt{MarkToDrop{}, If{Cond: Valid{"udp"}, Then: []Stmt{Assign{Dst: Std("egress_spec"), X: C(3, 9)}}}}
-	p.Egress = []Stmt{If{Cond: B(Eq, F("udp", "dst_port"), C(9, 16)), Then: []Stmt{MarkToDrop{}}}}
+	p.Ingress = []Stmt{MarkToDrop{}, If{Cond: Valid{"udp_csum"}, Then: []Stmt{Assign{Dst: Std("egress_spec"), X: C(3, 9)}}}}
+	p.Egress = []Stmt{If{Cond: B(Eq, F("l4_dport", "dst_port"), C(9, 16)), Then: []Stmt{MarkToDrop{}}}}
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -545,9 +545,12 @@ type Program struct {
 	// Deparse lists the headers emitted, in order, before the payload
 	// (the bytes past what the parser extracted).
 	Deparse []string
-	// UpdateIPv4Checksum recomputes the IPv4 header checksum of a valid
-	// hdr.ipv4 in the deparser (v1model update_checksum); a program that
-	// carries data in the checksum field (MAFIA's tags) leaves it unset.
+	// UpdateIPv4Checksum recomputes the IPv4 header checksum
+	// (IPv4ChecksumField) over the standard headers' IPv4 chunks
+	// (IPv4Chunks, then ipv4_opts when valid) of a packet whose IPv4
+	// chunks are all valid, in the deparser (v1model update_checksum); a
+	// program that carries data in the checksum field (MAFIA's tags)
+	// leaves it unset.
 	UpdateIPv4Checksum bool
 }
 

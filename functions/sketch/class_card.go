@@ -32,9 +32,9 @@ var hllClass = &functions.Class{
 	},
 	State:    hllState,
 	Readable: estimateReads,
-	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
-	Runs:     ebpfRuns(nil),
-	Code:     functions.EBPFCode(ebpfHLLCode),
+	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
+	Runs:     p4Runs(nil, nil),
+	Code:     functions.Codes(functions.EBPFCode(ebpfHLLCode), functions.P4Code(p4HLLCode)),
 	Produces: measure.Reports,
 	Validate: measure.CheckLinkType,
 	New:      func(ctx *functions.Context) (functions.Function, error) { return NewHLLFunc(ctx) },
@@ -45,6 +45,7 @@ type HLLFunc struct {
 	keyed
 	s   *HLL
 	est cachedEstimate
+	p4  *p4Key // on a switch: the key as the switch reads it
 }
 
 // NewHLLFunc instantiates an hll function.
@@ -53,7 +54,12 @@ func NewHLLFunc(ctx *functions.Context) (*HLLFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := NewHLL(k.m.Uint8s(functions.FieldOf(k.m, "registers")), int(ctx.Params.Int("precision")))
+	mem, p := k.m.Uint8s(functions.FieldOf(k.m, "registers")), int(ctx.Params.Int("precision"))
+	if ctx.Target == functions.TargetP4 {
+		s, err := NewHLL32(mem, p)
+		return &HLLFunc{keyed: k, s: s, p4: &p4Key{sp: k.sp, lt: k.lt}}, err
+	}
+	s, err := NewHLL(mem, p)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +67,13 @@ func NewHLLFunc(ctx *functions.Context) (*HLLFunc, error) {
 }
 
 // Process offers each packet's key.
-func (f *HLLFunc) Process(b *buffers.Batch) { f.ProcessHashes(b, f.ownHashes(b)) }
+func (f *HLLFunc) Process(b *buffers.Batch) {
+	if f.p4 != nil {
+		f.processP4(b)
+		return
+	}
+	f.ProcessHashes(b, f.ownHashes(b))
+}
 
 // ProcessHashes implements flowkey.Keyed.
 func (f *HLLFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {

@@ -38,7 +38,8 @@ type Model struct {
 	sIngressPort, sPacketLength, sIngressTS, sEgressSpec, sEgressPort, sInstance int
 	sEnqQ, sDeqQ, sEgressTS, sEnqTS, sDeqDelta                                   int
 
-	ipv4     *header
+	csumLast *header   // the IPv4 chunk whose validity says the checksum is updated
+	csumHdrs []*header // what it sums
 	ipv4csum int
 
 	// per packet
@@ -119,10 +120,17 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	m.sEnqQ, m.sDeqQ, m.sEgressTS = std("enq_qdepth"), std("deq_qdepth"), std("egress_global_timestamp")
 	m.sEnqTS, m.sDeqDelta = std("enq_timestamp"), std("deq_timedelta")
 	if prog.UpdateIPv4Checksum {
-		if h := m.byName["ipv4"]; h != nil {
-			if s, ok := c.slots["hdr.ipv4.hdr_checksum"]; ok {
-				m.ipv4, m.ipv4csum = h, s
-				c.used[s] = true
+		// As p4gen.Switch: over the IPv4 chunks and options that are
+		// valid, when the last chunk is.
+		last := m.byName[p4gen.IPv4Chunks[len(p4gen.IPv4Chunks)-1]]
+		s, ok := c.slots[p4gen.IPv4ChecksumField.Path]
+		if last != nil && ok {
+			m.csumLast, m.ipv4csum = last, s
+			c.used[s] = true
+			for _, h := range append(slices.Clone(p4gen.IPv4Chunks), "ipv4_opts") {
+				if hd := m.byName[h]; hd != nil {
+					m.csumHdrs = append(m.csumHdrs, hd)
+				}
 			}
 		}
 	}

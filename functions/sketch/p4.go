@@ -1,0 +1,241 @@
+package sketch
+
+// The classes on a P4 switch. Each computes the packet's key from the
+// parsed headers (flowkey.Spec.LowerP4, the words Extract gives) and its
+// positions from crc32 and crc16 of them (flowkey.P4Hashes and P4Index:
+// a switch has no 64-bit multiplier, and salted CRCs would make every row
+// collide where one does), into structures of a power-of-two size kept
+// in registers, one per count-min row and per Bloom hash, each read and
+// written once per packet by one read-modify-write, as a Tofino's
+// stateful ALUs allow. Counts that only the controller reads (nokey) are
+// counters. The Go half of a function placed on a switch keeps the same
+// layout (the state laid out for functions.TargetP4), reads it with the
+// same positions, and, given packets itself, computes what the switch
+// computes: the tests compare the two byte for byte.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/measure"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
+)
+
+// p4Runs refuses in eBPF what ebpfRuns(ebpf) does, and on a switch what
+// every measurement class refuses there (measure.P4Runs) and what p4
+// refuses.
+func p4Runs(ebpf, p4 func(p functions.Params) error) func(functions.Target, functions.Params) error {
+	other := ebpfRuns(ebpf)
+	return func(t functions.Target, p functions.Params) error {
+		if t != functions.TargetP4 {
+			return other(t, p)
+		}
+		if p4 != nil {
+			if err := p4(p); err != nil {
+				return err
+			}
+		}
+		return measure.P4Runs(p)
+	}
+}
+
+// cmsP4Runs: report= of cms stays above the switch. Go tracks the K
+// heaviest keys in a heap as each packet updates the sketch, which a
+// switch's pipeline cannot keep.
+func cmsP4Runs(p functions.Params) error {
+	if measure.Reports(p) {
+		return errors.New("report= of cms runs above the switch: the K heaviest keys are kept in a heap updated packet by packet, which a switch cannot keep")
+	}
+	return nil
+}
+
+// p4Key reads a packet's key as a switch does, for a Go half that
+// computes or reads state kept on a switch.
+type p4Key struct {
+	sp *flowkey.Spec
+	lt functions.LinkType
+	k  flowkey.Key
+}
+
+// hashes returns the key's hashes (flowkey.P4Hashes), false without a key.
+func (p *p4Key) hashes(pkt []byte) (h1 uint32, h2 uint16, ok bool) {
+	if !p.sp.Extract(p.lt, pkt, &p.k) {
+		return 0, 0, false
+	}
+	h1, h2 = p.sp.P4Hashes(&p.k)
+	return h1, h2, true
+}
+
+// positions writes the first len(pos) positions among 2^bits of hashes
+// h1, h2 into pos.
+func positions(pos []uint32, h1 uint32, h2 uint16, bits int) {
+	for i := range pos {
+		pos[i] = flowkey.P4Index(h1, h2, uint32(i), bits)
+	}
+}
+
+// p4Width is a row's width on a switch: width= rounded up to a power of
+// two, and its exponent.
+func p4Width(p functions.Params) (int, int) {
+	n, b := flowkey.Pow2(uint64(p.Int("width")))
+	return int(n), b
+}
+
+func p4Ethernet(ctx *functions.Context) error {
+	if ctx.LinkType != functions.LinkEthernet {
+		return fmt.Errorf("a switch reads Ethernet frames, not %v", ctx.LinkType)
+	}
+	return nil
+}
+
+// p4CMS is cms on a switch: a register of width 64-bit counters per row
+// (width= rounded up to a power of two: a tighter ε), each packet adding
+// its value to its key's counter in every row by one RMW that gives the
+// counter's new value; the least of them is the key's estimate, which
+// functions after it on the switch read as min. total is a register too,
+// so that they read it in the pipeline.
+type p4CMS struct {
+	sp           *flowkey.Spec
+	depth, width int
+	bits         int
+	bytes        bool
+}
+
+func (c *p4CMS) Lower(b *p4gen.Builder) error {
+	k := c.sp.LowerP4(b)
+	nokey := b.Counter("nokey", 1, p4gen.Packets, "nokey", "", 0)
+	total := b.Register("total", 64, 1, "total", 0)
+	sum, est := b.Meta("total", 64), b.Meta("min", 64)
+	h1, h2 := k.Hashes(b)
+	pos := flowkey.Positions(b, h1, h2, "pos", c.depth, c.bits)
+	v := p4gen.Expr(p4gen.C(1, 64))
+	if c.bytes {
+		v = p4gen.Cast{Bits: 64, X: p4gen.Std("packet_length")}
+	}
+	then := []p4gen.Stmt{p4gen.RMW{Reg: total, Index: p4gen.C(0, 32), New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &sum}}
+	for r := range c.depth {
+		row := b.Register(fmt.Sprint("row", r), 64, c.width, "rows", r*c.width)
+		cell := b.Meta(fmt.Sprint("cell", r), 64)
+		then = append(then, p4gen.RMW{Reg: row, Index: pos[r], New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &cell})
+		x := p4gen.Expr(cell)
+		if r > 0 {
+			x = p4gen.Mux{Cond: p4gen.B(p4gen.Lt, cell, est), Then: cell, Else: est}
+		}
+		then = append(then, p4gen.Assign{Dst: est, X: x})
+	}
+	b.Add(p4gen.If{Cond: k.HasKey(), Then: then, Else: []p4gen.Stmt{
+		p4gen.Count{Counter: nokey, Index: p4gen.C(0, 32)},
+		p4gen.Assign{Dst: est, X: p4gen.C(0, 64)},
+		p4gen.RMW{Reg: total, Index: p4gen.C(0, 32), New: p4gen.Old{Bits: 64}, NewTo: &sum},
+	}})
+	b.Export("min", est)
+	b.Export("total", sum)
+	return nil
+}
+
+func p4CMSCode(ctx *functions.Context) (p4gen.Function, error) {
+	if err := p4Ethernet(ctx); err != nil {
+		return nil, err
+	}
+	d, _ := cmsDims(ctx.Params)
+	w, bits := p4Width(ctx.Params)
+	return &p4CMS{sp: measure.Spec(ctx.Params), depth: d, width: w, bits: bits, bytes: measure.Bytes(ctx.Params)}, nil
+}
+
+// p4HLL is hll on a switch: a register of 2^p one-byte registers; crc32
+// of the key chooses register j (its top p bits) and offers ρ, one more
+// than the leading zeros of the rest (HLLPosition32), which a ternary
+// table finds (a switch has no count-leading-zeros); the RMW keeps the
+// larger of ρ and what the register held. (MAFIA's public code writes ρ
+// without the max, which forgets a larger rank.)
+type p4HLL struct {
+	sp *flowkey.Spec
+	p  int
+}
+
+func (f *p4HLL) Lower(b *p4gen.Builder) error {
+	k := f.sp.LowerP4(b)
+	nokey := b.Counter("nokey", 1, p4gen.Packets, "nokey", "", 0)
+	regs := b.Register("registers", 8, 1<<f.p, "registers", 0)
+	h1, _ := k.Hashes(b)
+	j, w, rho := b.Meta("j", 32), b.Meta("w", 32), b.Meta("rho", 8)
+	clz := leadingZeros(b, "rank", w, rho, 32-f.p, 1)
+	b.Add(p4gen.If{Cond: k.HasKey(),
+		Then: []p4gen.Stmt{
+			p4gen.Assign{Dst: j, X: p4gen.Cast{Bits: 32, X: p4gen.Slice{X: h1, Hi: 31, Lo: 32 - f.p}}},
+			p4gen.Assign{Dst: w, X: p4gen.B(p4gen.Or, p4gen.B(p4gen.Shl, h1, p4gen.C(uint64(f.p), 32)), p4gen.C(1<<(f.p-1), 32))},
+			p4gen.Apply{Table: clz},
+			p4gen.RMW{Reg: regs, Index: j, New: p4gen.Mux{Cond: p4gen.B(p4gen.Lt, p4gen.Old{Bits: 8}, rho), Then: rho, Else: p4gen.Old{Bits: 8}}},
+		},
+		Else: []p4gen.Stmt{p4gen.Count{Counter: nokey, Index: p4gen.C(0, 32)}}})
+	return nil
+}
+
+// leadingZeros declares a const ternary table on x (bit<32>) that sets
+// dst to base plus the leading zeros of x, for x with a one among its top
+// n+1 bits (a guard bit bounds it).
+func leadingZeros(b *p4gen.Builder, name string, x, dst p4gen.Ref, n int, base uint64) *p4gen.Table {
+	set := b.Action("set_"+name, []p4gen.Field{{Name: "v", Bits: dst.Bits}}, p4gen.Assign{Dst: dst, X: p4gen.Ref{Path: "v", Bits: dst.Bits}})
+	t := &p4gen.Table{Name: name, Keys: []p4gen.TableKey{{X: x, Match: p4gen.Ternary}}, Actions: []*p4gen.Action{set},
+		Default: set, DefaultArgs: []uint64{base + uint64(n)}, Size: n + 1, Const: true}
+	for l := 0; l <= n; l++ {
+		bit := uint64(1) << (31 - l)
+		t.Entries = append(t.Entries, p4gen.Entry{Match: []p4gen.Match{{Value: bit, Mask: 0xffffffff &^ (bit - 1)}},
+			Priority: int32(n + 1 - l), Action: set, Args: []uint64{base + uint64(l)}})
+	}
+	return b.Table(t)
+}
+
+func p4HLLCode(ctx *functions.Context) (p4gen.Function, error) {
+	if err := p4Ethernet(ctx); err != nil {
+		return nil, err
+	}
+	return &p4HLL{sp: measure.Spec(ctx.Params), p: int(ctx.Params.Int("precision"))}, nil
+}
+
+// The Go halves on a switch compute, given packets, what the switch does:
+// cms adds to its rows at the switch's positions, hll offers crc32.
+
+func (c *CMS) processP4(b *buffers.Batch) {
+	c.mode.Lock()
+	defer c.mode.Unlock()
+	var sum, nokey uint64
+	p := b.PBuf
+	for _, e := range b.E[:b.N] {
+		h1, h2, ok := c.p4.hashes(p.Data(e.Slot))
+		if !ok {
+			nokey++
+			continue
+		}
+		v := measure.ValueOf(p.Meta(e.Slot), c.bytes)
+		sum += v
+		positions(c.pos, h1, h2, c.p4bits)
+		c.s.AddRows(c.pos, v)
+	}
+	c.noKey(nokey)
+	c.m.Add64(c.total, sum)
+	c.pass(b)
+}
+
+func (f *HLLFunc) processP4(b *buffers.Batch) {
+	changed := false
+	var nokey uint64
+	for _, e := range b.E[:b.N] {
+		h1, _, ok := f.p4.hashes(b.PBuf.Data(e.Slot))
+		if !ok {
+			nokey++
+			continue
+		}
+		if f.s.Add32(h1) {
+			changed = true
+		}
+	}
+	f.noKey(nokey)
+	if changed {
+		f.est.dirty.Store(true)
+	}
+	f.pass(b)
+}
