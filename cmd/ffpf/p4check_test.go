@@ -25,7 +25,7 @@ func TestP4Check(t *testing.T) {
 	if err := os.WriteFile(good, pr.Text, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	broken := strings.Replace(string(pr.Text), "packet.emit(hdr.ipv4);", "packet.emit(hdr.ipv5);", 1)
+	broken := strings.Replace(string(pr.Text), "packet.emit(hdr.", "packet.emit(hdr.nosuch_", 1)
 	if err := os.WriteFile(bad, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -33,12 +33,12 @@ func TestP4Check(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := ffpf(t, "p4", "check", good)
-	if r.code != 0 || !strings.HasPrefix(r.stdout, good+": ok (8 header types, 10 parser states") || r.stderr != "" {
+	if r.code != 0 || !strings.HasPrefix(r.stdout, good+": ok (") || !strings.Contains(r.stdout, "header types") || r.stderr != "" {
 		t.Errorf("p4 check of a printed program: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	line := strings.Count(broken[:strings.Index(broken, "hdr.ipv5")], "\n") + 1
+	line := strings.Count(broken[:strings.Index(broken, "hdr.nosuch_")], "\n") + 1
 	r = ffpf(t, "p4", "check", good, bad)
-	if r.code != 2 || !strings.Contains(r.stderr, bad+":"+strconv.Itoa(line)+":") || !strings.Contains(r.stderr, "headers_t has no field ipv5") ||
+	if r.code != 2 || !strings.Contains(r.stderr, bad+":"+strconv.Itoa(line)+":") || !strings.Contains(r.stderr, "headers_t has no field nosuch_") ||
 		!strings.Contains(r.stderr, "^") || !strings.Contains(r.stderr, "1 error in 1 of 2 files") || !strings.Contains(r.stdout, good+": ok") {
 		t.Errorf("p4 check of a broken program: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ffpf-go/ffpf/functions/gen"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 	"github.com/ffpf-go/ffpf/lang"
+	"github.com/ffpf-go/ffpf/lang/p4"
 )
 
 // Packet is a frame as it reaches a switch, and its time (ns since the
@@ -134,6 +135,19 @@ func Switch(tb testing.TB, fs ...Fn) (*p4gen.Switch, []*p4gen.Builder) {
 	p, bs, err := p4gen.Assemble("test", nodes, Uplink)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	pr, err := p4gen.Print(p)
+	if err != nil {
+		tb.Fatalf("printing the program: %v", err)
+	}
+	ast, err := p4.Parse("test.p4", string(pr.Text))
+	if err == nil {
+		_, err = p4.Check("test.p4", string(pr.Text), ast)
+	}
+	if el, ok := err.(p4.ErrorList); ok {
+		tb.Fatalf("the printed program does not check:\n%s", el.Format())
+	} else if err != nil {
+		tb.Fatalf("the printed program does not parse: %v", err)
 	}
 	return Install(p), bs
 }
