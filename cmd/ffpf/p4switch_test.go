@@ -352,7 +352,7 @@ func TestP4SwitchUsage(t *testing.T) {
 		{[]string{"p4", "switch", "--p4runtime", "127.0.0.1:0", "--port", "1=eth0", "--resources", unknown}, 2, "field stagez not found"},
 		{[]string{"p4", "switch", "--p4runtime", "127.0.0.1:0", "--port", "1=ffpfnosuchif0"}, 1, "no network interface ffpfnosuchif0"},
 		{[]string{"p4", "switch", "--p4runtime", "127.0.0.1:0", "--port", "1=file:" + filepath.Join(dir, "none.pcap")}, 1, "no such file"},
-		{[]string{"p4", "frobnicate"}, 2, "unknown command"},
+		{[]string{"p4", "frobnicate"}, 2, "unknown p4 command"},
 	} {
 		r := ffpf(t, c.args...)
 		if r.code != c.code || !strings.Contains(r.stderr, c.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 && c.code != 2 {
