@@ -48,6 +48,8 @@ Usage:
                    [--keyincrement slots=M] [--postcarding chunks=C,hops=B] [--http ADDR]
   ffpf dta query --server HTTPADDR keywrite KEY | append LIST [N] | keyincrement KEY | postcarding KEY
   ffpf p4 check FILE...
+  ffpf p4 switch --p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255]
+                 [--resources FILE.yaml] [--rate PORT=PPS]...
   ffpf -D | --list-interfaces
   ffpf --version
 

@@ -119,7 +119,6 @@ type env struct {
 	rmws   map[*Register]bool
 	clones []uint32
 	dig    []DigestMsg
-	drop   bool
 }
 
 func newEnv() *env {
@@ -130,20 +129,20 @@ func newEnv() *env {
 func (s *Switch) Process(a Arrival) (Result, error) {
 	e := newEnv()
 	var res Result
+	// Standard metadata is set before the parser runs: it may select on
+	// ingress_port (a packet_out header on packets from the CPU port).
+	arrive(e, a)
 	if err := s.parse(e, a.Data); err != nil {
 		res.ParserError = err.Error()
 	}
-	e.vals["standard_metadata.ingress_port"] = uint64(a.Port)
-	e.vals["standard_metadata.packet_length"] = uint64(len(a.Data))
-	e.vals["standard_metadata.ingress_global_timestamp"] = a.Time & Bit(48).Mask()
 	if err := s.stmts(e, s.Prog.Ingress); err != nil {
 		return res, err
 	}
 	res.Digests = e.dig
+	// As v1model on bmv2: a packet is dropped when egress_spec is the
+	// drop port at the end of ingress (mark_to_drop sets it; an action
+	// after it may set a port again).
 	spec := e.vals["standard_metadata.egress_spec"]
-	if e.drop {
-		spec = DropPort
-	}
 	type out struct {
 		e        *env
 		port     uint64
@@ -161,10 +160,8 @@ func (s *Switch) Process(a Arrival) (Result, error) {
 		// An ingress-to-egress clone is the packet as it entered ingress,
 		// with fresh metadata (v1model).
 		c := newEnv()
+		arrive(c, a)
 		_ = s.parse(c, a.Data)
-		c.vals["standard_metadata.ingress_port"] = uint64(a.Port)
-		c.vals["standard_metadata.packet_length"] = uint64(len(a.Data))
-		c.vals["standard_metadata.ingress_global_timestamp"] = a.Time & Bit(48).Mask()
 		outs = append(outs, out{c, uint64(port), InstanceCloneI2E})
 	}
 	for _, o := range outs {
@@ -175,18 +172,24 @@ func (s *Switch) Process(a Arrival) (Result, error) {
 		o.e.vals["standard_metadata.deq_qdepth"] = uint64(a.QDepth)
 		o.e.vals["standard_metadata.egress_global_timestamp"] = a.Time & Bit(48).Mask()
 		o.e.rmws = map[*Register]bool{} // egress is a pipeline of its own, per instance
-		o.e.drop = false
 		n := len(o.e.dig)
 		if err := s.stmts(o.e, s.Prog.Egress); err != nil {
 			return res, err
 		}
 		res.Digests = append(res.Digests, o.e.dig[n:]...)
-		if o.e.drop {
-			continue
+		if o.e.vals["standard_metadata.egress_spec"] == DropPort {
+			continue // dropped in egress (mark_to_drop), as bmv2 does
 		}
 		res.Out = append(res.Out, Departure{Port: uint16(o.port), Data: s.deparse(o.e), Instance: o.instance})
 	}
 	return res, nil
+}
+
+// arrive sets the standard metadata a packet enters with.
+func arrive(e *env, a Arrival) {
+	e.vals["standard_metadata.ingress_port"] = uint64(a.Port)
+	e.vals["standard_metadata.packet_length"] = uint64(len(a.Data))
+	e.vals["standard_metadata.ingress_global_timestamp"] = a.Time & Bit(48).Mask()
 }
 
 // parse runs the parser over data into e.
@@ -473,7 +476,6 @@ func (s *Switch) stmt(e *env, st Stmt) error {
 			}
 		}
 	case MarkToDrop:
-		e.drop = true
 		e.vals["standard_metadata.egress_spec"] = DropPort
 	default:
 		return fmt.Errorf("unknown statement %T", st)

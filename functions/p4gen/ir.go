@@ -333,10 +333,24 @@ type Field struct {
 }
 
 // HeaderType is a header's layout, fields first to last on the wire.
+// Controller, when set, makes it the controller header of the packets
+// the switch sends to (ControllerPacketIn) or receives from
+// (ControllerPacketOut) the controller through its CPU port: P4's
+// @controller_header("packet_in"), whose fields are the metadata of a
+// P4Runtime PacketIn (PacketOut), in order. The program emits a packet_in
+// header first on a packet to the CPU port, and parses a packet_out header
+// first on a packet from it.
 type HeaderType struct {
-	Name   string
-	Fields []Field
+	Name       string
+	Fields     []Field
+	Controller string
 }
+
+// The controller headers' names (HeaderType.Controller).
+const (
+	ControllerPacketIn  = "packet_in"
+	ControllerPacketOut = "packet_out"
+)
 
 // Bits returns the header's fixed length in bits (its varbit field not
 // counted).
