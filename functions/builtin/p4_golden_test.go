@@ -21,6 +21,7 @@ var p4Golden = map[string]string{
 	"counter":       "(counter,value=bytes)",
 	"counter_keyed": "(counter,key=5tuple,size=4K)",
 	"cms":           "(cms,key=5tuple,width=1024,depth=3)",
+	"cms_window":    "(cms,key=5tuple,width=256,depth=2,window=1024us)",
 	"hll":           "(hll,key=dstip,precision=10)",
 	"bpf":           `(bpf,"tcp port 80 or icmp")`,
 }

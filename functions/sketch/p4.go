@@ -98,6 +98,7 @@ func p4Ethernet(ctx *functions.Context) error {
 // functions after it on the switch read as min. total is a register too,
 // so that they read it in the pipeline.
 type p4CMS struct {
+	params       functions.Params
 	sp           *flowkey.Spec
 	depth, width int
 	bits         int
@@ -105,35 +106,51 @@ type p4CMS struct {
 }
 
 func (c *p4CMS) Lower(b *p4gen.Builder) error {
+	s, err := measure.NewP4State(b, c.params)
+	if err != nil {
+		return err
+	}
 	k := c.sp.LowerP4(b)
-	nokey := b.Counter("nokey", 1, p4gen.Packets, "nokey", "", 0)
-	total := b.Register("total", 64, 1, "total", 0)
+	nokey := s.Count("nokey", "nokey", "")
+	total := s.Register("total", 64, 1, "total", 0)
+	rows := make([]*measure.P4Reg, c.depth)
+	cells := make([]p4gen.Ref, c.depth)
+	for r := range rows {
+		rows[r] = s.Register(fmt.Sprint("row", r), 64, c.width, "rows", r*c.width)
+		cells[r] = b.Meta(fmt.Sprint("cell", r), 64)
+	}
 	sum, est := b.Meta("total", 64), b.Meta("min", 64)
 	h1, h2 := k.Hashes(b)
 	pos := flowkey.Positions(b, h1, h2, "pos", c.depth, c.bits)
-	v := p4gen.Expr(p4gen.C(1, 64))
-	if c.bytes {
-		v = p4gen.Cast{Bits: 64, X: p4gen.Std("packet_length")}
-	}
-	then := []p4gen.Stmt{p4gen.RMW{Reg: total, Index: p4gen.C(0, 32), New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &sum}}
-	for r := range c.depth {
-		row := b.Register(fmt.Sprint("row", r), 64, c.width, "rows", r*c.width)
-		cell := b.Meta(fmt.Sprint("cell", r), 64)
-		then = append(then, p4gen.RMW{Reg: row, Index: pos[r], New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &cell})
-		x := p4gen.Expr(cell)
-		if r > 0 {
-			x = p4gen.Mux{Cond: p4gen.B(p4gen.Lt, cell, est), Then: cell, Else: est}
+	v := valueOf(c.bytes)
+	b.Add(p4gen.Assign{Dst: est, X: p4gen.C(0, 64)}, p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)})
+	s.Lower(func(h int) []p4gen.Stmt {
+		then := []p4gen.Stmt{p4gen.RMW{Reg: total.In(h), Index: p4gen.C(0, 32), New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &sum}}
+		for r := range rows {
+			then = append(then, p4gen.RMW{Reg: rows[r].In(h), Index: pos[r], New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &cells[r]})
+			x := p4gen.Expr(cells[r])
+			if r > 0 {
+				x = p4gen.Mux{Cond: p4gen.B(p4gen.Lt, cells[r], est), Then: cells[r], Else: est}
+			}
+			then = append(then, p4gen.Assign{Dst: est, X: x})
 		}
-		then = append(then, p4gen.Assign{Dst: est, X: x})
+		return []p4gen.Stmt{p4gen.If{Cond: k.HasKey(), Then: then, Else: append(nokey.Add(h),
+			p4gen.RMW{Reg: total.In(h), Index: p4gen.C(0, 32), New: p4gen.Old{Bits: 64}, NewTo: &sum})}}
+	})
+	if measure.Reports(c.params) {
+		b.Pass = p4gen.False
 	}
-	b.Add(p4gen.If{Cond: k.HasKey(), Then: then, Else: []p4gen.Stmt{
-		p4gen.Count{Counter: nokey, Index: p4gen.C(0, 32)},
-		p4gen.Assign{Dst: est, X: p4gen.C(0, 64)},
-		p4gen.RMW{Reg: total, Index: p4gen.C(0, 32), New: p4gen.Old{Bits: 64}, NewTo: &sum},
-	}})
 	b.Export("min", est)
 	b.Export("total", sum)
 	return nil
+}
+
+// valueOf is what a packet adds: 1, or its length, as bit<64>.
+func valueOf(bytes bool) p4gen.Expr {
+	if bytes {
+		return p4gen.Cast{Bits: 64, X: p4gen.Std("packet_length")}
+	}
+	return p4gen.C(1, 64)
 }
 
 func p4CMSCode(ctx *functions.Context) (p4gen.Function, error) {
@@ -142,7 +159,7 @@ func p4CMSCode(ctx *functions.Context) (p4gen.Function, error) {
 	}
 	d, _ := cmsDims(ctx.Params)
 	w, bits := p4Width(ctx.Params)
-	return &p4CMS{sp: measure.Spec(ctx.Params), depth: d, width: w, bits: bits, bytes: measure.Bytes(ctx.Params)}, nil
+	return &p4CMS{params: ctx.Params, sp: measure.Spec(ctx.Params), depth: d, width: w, bits: bits, bytes: measure.Bytes(ctx.Params)}, nil
 }
 
 // p4HLL is hll on a switch: a register of 2^p one-byte registers; crc32
@@ -152,25 +169,35 @@ func p4CMSCode(ctx *functions.Context) (p4gen.Function, error) {
 // larger of ρ and what the register held. (MAFIA's public code writes ρ
 // without the max, which forgets a larger rank.)
 type p4HLL struct {
-	sp *flowkey.Spec
-	p  int
+	params functions.Params
+	sp     *flowkey.Spec
+	p      int
 }
 
 func (f *p4HLL) Lower(b *p4gen.Builder) error {
+	s, err := measure.NewP4State(b, f.params)
+	if err != nil {
+		return err
+	}
 	k := f.sp.LowerP4(b)
-	nokey := b.Counter("nokey", 1, p4gen.Packets, "nokey", "", 0)
-	regs := b.Register("registers", 8, 1<<f.p, "registers", 0)
+	nokey := s.Count("nokey", "nokey", "")
+	regs := s.Register("registers", 8, 1<<f.p, "registers", 0)
 	h1, _ := k.Hashes(b)
 	j, w, rho := b.Meta("j", 32), b.Meta("w", 32), b.Meta("rho", 8)
 	clz := leadingZeros(b, "rank", w, rho, 32-f.p, 1)
-	b.Add(p4gen.If{Cond: k.HasKey(),
-		Then: []p4gen.Stmt{
-			p4gen.Assign{Dst: j, X: p4gen.Cast{Bits: 32, X: p4gen.Slice{X: h1, Hi: 31, Lo: 32 - f.p}}},
-			p4gen.Assign{Dst: w, X: p4gen.B(p4gen.Or, p4gen.B(p4gen.Shl, h1, p4gen.C(uint64(f.p), 32)), p4gen.C(1<<(f.p-1), 32))},
-			p4gen.Apply{Table: clz},
-			p4gen.RMW{Reg: regs, Index: j, New: p4gen.Mux{Cond: p4gen.B(p4gen.Lt, p4gen.Old{Bits: 8}, rho), Then: rho, Else: p4gen.Old{Bits: 8}}},
-		},
-		Else: []p4gen.Stmt{p4gen.Count{Counter: nokey, Index: p4gen.C(0, 32)}}})
+	b.Add(
+		p4gen.Assign{Dst: j, X: p4gen.Cast{Bits: 32, X: p4gen.Slice{X: h1, Hi: 31, Lo: 32 - f.p}}},
+		p4gen.Assign{Dst: w, X: p4gen.B(p4gen.Or, p4gen.B(p4gen.Shl, h1, p4gen.C(uint64(f.p), 32)), p4gen.C(1<<(f.p-1), 32))},
+		p4gen.Apply{Table: clz})
+	s.Lower(func(h int) []p4gen.Stmt {
+		return []p4gen.Stmt{p4gen.If{Cond: k.HasKey(),
+			Then: []p4gen.Stmt{p4gen.RMW{Reg: regs.In(h), Index: j,
+				New: p4gen.Mux{Cond: p4gen.B(p4gen.Lt, p4gen.Old{Bits: 8}, rho), Then: rho, Else: p4gen.Old{Bits: 8}}}},
+			Else: nokey.Add(h)}}
+	})
+	if measure.Reports(f.params) {
+		b.Pass = p4gen.False
+	}
 	return nil
 }
 
@@ -193,7 +220,7 @@ func p4HLLCode(ctx *functions.Context) (p4gen.Function, error) {
 	if err := p4Ethernet(ctx); err != nil {
 		return nil, err
 	}
-	return &p4HLL{sp: measure.Spec(ctx.Params), p: int(ctx.Params.Int("precision"))}, nil
+	return &p4HLL{params: ctx.Params, sp: measure.Spec(ctx.Params), p: int(ctx.Params.Int("precision"))}, nil
 }
 
 // The Go halves on a switch compute, given packets, what the switch does:

@@ -1,7 +1,9 @@
 package sketch_test
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/ffpf-go/ffpf/functions"
@@ -113,5 +115,45 @@ func TestP4HLLEqualsGoAndHoldsItsBound(t *testing.T) {
 			t.Errorf("%s: estimate %v of %v distinct keys: beyond 3 × 1.04/√%v", expr, est, n, m)
 		}
 		t.Logf("%s: %v distinct, estimate %v (userspace %v)", expr, n, est, user["estimate"])
+	}
+}
+
+// cms and hll with window= on a switch: each window the switch measures
+// holds what the Go half computes on its packets (and total and nokey
+// are userspace's when the switch measured the whole window); after an
+// idle window the first packets of the next clear its half.
+func TestP4SketchWindows(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 8, Packets: 7000, Malformed: 0.05, VLAN: 0.2, IPv6: 0.3, Flows: 500})
+	ps = p4test.WithGap(ps, 10, 2)
+	for _, expr := range []string{"(cms,key=5tuple,width=256,depth=3,window=1024us)", "(hll,key=dstip,precision=8,window=1024us)"} {
+		fn := p4test.Parse(t, expr)
+		wins, lost := p4test.CheckWindows(t, fn, ps, 10, func(p4, user map[string]any) error {
+			for _, f := range []string{"total", "nokey"} {
+				if p4[f] != user[f] {
+					return fmt.Errorf("%s: %s %v on the switch, %v in userspace", expr, f, p4[f], user[f])
+				}
+			}
+			return nil
+		})
+		measured := 0
+		for _, w := range wins {
+			if w.Half != nil {
+				measured++
+			}
+		}
+		if measured < 5 || lost == 0 {
+			t.Errorf("%s: %d windows, %d measured, %d packets not measured", expr, len(wins), measured, lost)
+		}
+		t.Logf("%s: %d windows, %d measured, %d packets not measured", expr, len(wins), measured, lost)
+	}
+}
+
+// A window that is not a power of two of the switch's µs clock stays
+// above the switch, with the nearest that runs there in the reason.
+func TestP4WindowRefused(t *testing.T) {
+	fn := p4test.Parse(t, "(cms,window=1ms)")
+	_, err := fn.P4("f#1")
+	if err == nil || !strings.Contains(err.Error(), "window=512µs or 1.024ms") {
+		t.Errorf("window=1ms on a switch: %v", err)
 	}
 }

@@ -280,6 +280,17 @@ func Run(tb testing.TB, fn Fn, ps []Packet) *Result {
 	return r
 }
 
+// firstDiff names the first field in which two MBufs differ.
+func firstDiff(got, want *buffers.MBuf) string {
+	g, w := got.Snapshot(), want.Snapshot()
+	for _, f := range got.Fields() {
+		if fmt.Sprint(g[f.Name]) != fmt.Sprint(w[f.Name]) {
+			return fmt.Sprintf("field %s: the switch's %v, the Go half's %v", f.Name, trim(g[f.Name]), trim(w[f.Name]))
+		}
+	}
+	return "no field differs"
+}
+
 // SameModel fails the test unless the switch's state, as the controller
 // reads it, is byte for byte the state the Go half computed on the same
 // packets.
@@ -287,13 +298,7 @@ func (r *Result) SameModel(tb testing.TB) {
 	tb.Helper()
 	got, want := r.P4.(functions.Stateful).MBuf(), r.Model.(functions.Stateful).MBuf()
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
-		for _, f := range got.Fields() {
-			g, w := got.Snapshot()[f.Name], want.Snapshot()[f.Name]
-			if fmt.Sprint(g) != fmt.Sprint(w) {
-				tb.Fatalf("field %s: the switch's %v, the Go half's %v", f.Name, trim(g), trim(w))
-			}
-		}
-		tb.Fatal("the switch's state differs from the Go half's")
+		tb.Fatalf("the switch's state differs from the Go half's: %s", firstDiff(got, want))
 	}
 }
 
@@ -322,4 +327,97 @@ func Read(rd functions.Reader, data []byte) float64 {
 	b := buffers.NewBatch(pb, 0, 1, 0)
 	b.Append(data, uint32(len(data)), 0)
 	return rd(pb, 0)
+}
+
+// CheckWindows runs fn, which has window= of 2^shift µs, on a switch whose
+// controller reads each window (RunWindows), and checks every window the
+// switch measured against its Go half run in Go on the packets of the
+// window the switch measured (byte for byte) and against the function in
+// userspace when the switch measured all of them (same, a comparison of
+// the two windows' summaries). It returns the windows and how many
+// packets the switch did not measure.
+func CheckWindows(tb testing.TB, fn Fn, ps []Packet, shift int, same func(p4, user map[string]any) error) ([]Window, int) {
+	tb.Helper()
+	wins, measured := RunWindows(tb, fn, ps)
+	byWindow := map[uint64][]Packet{}
+	all := map[uint64]int{}
+	lost := 0
+	for i, p := range ps {
+		n := uint64(Time(p.Time)) >> shift & 0xffffffff
+		all[n]++
+		if measured[i] {
+			byWindow[n] = append(byWindow[n], p)
+		} else {
+			lost++
+		}
+	}
+	user, err := fn.Class.New(fn.Context("f#1", ""))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	userSum := userWindows(tb, user, ps, shift)
+	for _, w := range wins {
+		if w.Half == nil {
+			if len(byWindow[w.Number]) > 0 {
+				tb.Fatalf("window %d: %d packets measured, and the controller finds it not measured", w.Number, len(byWindow[w.Number]))
+			}
+			continue
+		}
+		model, err := fn.Class.New(fn.Context("f#1", functions.TargetP4))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		RunGo(tb, model, byWindow[w.Number])
+		got, want := w.Half.(functions.Stateful).MBuf(), model.(functions.Stateful).MBuf()
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			tb.Fatalf("window %d: the switch's state differs from its Go half's on the %d packets it measured: %s",
+				w.Number, len(byWindow[w.Number]), firstDiff(got, want))
+		}
+		if len(byWindow[w.Number]) == all[w.Number] && same != nil {
+			if err := same(w.Half.(functions.Summarizer).Summary(), userSum[w.Number]); err != nil {
+				tb.Fatalf("window %d: %v", w.Number, err)
+			}
+		}
+	}
+	return wins, lost
+}
+
+// userWindows runs a windowed function in userspace and returns the
+// summary of each window as it closes, by window number.
+func userWindows(tb testing.TB, fn functions.Function, ps []Packet, shift int) map[uint64]map[string]any {
+	tb.Helper()
+	out := map[uint64]map[string]any{}
+	cur := uint64(0)
+	var part []Packet
+	flush := func() {
+		if len(part) > 0 {
+			RunGo(tb, fn, part)
+			out[cur&0xffffffff] = fn.(functions.Summarizer).Summary()
+		}
+		part = part[:0]
+	}
+	for _, p := range ps {
+		n := uint64(Time(p.Time)) >> shift
+		if n != cur {
+			flush()
+			cur = n
+		}
+		part = append(part, p)
+	}
+	flush()
+	return out
+}
+
+// WithGap returns ps without the packets of one window of 2^shift µs, the
+// k-th window the packets reach, so that the window after it starts on
+// the half of the window before it, which no packet cleared.
+func WithGap(ps []Packet, shift, k int) []Packet {
+	first := uint64(Time(ps[0].Time)) >> shift
+	var out []Packet
+	for _, p := range ps {
+		if uint64(Time(p.Time))>>shift != first+uint64(k) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

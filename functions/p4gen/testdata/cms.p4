@@ -370,6 +370,9 @@ struct metadata_t {
     bit<64> f_1_key2;
     bit<64> f_1_key3;
     bit<64> f_1_key4;
+    bit<64> f_1_cell0;
+    bit<64> f_1_cell1;
+    bit<64> f_1_cell2;
     bit<64> f_1_total;
     bit<64> f_1_min;
     bit<32> f_1_h1;
@@ -379,9 +382,6 @@ struct metadata_t {
     bit<32> f_1_pos1;
     bit<32> f_1_posg2;
     bit<32> f_1_pos2;
-    bit<64> f_1_cell0;
-    bit<64> f_1_cell1;
-    bit<64> f_1_cell2;
 }
 
 parser ffpf_parser(packet_in packet, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
@@ -1154,6 +1154,8 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
             meta.f_1_pos1 = (bit<32>)meta.f_1_posg1[31:22];
             meta.f_1_posg2 = meta.f_1_posg1 + ((bit<32>)meta.f_1_h2 << 32w16);
             meta.f_1_pos2 = (bit<32>)meta.f_1_posg2[31:22];
+            meta.f_1_min = 64w0;
+            meta.f_1_total = 64w0;
             if (meta.f_1_haskey == 1w1) {
                 {
                     bit<64> ffpf_old;
@@ -1188,7 +1190,6 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
                 meta.f_1_min = meta.f_1_cell2 < meta.f_1_min ? meta.f_1_cell2 : meta.f_1_min;
             } else {
                 f_1_nokey.count(32w0);
-                meta.f_1_min = 64w0;
                 {
                     bit<64> ffpf_old;
                     f_1_total.read(ffpf_old, 32w0);

@@ -373,12 +373,12 @@ struct metadata_t {
     bit<32> f_1_h1;
     bit<16> f_1_h2;
     bit<32> f_1_slot0;
-    bit<8> f_1_used;
     bit<64> f_1_old0;
     bit<64> f_1_old1;
     bit<64> f_1_old2;
     bit<64> f_1_old3;
     bit<64> f_1_old4;
+    bit<8> f_1_used;
 }
 
 parser ffpf_parser(packet_in packet, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
@@ -1135,7 +1135,6 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
         }
         meta.f_1_out = 1w0;
         if (true) {
-            f_1_totals.count(32w0);
             if (hdr.eth_type.isValid() && meta.ffpf_ver != 8w0) {
                 meta.f_1_haskey = 1w1;
                 meta.f_1_key0 = (bit<64>)meta.ffpf_ver << 64w0 | (bit<64>)meta.ffpf_proto << 64w8 | (meta.ffpf_l4 == 1w1 && (meta.ffpf_proto == 8w6 || meta.ffpf_proto == 8w17 || meta.ffpf_proto == 8w132) && meta.ffpf_l4len >= 32w4 ? 64w2305843009213693952 | (bit<64>)hdr.l4_sport.src_port << 64w16 | (bit<64>)hdr.l4_dport.dst_port << 64w32 : 64w0);
@@ -1154,6 +1153,7 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
             hash(meta.f_1_h1, HashAlgorithm.crc32, 32w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2, meta.f_1_key3, meta.f_1_key4}, 33w4294967296);
             hash(meta.f_1_h2, HashAlgorithm.crc16, 16w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2, meta.f_1_key3, meta.f_1_key4}, 17w65536);
             meta.f_1_slot0 = (bit<32>)meta.f_1_h1[31:20];
+            f_1_totals.count(32w0);
             if (meta.f_1_haskey == 1w1) {
                 {
                     bit<8> ffpf_old;

@@ -1173,10 +1173,10 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
             }
             hash(meta.f_1_h1, HashAlgorithm.crc32, 32w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2}, 33w4294967296);
             hash(meta.f_1_h2, HashAlgorithm.crc16, 16w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2}, 17w65536);
+            meta.f_1_j = (bit<32>)meta.f_1_h1[31:22];
+            meta.f_1_w = meta.f_1_h1 << 32w10 | 32w512;
+            f_1_rank.apply();
             if (meta.f_1_haskey == 1w1) {
-                meta.f_1_j = (bit<32>)meta.f_1_h1[31:22];
-                meta.f_1_w = meta.f_1_h1 << 32w10 | 32w512;
-                f_1_rank.apply();
                 {
                     bit<8> ffpf_old;
                     f_1_registers.read(ffpf_old, meta.f_1_j);
