@@ -23,6 +23,8 @@ var p4Golden = map[string]string{
 	"cms":           "(cms,key=5tuple,width=1024,depth=3)",
 	"cms_window":    "(cms,key=5tuple,width=256,depth=2,window=1024us)",
 	"hll":           "(hll,key=dstip,precision=10)",
+	"pcsa":          "(pcsa,key=srcip,bitmaps=64)",
+	"bloom":         "(bloom,key=5tuple,bits=4K,hashes=3)",
 	"bpf":           `(bpf,"tcp port 80 or icmp")`,
 }
 

@@ -250,6 +250,8 @@ type Result struct {
 	P4, User, Model  functions.Function
 	PassP4, PassUser []bool
 	Digests          []p4gen.DigestMsg
+	// PassModel is what the Go half passed when it ran on the packets.
+	PassModel []bool
 }
 
 // Run runs fn alone on a switch and in userspace on ps.
@@ -276,7 +278,7 @@ func Run(tb testing.TB, fn Fn, ps []Packet) *Result {
 	if r.Model, err = fn.Class.New(fn.Context(id, functions.TargetP4)); err != nil {
 		tb.Fatal(err)
 	}
-	RunGo(tb, r.Model, ps)
+	r.PassModel = RunGo(tb, r.Model, ps)
 	return r
 }
 
@@ -420,4 +422,16 @@ func WithGap(ps []Packet, shift, k int) []Packet {
 		}
 	}
 	return out
+}
+
+// SameModelPasses fails the test at the first packet the switch passes
+// and the Go half, run in Go on the same packets, does not (or the other
+// way round).
+func (r *Result) SameModelPasses(tb testing.TB, ps []Packet) {
+	tb.Helper()
+	for i := range ps {
+		if r.PassP4[i] != r.PassModel[i] {
+			tb.Fatalf("packet %d (% x): the switch passes it: %v, its Go half: %v", i, ps[i].Data, r.PassP4[i], r.PassModel[i])
+		}
+	}
 }
