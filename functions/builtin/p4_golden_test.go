@@ -26,6 +26,11 @@ var p4Golden = map[string]string{
 	"pcsa":          "(pcsa,key=srcip,bitmaps=64)",
 	"bloom":         "(bloom,key=5tuple,bits=4K,hashes=3)",
 	"bpf":           `(bpf,"tcp port 80 or icmp")`,
+	"match":         `(match,"tcp.dport == 443 and ipv4.src in 10.0.0.0/8 or udp.len > 100")`,
+	"sample":        "(sample,every=10)",
+	"sample_rate":   "(sample,rate=0.25)",
+	"timestamp":     "(timestamp)",
+	"tag":           "(tag,key=5tuple)",
 }
 
 // TestP4GoldenFiles keeps one golden file per class with a P4 target:

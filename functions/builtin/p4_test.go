@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/ffpf-go/ffpf/functions/gen"
 	"github.com/ffpf-go/ffpf/functions/internal/p4test"
 	"github.com/ffpf-go/ffpf/functions/measure"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
 // The issue's graph, (bpf,"tcp") > (cms,key=5tuple) > (hll,key=dstip),
@@ -80,4 +82,73 @@ func TestP4HeadlineGraph(t *testing.T) {
 			}
 		}
 	}
+}
+
+// MAFIA's Listing 1 on one switch: a match reads, in the pipeline, the
+// total a counter before it keeps and the estimate a cms keeps, and passes
+// what the same predicate passes on the state the functions' Go halves
+// compute with the switch's indexing, packet by packet.
+func TestP4NamedStateOnTheSwitch(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 23, Packets: 3000, Malformed: 0.05, IPv6: 0.3, Flows: 40})
+	exprs := []string{"(counter,value=bytes)", "(cms,key=5tuple,value=bytes,width=64,depth=3)", `(match,"nbytes.min > 0.01 * total.value")`}
+	labels := []string{"total", "nbytes", ""}
+	var nodes []p4gen.Node
+	var fns []p4test.Fn
+	for i, e := range exprs {
+		fn := p4test.Parse(t, e)
+		fns = append(fns, fn)
+		code, err := fn.P4(fmt.Sprintf("f#%d", i+1))
+		if err != nil {
+			t.Fatalf("%s: %v", e, err)
+		}
+		n := p4gen.Node{ID: fmt.Sprintf("f#%d", i+1), Label: labels[i], Fn: code}
+		if i > 0 {
+			n.Inputs = []int{i - 1}
+		}
+		nodes = append(nodes, n)
+	}
+	prog, _, err := p4gen.Assemble("listing1", nodes, p4test.Uplink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p4test.Check(t, prog)
+	out, _ := p4test.RunSwitch(t, p4test.Install(prog), ps)
+
+	// In Go: the writers' halves for the switch, then the match reading
+	// them, one packet at a time (the switch reads the state as each
+	// packet leaves it).
+	writers := map[string]functions.Function{}
+	var gofns []functions.Function
+	for i, fn := range fns {
+		ctx := fn.Context(fmt.Sprintf("f#%d", i+1), functions.TargetP4)
+		if i == 2 {
+			ctx = fn.Context("f#3", "")
+			ctx.StateOf = func(l string) (functions.Function, bool) { f, ok := writers[l]; return f, ok }
+		}
+		f, err := fn.Class.New(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if labels[i] != "" {
+			writers[labels[i]] = f
+		}
+		gofns = append(gofns, f)
+	}
+	passed := 0
+	for i := range ps {
+		var pass bool
+		for _, f := range gofns {
+			pass = p4test.RunGo(t, f, ps[i:i+1])[0]
+		}
+		if pass != out[i] {
+			t.Fatalf("packet %d: the switch passes it %v, the Go halves %v", i, out[i], pass)
+		}
+		if pass {
+			passed++
+		}
+	}
+	if passed < 50 || passed > len(ps)-50 {
+		t.Errorf("%d of %d packets pass: the test compares too little", passed, len(ps))
+	}
+	t.Logf("%d of %d packets of heavy flows pass", passed, len(ps))
 }

@@ -58,7 +58,16 @@ func (c *p4Counter) Lower(b *p4gen.Builder) error {
 		b.Pass = p4gen.False
 	}
 	if c.sp == nil {
-		s.Lower(func(h int) []p4gen.Stmt { return totals.Add(h) })
+		// value: the total value= counts, in a register too, so that the
+		// functions after it on the switch read it in the pipeline.
+		total, sum := s.Register("value", 64, 1, "", 0), b.Meta("value", 64)
+		b.Add(p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)})
+		s.Lower(func(h int) []p4gen.Stmt {
+			return append(totals.Add(h), p4gen.RMW{Reg: total.In(h), Index: p4gen.C(0, 32),
+				New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, valueOf(c.bytes, 64)), NewTo: &sum})
+		})
+		b.Export("value", sum)
+		b.Export(map[bool]string{false: "packets", true: "bytes"}[c.bytes], sum)
 		return nil
 	}
 	k := c.sp.LowerP4(b)
@@ -75,24 +84,30 @@ func (c *p4Counter) Lower(b *p4gen.Builder) error {
 		words[j] = s.Register(fmt.Sprint("key", j), 64, c.size, "slots", j*c.size)
 		olds[j] = b.Meta(fmt.Sprint("old", j), 64)
 	}
-	usedOld := b.Meta("used", 8)
+	usedOld, sum := b.Meta("used", 8), b.Meta("value", 64)
 	claim := p4gen.B(p4gen.Eq, usedOld, p4gen.C(0, 8))
 	var same []p4gen.Expr
 	for j, w := range k.Words {
 		same = append(same, p4gen.B(p4gen.Eq, olds[j], w))
 	}
 	ok := p4gen.B(p4gen.LOr, claim, p4gen.AllOf(same...))
+	b.Add(p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)})
 	s.Lower(func(h int) []p4gen.Stmt {
 		then := []p4gen.Stmt{p4gen.RMW{Reg: used.In(h), Index: slot, New: p4gen.C(1, 8), OldTo: &usedOld}}
 		for j, w := range k.Words {
 			then = append(then, p4gen.RMW{Reg: words[j].In(h), Index: slot, New: w, Cond: claim, OldTo: &olds[j]})
 		}
 		then = append(then,
-			p4gen.RMW{Reg: value.In(h), Index: slot, New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, valueOf(c.bytes, 64)), Cond: ok},
+			p4gen.RMW{Reg: value.In(h), Index: slot, New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, valueOf(c.bytes, 64)), Cond: ok, NewTo: &sum},
+			p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: ok}, Then: []p4gen.Stmt{p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)}}},
 			p4gen.If{Cond: claim, Then: keys.Add(h)},
 			p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: ok}, Then: dropped.Add(h)})
 		return append(totals.Add(h), p4gen.If{Cond: k.HasKey(), Then: then, Else: nokey.Add(h)})
 	})
+	// value: the count of the packet's key (0 for a packet without one,
+	// or whose key the table does not hold), as the Go half reads it.
+	b.Add(p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: k.HasKey()}, Then: []p4gen.Stmt{p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)}}})
+	b.Export("value", sum)
 	return nil
 }
 

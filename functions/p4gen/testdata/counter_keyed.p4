@@ -379,6 +379,7 @@ struct metadata_t {
     bit<64> f_1_old3;
     bit<64> f_1_old4;
     bit<8> f_1_used;
+    bit<64> f_1_value;
 }
 
 parser ffpf_parser(packet_in packet, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
@@ -1153,6 +1154,7 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
             hash(meta.f_1_h1, HashAlgorithm.crc32, 32w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2, meta.f_1_key3, meta.f_1_key4}, 33w4294967296);
             hash(meta.f_1_h2, HashAlgorithm.crc16, 16w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2, meta.f_1_key3, meta.f_1_key4}, 17w65536);
             meta.f_1_slot0 = (bit<32>)meta.f_1_h1[31:20];
+            meta.f_1_value = 64w0;
             f_1_totals.count(32w0);
             if (meta.f_1_haskey == 1w1) {
                 {
@@ -1202,6 +1204,10 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
                     f_1_value.read(ffpf_old, meta.f_1_slot0);
                     bit<64> ffpf_new = meta.f_1_used == 8w0 || meta.f_1_old0 == meta.f_1_key0 && meta.f_1_old1 == meta.f_1_key1 && meta.f_1_old2 == meta.f_1_key2 && meta.f_1_old3 == meta.f_1_key3 && meta.f_1_old4 == meta.f_1_key4 ? ffpf_old + 64w1 : ffpf_old;
                     f_1_value.write(meta.f_1_slot0, ffpf_new);
+                    meta.f_1_value = ffpf_new;
+                }
+                if (!(meta.f_1_used == 8w0 || meta.f_1_old0 == meta.f_1_key0 && meta.f_1_old1 == meta.f_1_key1 && meta.f_1_old2 == meta.f_1_key2 && meta.f_1_old3 == meta.f_1_key3 && meta.f_1_old4 == meta.f_1_key4)) {
+                    meta.f_1_value = 64w0;
                 }
                 if (meta.f_1_used == 8w0) {
                     f_1_keys.count(32w0);
@@ -1211,6 +1217,9 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
                 }
             } else {
                 f_1_nokey.count(32w0);
+            }
+            if (!(meta.f_1_haskey == 1w1)) {
+                meta.f_1_value = 64w0;
             }
             meta.f_1_out = (bit<1>)true;
         }
