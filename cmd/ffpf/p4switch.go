@@ -33,10 +33,16 @@ type switchPort struct {
 	out   *ports.FileOut
 }
 
+const p4SwitchSynopsis = "--p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255] [--resources FILE.yaml] [--rate PORT=PPS]... [--queue N]"
+
+func init() {
+	p4Commands = append(p4Commands, p4Command{"switch", p4SwitchSynopsis, cmdP4Switch})
+}
+
 // cmdP4Switch runs the PISA model as a software switch serving
 // P4Runtime, as bmv2's simple_switch_grpc does.
 func cmdP4Switch(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("p4 switch", "--p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255] [--resources FILE.yaml] [--rate PORT=PPS]... [--queue N]", stderr)
+	fs := newFlagSet("p4 switch", p4SwitchSynopsis, stderr)
 	addr := fs.String("p4runtime", "", "the address P4Runtime is served on (host:port; port 0 picks one, printed)")
 	device := fs.Uint64("device-id", 1, "the device id the controller names")
 	cpu := fs.Int("cpu-port", 255, "the CPU port: packets sent to it go to the controller as PacketIn, PacketOuts enter by it")

@@ -29,54 +29,85 @@ func (c p4Count) Lower(b *p4gen.Builder) error {
 func p4PktCount(*functions.Context) (p4gen.Function, error)  { return p4Count{}, nil }
 func p4ByteCount(*functions.Context) (p4gen.Function, error) { return p4Count{bytes: true}, nil }
 
-// p4Counter is counter on a switch. Its totals are one counter cell of
-// packets and bytes. With key=, its table is registers, one per column
-// (each key word, the values, the used marks), indexed by the key's slot:
-// P4Index 0 of its hashes among a power of two. A switch accesses each
-// register once per packet, so it probes no further than that slot: the
-// packet claims it when it is free (the used mark's RMW), compares the
-// key words stored there with its own (each word's RMW, which writes them
-// when it claimed), and adds its value when the slot is its key's; a key
-// whose slot holds another counts in dropped, as one that finds no room
-// in userspace does (where it probes up to 32 slots).
+// p4Counter is counter on a switch. Its totals are one count of packets
+// and bytes. With key=, its table is registers, one per column (each key
+// word, the values, the used marks), indexed by the key's slot: P4Index 0
+// of its hashes among a power of two. A switch accesses each register once
+// per packet, so it probes no further than that slot: the packet claims
+// it when it is free (the used mark's RMW), compares the key words stored
+// there with its own (each word's RMW, which writes them when it claimed),
+// and adds its value when the slot is its key's; a key whose slot holds
+// another counts in dropped, as one that finds no room in userspace does
+// (where it probes up to 32 slots). With window= the state is kept per
+// window parity (measure.P4State); with report= the function passes no
+// packet on (its output is the reports its Go half makes).
 type p4Counter struct {
-	sp    *flowkey.Spec // nil: no key
-	bytes bool
-	size  int // a power of two
+	params functions.Params
+	sp     *flowkey.Spec // nil: no key
+	bytes  bool
+	size   int // a power of two
 }
 
 func (c *p4Counter) Lower(b *p4gen.Builder) error {
-	totals := b.Counter("totals", 1, p4gen.PacketsAndBytes, "packets", "bytes", 0)
-	b.Add(p4gen.Count{Counter: totals, Index: p4gen.C(0, 32)})
+	s, err := measure.NewP4State(b, c.params)
+	if err != nil {
+		return err
+	}
+	totals := s.Count("totals", "packets", "bytes")
+	if measure.Reports(c.params) {
+		b.Pass = p4gen.False
+	}
 	if c.sp == nil {
+		// value: the total value= counts, in a register too, so that the
+		// functions after it on the switch read it in the pipeline.
+		total, sum := s.Register("value", 64, 1, "", 0), b.Meta("value", 64)
+		b.Add(p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)})
+		s.Lower(func(h int) []p4gen.Stmt {
+			return append(totals.Add(h), p4gen.RMW{Reg: total.In(h), Index: p4gen.C(0, 32),
+				New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, valueOf(c.bytes, 64)), NewTo: &sum})
+		})
+		b.Export("value", sum)
+		b.Export(map[bool]string{false: "packets", true: "bytes"}[c.bytes], sum)
 		return nil
 	}
 	k := c.sp.LowerP4(b)
-	nokey := b.Counter("nokey", 1, p4gen.Packets, "nokey", "", 0)
-	keys := b.Counter("keys", 1, p4gen.Packets, "keys", "", 0)
-	dropped := b.Counter("dropped", 1, p4gen.Packets, "dropped", "", 0)
+	nokey, keys, dropped := s.Count("nokey", "nokey", ""), s.Count("keys", "keys", ""), s.Count("dropped", "dropped", "")
 	h1, h2 := k.Hashes(b)
 	_, bits := flowkey.Pow2(uint64(c.size))
 	slot := flowkey.Positions(b, h1, h2, "slot", 1, bits)[0]
 	nw := len(k.Words)
-	used := b.Register("used", 8, c.size, "slots", (nw+1)*c.size)
-	value := b.Register("value", 64, c.size, "slots", nw*c.size)
-	usedOld := b.Meta("used", 8)
+	used := s.Register("used", 8, c.size, "slots", (nw+1)*c.size)
+	value := s.Register("value", 64, c.size, "slots", nw*c.size)
+	words := make([]*measure.P4Reg, nw)
+	olds := make([]p4gen.Ref, nw)
+	for j := range k.Words {
+		words[j] = s.Register(fmt.Sprint("key", j), 64, c.size, "slots", j*c.size)
+		olds[j] = b.Meta(fmt.Sprint("old", j), 64)
+	}
+	usedOld, sum := b.Meta("used", 8), b.Meta("value", 64)
 	claim := p4gen.B(p4gen.Eq, usedOld, p4gen.C(0, 8))
-	then := []p4gen.Stmt{p4gen.RMW{Reg: used, Index: slot, New: p4gen.C(1, 8), OldTo: &usedOld}}
 	var same []p4gen.Expr
 	for j, w := range k.Words {
-		reg := b.Register(fmt.Sprint("key", j), 64, c.size, "slots", j*c.size)
-		old := b.Meta(fmt.Sprint("old", j), 64)
-		then = append(then, p4gen.RMW{Reg: reg, Index: slot, New: w, Cond: claim, OldTo: &old})
-		same = append(same, p4gen.B(p4gen.Eq, old, w))
+		same = append(same, p4gen.B(p4gen.Eq, olds[j], w))
 	}
 	ok := p4gen.B(p4gen.LOr, claim, p4gen.AllOf(same...))
-	then = append(then,
-		p4gen.RMW{Reg: value, Index: slot, New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, valueOf(c.bytes, 64)), Cond: ok},
-		p4gen.If{Cond: claim, Then: []p4gen.Stmt{p4gen.Count{Counter: keys, Index: p4gen.C(0, 32)}}},
-		p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: ok}, Then: []p4gen.Stmt{p4gen.Count{Counter: dropped, Index: p4gen.C(0, 32)}}})
-	b.Add(p4gen.If{Cond: k.HasKey(), Then: then, Else: []p4gen.Stmt{p4gen.Count{Counter: nokey, Index: p4gen.C(0, 32)}}})
+	b.Add(p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)})
+	s.Lower(func(h int) []p4gen.Stmt {
+		then := []p4gen.Stmt{p4gen.RMW{Reg: used.In(h), Index: slot, New: p4gen.C(1, 8), OldTo: &usedOld}}
+		for j, w := range k.Words {
+			then = append(then, p4gen.RMW{Reg: words[j].In(h), Index: slot, New: w, Cond: claim, OldTo: &olds[j]})
+		}
+		then = append(then,
+			p4gen.RMW{Reg: value.In(h), Index: slot, New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, valueOf(c.bytes, 64)), Cond: ok, NewTo: &sum},
+			p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: ok}, Then: []p4gen.Stmt{p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)}}},
+			p4gen.If{Cond: claim, Then: keys.Add(h)},
+			p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: ok}, Then: dropped.Add(h)})
+		return append(totals.Add(h), p4gen.If{Cond: k.HasKey(), Then: then, Else: nokey.Add(h)})
+	})
+	// value: the count of the packet's key (0 for a packet without one,
+	// or whose key the table does not hold), as the Go half reads it.
+	b.Add(p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: k.HasKey()}, Then: []p4gen.Stmt{p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)}}})
+	b.Export("value", sum)
 	return nil
 }
 
@@ -92,7 +123,7 @@ func p4CounterCode(ctx *functions.Context) (p4gen.Function, error) {
 	if ctx.LinkType != functions.LinkEthernet {
 		return nil, fmt.Errorf("a switch reads Ethernet frames, not %v", ctx.LinkType)
 	}
-	c := &p4Counter{bytes: measure.Bytes(ctx.Params)}
+	c := &p4Counter{params: ctx.Params, bytes: measure.Bytes(ctx.Params)}
 	if ctx.Params.Has("key") {
 		c.sp, c.size = measure.Spec(ctx.Params), p4Size(ctx.Params)
 	}

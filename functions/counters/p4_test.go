@@ -3,6 +3,7 @@ package counters_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/ffpf-go/ffpf/functions"
@@ -107,4 +108,35 @@ func exactCounts(fn p4test.Fn, ps []p4test.Packet) map[string]counts {
 		out[sp.Format(&k)] = c
 	}
 	return out
+}
+
+// counter with window= on a switch: each window the switch measures holds
+// what its Go half computes on that window's packets, and userspace's
+// totals for a window the switch measured whole; after an idle window
+// the packets of the next clear its half first (MAFIA's incremental
+// reset), and those are counted as not measured.
+func TestP4CounterWindows(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 3, Packets: 7000, Malformed: 0.05, VLAN: 0.2, IPv6: 0.3, Flows: 300})
+	ps = p4test.WithGap(ps, 10, 3)
+	for _, expr := range []string{"(counter,value=bytes,window=1024us)", "(counter,key=srcip,size=64,window=1024us)"} {
+		fn := p4test.Parse(t, expr)
+		wins, lost := p4test.CheckWindows(t, fn, ps, 10, func(p4, user map[string]any) error {
+			for _, f := range []string{"packets", "bytes", "nokey"} {
+				if p4[f] != user[f] {
+					return fmt.Errorf("%s: %s %v on the switch, %v in userspace", expr, f, p4[f], user[f])
+				}
+			}
+			return nil
+		})
+		measured := 0
+		for _, w := range wins {
+			if w.Half != nil {
+				measured++
+			}
+		}
+		if len(wins) < 6 || measured < 5 || lost == 0 {
+			t.Errorf("%s: %d windows, %d measured, %d packets not measured: the test compares too little", expr, len(wins), measured, lost)
+		}
+		t.Logf("%s: %d windows, %d measured, %d packets not measured", expr, len(wins), measured, lost)
+	}
 }

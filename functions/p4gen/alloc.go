@@ -23,6 +23,8 @@ import (
 //   - a unit writing a field an earlier unit writes goes later too; one
 //     writing a field an earlier unit only reads may share its stage
 //     (a stage reads its input before it writes);
+//   - units on the two branches of one If never run for one packet: no
+//     dependency joins them;
 //   - a register lives in one stage: every access to it, on whichever
 //     branch, is in that stage.
 //
@@ -41,14 +43,36 @@ type Allocator struct {
 	gress  [2]*pipeline // ingress, egress
 	ops    int          // stateful operations (RMW statements) placed
 	owners []string
+	ifs    int // Ifs seen, to name branches
+}
+
+// branch is one step of a unit's way through the Ifs: the If and its side.
+type branch struct{ ifID, side int }
+
+// access is a unit's read or write of a field: where, and on which
+// branches.
+type access struct {
+	stage int
+	path  []branch
+}
+
+// exclusive reports whether units on paths a and b never both run: they
+// part at one If, on its two sides.
+func exclusive(a, b []branch) bool {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return a[i].ifID == b[i].ifID
+		}
+	}
+	return false
 }
 
 // pipeline is the allocation of one of ingress and egress.
 type pipeline struct {
 	name    string
 	stages  []StageUse
-	written map[string]int // field → the stage of its last writer
-	read    map[string]int // field → the last stage reading it
+	written map[string][]access // field → its writers
+	read    map[string][]access // field → its readers
 	regs    map[*Register]int
 }
 
@@ -68,6 +92,7 @@ type unit struct {
 	what                     string // for messages: "register cms_2_row0 of 65536×32 b"
 	owner                    string
 	reads, writes            map[string]bool
+	path                     []branch
 	regs                     []*Register
 	sram, tcam, alus, tables int
 	ops                      int
@@ -82,7 +107,7 @@ func NewAllocator(p Profile) (*Allocator, error) {
 	a := &Allocator{prof: p}
 	for i, n := range []string{"ingress", "egress"} {
 		a.gress[i] = &pipeline{name: n, stages: make([]StageUse, p.Stages),
-			written: map[string]int{}, read: map[string]int{}, regs: map[*Register]int{}}
+			written: map[string][]access{}, read: map[string][]access{}, regs: map[*Register]int{}}
 		for s := range a.gress[i].stages {
 			a.gress[i].stages[s].Stage = s
 		}
@@ -129,10 +154,17 @@ func (a *Allocator) Offer(prog *Program, owner string, ingress, egress []Stmt) e
 }
 
 func (a *Allocator) clone() *Allocator {
-	b := &Allocator{prof: a.prof, ops: a.ops, owners: slices.Clone(a.owners)}
+	b := &Allocator{prof: a.prof, ops: a.ops, owners: slices.Clone(a.owners), ifs: a.ifs}
+	deep := func(m map[string][]access) map[string][]access {
+		out := make(map[string][]access, len(m))
+		for k, v := range m {
+			out[k] = slices.Clone(v)
+		}
+		return out
+	}
 	for i, g := range a.gress {
 		h := &pipeline{name: g.name, stages: make([]StageUse, len(g.stages)),
-			written: maps.Clone(g.written), read: maps.Clone(g.read), regs: maps.Clone(g.regs)}
+			written: deep(g.written), read: deep(g.read), regs: maps.Clone(g.regs)}
 		for s, st := range g.stages {
 			st.Units, st.owners = slices.Clone(st.Units), slices.Clone(st.owners)
 			h.stages[s] = st
@@ -150,16 +182,25 @@ func (a *Allocator) place(g *pipeline, u *unit) error {
 			first, after = s, why
 		}
 	}
+	last := func(as []access) (int, bool) {
+		s, ok := -1, false
+		for _, x := range as {
+			if !exclusive(x.path, u.path) && x.stage > s {
+				s, ok = x.stage, true
+			}
+		}
+		return s, ok
+	}
 	for _, f := range sortedKeys(u.reads) {
-		if s, ok := g.written[f]; ok {
+		if s, ok := last(g.written[f]); ok {
 			dep(s+1, fmt.Sprintf("it reads %s, written in stage %d", f, s))
 		}
 	}
 	for _, f := range sortedKeys(u.writes) {
-		if s, ok := g.written[f]; ok {
+		if s, ok := last(g.written[f]); ok {
 			dep(s+1, fmt.Sprintf("it writes %s, written in stage %d", f, s))
 		}
-		if s, ok := g.read[f]; ok {
+		if s, ok := last(g.read[f]); ok {
 			dep(s, fmt.Sprintf("it writes %s, read in stage %d", f, s))
 		}
 	}
@@ -197,11 +238,11 @@ func (a *Allocator) place(g *pipeline, u *unit) error {
 	if msg := a.tooBig(u); msg != "" {
 		return fmt.Errorf("%s needs %s; a stage has %s", u.what, u.need, msg)
 	}
-	last := len(g.stages) - 1
+	end := len(g.stages) - 1
 	if pinned >= 0 {
-		last = pinned
+		end = pinned
 	}
-	for s := first; s <= last; s++ {
+	for s := first; s <= end; s++ {
 		if a.short(&g.stages[s], u) == "" {
 			a.put(g, s, u)
 			return nil
@@ -213,10 +254,10 @@ func (a *Allocator) place(g *pipeline, u *unit) error {
 		msg += " after " + strings.Join(st.owners, ", ")
 	}
 	switch {
-	case last == first+1:
-		msg += fmt.Sprintf(", and stage %d has no room either", last)
-	case last > first+1:
-		msg += fmt.Sprintf(", and stages %d to %d have no room either", first+1, last)
+	case end == first+1:
+		msg += fmt.Sprintf(", and stage %d has no room either", end)
+	case end > first+1:
+		msg += fmt.Sprintf(", and stages %d to %d have no room either", first+1, end)
 	}
 	if after != "" {
 		msg += " (it cannot be earlier than stage " + fmt.Sprint(first) + ": " + after + ")"
@@ -260,12 +301,10 @@ func (a *Allocator) put(g *pipeline, s int, u *unit) {
 		st.owners = append(st.owners, owner)
 	}
 	for f := range u.writes {
-		g.written[f] = s
+		g.written[f] = append(g.written[f], access{s, u.path})
 	}
 	for f := range u.reads {
-		if r, ok := g.read[f]; !ok || r < s {
-			g.read[f] = s
-		}
+		g.read[f] = append(g.read[f], access{s, u.path})
 	}
 	for _, r := range u.regs {
 		g.regs[r] = s
@@ -307,11 +346,12 @@ type unitBuilder struct {
 	prog  *Program
 	owner string
 	out   []*unit
-	run   *unit // straight-line statements being gathered
+	run   *unit    // straight-line statements being gathered
+	path  []branch // the Ifs the statements are under
 }
 
 func (b *unitBuilder) newUnit(what string, cond map[string]bool) *unit {
-	u := &unit{what: what, owner: b.owner, reads: maps.Clone(cond), writes: map[string]bool{}, tables: 1}
+	u := &unit{what: what, owner: b.owner, reads: maps.Clone(cond), writes: map[string]bool{}, tables: 1, path: slices.Clone(b.path)}
 	if u.reads == nil {
 		u.reads = map[string]bool{}
 	}
@@ -352,14 +392,16 @@ func (b *unitBuilder) walk(ss []Stmt, cond map[string]bool) error {
 				inner = map[string]bool{}
 			}
 			reads(s.Cond, inner)
-			if err := b.walk(s.Then, inner); err != nil {
-				return err
+			b.a.ifs++
+			id := b.a.ifs
+			for side, ss := range [][]Stmt{s.Then, s.Else} {
+				b.path = append(b.path, branch{id, side})
+				if err := b.walk(ss, inner); err != nil {
+					return err
+				}
+				b.flush()
+				b.path = b.path[:len(b.path)-1]
 			}
-			b.flush()
-			if err := b.walk(s.Else, inner); err != nil {
-				return err
-			}
-			b.flush()
 		case Apply:
 			b.flush()
 			u, err := b.table(s.Table, cond)

@@ -16,7 +16,7 @@ func sketchFn(p *Program, prefix string, rows, size int) (*Builder, []*Register)
 		idx := b.Meta("idx"+string(rune('0'+i)), 32)
 		r := b.Register("row"+string(rune('0'+i)), 32, size, "c", i*size)
 		regs = append(regs, r)
-		b.Add(Hash{Dst: idx, Algo: CRC32, Data: []Expr{C(uint64(i), 8), F("ipv4", "src_addr")}, Max: uint64(size)},
+		b.Add(Hash{Dst: idx, Algo: CRC32, Data: []Expr{C(uint64(i), 8), F("ipv4_src_2", "src_2")}, Max: uint64(size)},
 			RMW{Reg: r, Index: idx, New: B(Add, Old{32}, C(1, 32))})
 	}
 	return b, regs
@@ -160,7 +160,7 @@ func TestAllocRegisterOnBranches(t *testing.T) {
 	b := &Builder{Prog: p, ID: "w", Prefix: "w", In: True}
 	r := b.Register("r", 16, 1024, "r", 0)
 	i1 := b.Meta("i1", 32)
-	b.Add(If{Cond: Valid{"tcp"},
+	b.Add(If{Cond: Valid{"tcp_urg"},
 		Then: []Stmt{RMW{Reg: r, Index: C(0, 32), New: C(1, 16)}},
 		Else: []Stmt{Assign{Dst: i1, X: C(1, 32)}, RMW{Reg: r, Index: i1, New: C(2, 16)}}})
 	a, _ := NewAllocator(Tofino1())
@@ -171,7 +171,7 @@ func TestAllocRegisterOnBranches(t *testing.T) {
 	p2 := NewProgram("t")
 	b2 := &Builder{Prog: p2, ID: "w", Prefix: "w", In: True}
 	r2 := b2.Register("r", 16, 1024, "r", 0)
-	b2.Add(If{Cond: Valid{"tcp"},
+	b2.Add(If{Cond: Valid{"tcp_urg"},
 		Then: []Stmt{RMW{Reg: r2, Index: C(0, 32), New: C(1, 16)}},
 		Else: []Stmt{RMW{Reg: r2, Index: C(1, 32), New: C(2, 16)}}})
 	a2, _ := NewAllocator(Tofino1())
@@ -188,8 +188,8 @@ func TestAllocTables(t *testing.T) {
 	p := NewProgram("t")
 	b := &Builder{Prog: p, ID: "f", Prefix: "f", In: True}
 	fwd := b.Action("fwd", []Field{{Name: "port", Bits: 9}}, Assign{Dst: Std("egress_spec"), X: Ref{Path: "port", Bits: 9}})
-	ex := b.Table(&Table{Name: "ex", Keys: []TableKey{{X: F("ipv4", "dst_addr"), Match: Exact}}, Actions: []*Action{fwd}, Default: fwd, DefaultArgs: []uint64{1}, Size: 4096})
-	tc := b.Table(&Table{Name: "tc", Keys: []TableKey{{X: F("ipv4", "dst_addr"), Match: LPM}, {X: F("tcp", "dst_port"), Match: Range}}, Actions: []*Action{fwd}, Default: fwd, DefaultArgs: []uint64{1}, Size: 1024})
+	ex := b.Table(&Table{Name: "ex", Keys: []TableKey{{X: hdr("ipv4.dst"), Match: Exact}}, Actions: []*Action{fwd}, Default: fwd, DefaultArgs: []uint64{1}, Size: 4096})
+	tc := b.Table(&Table{Name: "tc", Keys: []TableKey{{X: hdr("ipv4.dst"), Match: LPM}, {X: F("l4_dport", "dst_port"), Match: Range}}, Actions: []*Action{fwd}, Default: fwd, DefaultArgs: []uint64{1}, Size: 1024})
 	b.Add(Apply{Table: ex}, Apply{Table: tc})
 	a, _ := NewAllocator(Tofino1())
 	if err := a.Offer(p, "f", b.Body, nil); err != nil {

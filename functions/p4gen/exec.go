@@ -122,7 +122,7 @@ type env struct {
 }
 
 func newEnv() *env {
-	return &env{vals: map[string]uint64{}, valid: map[string]bool{}, varData: map[string][]byte{}, rmws: map[*Register]bool{}}
+	return &env{vals: make(map[string]uint64, 256), valid: make(map[string]bool, 64), varData: map[string][]byte{}, rmws: map[*Register]bool{}}
 }
 
 // Process runs one packet through the switch.
@@ -505,10 +505,14 @@ func (s *Switch) lookup(e *env, t *Table) (*Action, []uint64, error) {
 	}
 	var best *Entry
 	bestLen := -1
+	lpm := hasLPM(t)
 	for i := range s.Entries[t] {
 		en := &s.Entries[t][i]
 		hit, plen := true, 0
 		for j, k := range t.Keys {
+			if !hit {
+				break
+			}
 			m := en.Match[j]
 			w := k.X.Type()
 			switch k.Match {
@@ -536,9 +540,9 @@ func (s *Switch) lookup(e *env, t *Table) (*Action, []uint64, error) {
 		switch {
 		case best == nil:
 			best, bestLen = en, plen
-		case hasLPM(t) && plen > bestLen:
+		case lpm && plen > bestLen:
 			best, bestLen = en, plen
-		case !hasLPM(t) && en.Priority > best.Priority:
+		case !lpm && en.Priority > best.Priority:
 			best = en
 		}
 	}

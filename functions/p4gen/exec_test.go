@@ -160,8 +160,8 @@ func TestParserSeesIngressPort(t *testing.T) {
 // and a port set after it sends the packet again; in egress it drops.
 func TestMarkToDropThenForward(t *testing.T) {
 	p := NewProgram("t")
-	p.Ingress = []Stmt{MarkToDrop{}, If{Cond: Valid{"udp"}, Then: []Stmt{Assign{Dst: Std("egress_spec"), X: C(3, 9)}}}}
-	p.Egress = []Stmt{If{Cond: B(Eq, F("udp", "dst_port"), C(9, 16)), Then: []Stmt{MarkToDrop{}}}}
+	p.Ingress = []Stmt{MarkToDrop{}, If{Cond: Valid{"udp_csum"}, Then: []Stmt{Assign{Dst: Std("egress_spec"), X: C(3, 9)}}}}
+	p.Egress = []Stmt{If{Cond: B(Eq, F("l4_dport", "dst_port"), C(9, 16)), Then: []Stmt{MarkToDrop{}}}}
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -415,6 +415,9 @@ const (
 // that the datapath keeps across packets. Field and Base say which values
 // of the owning function's MBuf it holds: cell i is value Base+i of the
 // field named Field, so the controller reads it into the MBuf as it is.
+// Half, for a function with a window (Window), says which windows the
+// register holds: HalfEven or HalfOdd; the controller reads a window from
+// the registers and counters of its half.
 type Register struct {
 	Name  string
 	Width int
@@ -422,7 +425,18 @@ type Register struct {
 	Owner string // the function's id
 	Field string
 	Base  int
+	Half  Half
 }
+
+// Half is the windows a register or counter holds, for a function that
+// double-buffers its state by window parity.
+type Half uint8
+
+const (
+	HalfAll  Half = iota // no window: every packet's state
+	HalfEven             // the windows of even number
+	HalfOdd              // the windows of odd number
+)
 
 // CounterType is what a counter cell counts.
 type CounterType uint8
@@ -446,6 +460,7 @@ type Counter struct {
 	FieldPackets string
 	FieldBytes   string
 	Base         int
+	Half         Half
 }
 
 // MatchKind is how a table key matches.

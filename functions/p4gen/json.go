@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
+	"strings"
 )
 
 // The device config of the PISA model: a Program as JSON, what a P4Runtime
@@ -658,19 +661,18 @@ func (dc *decoder) exprs(js []*jExpr) ([]Expr, error) {
 	return out, nil
 }
 
-// only fails when j sets a field its kind does not have: allowed names
-// those it has.
+// only fails when j (a *jExpr or *jStmt) sets a field its kind does not
+// have: allowed names those it has, by their JSON names.
 func only(what string, j any, allowed ...string) error {
-	b, _ := json.Marshal(j)
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(b, &m)
-	for k := range m {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || a == k
+	v := reflect.ValueOf(j).Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		if v.Field(i).IsZero() {
+			continue
 		}
-		if !ok {
-			return fmt.Errorf("%s has no field %q", what, k)
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if !slices.Contains(allowed, name) {
+			return fmt.Errorf("%s has no field %q", what, name)
 		}
 	}
 	return nil

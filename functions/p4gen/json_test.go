@@ -2,6 +2,7 @@ package p4gen
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,28 +30,28 @@ func everyDecl(t *testing.T) *Program {
 	fwd := b.Action("fwd", []Field{port}, Assign{Dst: Std("egress_spec"), X: Ref{Path: "port", Bits: 9}}, Count{Counter: ctr2, Index: C(0, 32)})
 	drop := b.Action("drop", nil, MarkToDrop{})
 	set := b.Action("set", []Field{{Name: "v", Bits: 16}}, Assign{Dst: val, X: Ref{Path: "v", Bits: 16}})
-	tb := b.Table(&Table{Name: "t", Keys: []TableKey{{X: F("ipv4", "dst_addr"), Match: LPM}, {X: Valid{"tcp"}, Match: Exact}},
+	tb := b.Table(&Table{Name: "t", Keys: []TableKey{{X: hdr("ipv4.dst"), Match: LPM}, {X: Valid{"tcp_urg"}, Match: Exact}},
 		Actions: []*Action{fwd, drop}, Default: drop, Size: 1024})
-	tc := b.Table(&Table{Name: "k", Keys: []TableKey{{X: F("ipv4", "protocol"), Match: Ternary}, {X: F("udp", "dst_port"), Match: Range}},
+	tc := b.Table(&Table{Name: "k", Keys: []TableKey{{X: F("ipv4_proto", "protocol"), Match: Ternary}, {X: F("l4_dport", "dst_port"), Match: Range}},
 		Actions: []*Action{set}, Default: set, DefaultArgs: []uint64{7}, Size: 16, Const: true,
 		Entries: []Entry{{Match: []Match{{Value: 17, Mask: 0xff}, {Lo: 50, Hi: 60}}, Priority: 3, Action: set, Args: []uint64{99}}}})
-	x := F("ipv4", "ttl")
+	x := F("ipv4_ttl", "ttl")
 	b.Add(
-		Hash{Dst: idx, Algo: CRC32, Base: 2, Data: []Expr{F("ipv4", "src_addr"), F("udp", "src_port")}, Max: 60},
-		Hash{Dst: idx, Algo: CRC16, Data: []Expr{F("ipv4", "src_addr")}},
-		Hash{Dst: idx, Algo: Identity, Data: []Expr{F("udp", "src_port"), F("udp", "dst_port")}, Max: 64},
+		Hash{Dst: idx, Algo: CRC32, Base: 2, Data: []Expr{F("ipv4_src_2", "src_2"), F("l4_sport", "src_port")}, Max: 60},
+		Hash{Dst: idx, Algo: CRC16, Data: []Expr{F("ipv4_src_2", "src_2")}},
+		Hash{Dst: idx, Algo: Identity, Data: []Expr{F("l4_sport", "src_port"), F("l4_dport", "dst_port")}, Max: 64},
 		Random{Dst: flag, Lo: 0, Hi: 1},
 		Apply{Table: tc},
-		If{Cond: AllOf(Valid{"udp"}, Unary{Op: Not, X: B(Eq, flag, C(1, 1))}),
+		If{Cond: AllOf(Valid{"udp_csum"}, Unary{Op: Not, X: B(Eq, flag, C(1, 1))}),
 			Then: []Stmt{
 				RMW{Reg: reg, Index: idx, New: Mux{Cond: B(Gt, Old{16}, val), Then: Old{16}, Else: B(SatAdd, val, C(1, 16))},
 					Cond: B(Ne, val, C(0, 16)), OldTo: &old, NewTo: &val},
-				Digest{Type: d, Values: []Expr{val, Cast{Bits: 16, X: Slice{X: F("ipv4", "src_addr"), Hi: 15, Lo: 0}}}},
+				Digest{Type: d, Values: []Expr{val, Cast{Bits: 16, X: Slice{X: F("ipv4_src_2", "src_2"), Hi: 15, Lo: 0}}}},
 			},
-			Else: []Stmt{Clone{Session: 5}, SetValid{Header: "udp", Valid: false}}},
+			Else: []Stmt{Clone{Session: 5}, SetValid{Header: "udp_csum", Valid: false}}},
 		Assign{Dst: x, X: B(Sub, x, C(1, 8))},
 		Assign{Dst: val, X: B(Or, B(Shl, Unary{Op: Inv, X: val}, C(2, 16)), B(Xor, B(Shr, val, C(1, 16)), B(And, val, C(3, 16))))},
-		Count{Counter: ctr, Index: Cast{Bits: 32, X: Slice{X: F("ipv4", "protocol"), Hi: 1, Lo: 0}}},
+		Count{Counter: ctr, Index: Cast{Bits: 32, X: Slice{X: F("ipv4_proto", "protocol"), Hi: 1, Lo: 0}}},
 		Call{Action: fwd, Args: []Expr{C(2, 9)}},
 		Apply{Table: tb},
 		If{Cond: AnyOf(B(Lt, val, old), B(Le, val, C(3, 16)), B(Ge, old, C(9, 16)), B(LAnd, True, False))},
@@ -94,7 +95,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		}
 	}
 	for i, r := range p.Registers {
-		if a, b := sp.Regs[r], sq.Regs[q.Registers[i]]; !equalU64(a, b) {
+		if a, b := sp.Regs[r], sq.Regs[q.Registers[i]]; !slices.Equal(a, b) {
 			t.Errorf("register %s: %v and %v", r.Name, a, b)
 		}
 	}
@@ -110,19 +111,7 @@ func sameResult(a, b Result) bool {
 		}
 	}
 	for i := range a.Digests {
-		if a.Digests[i].Type.Name != b.Digests[i].Type.Name || !equalU64(a.Digests[i].Values, b.Digests[i].Values) {
-			return false
-		}
-	}
-	return true
-}
-
-func equalU64(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
+		if a.Digests[i].Type.Name != b.Digests[i].Type.Name || !slices.Equal(a.Digests[i].Values, b.Digests[i].Values) {
 			return false
 		}
 	}
@@ -155,7 +144,7 @@ func TestJSONStrict(t *testing.T) {
 		{"dangling register", `"register": "f_1_r"`, `"register": "f_1_q"`, `no register "f_1_q"`},
 		{"dangling counter", `"counter": "f_1_c"`, `"counter": "f_1_x"`, `no counter "f_1_x"`},
 		{"dangling digest", `"digest": "f_1_d"`, `"digest": "f_1_e"`, `no type "f_1_e"`},
-		{"dangling header type", `"type": "tcp_t"`, `"type": "tcp2_t"`, `no header type "tcp2_t"`},
+		{"dangling header type", `"type": "tcp_urg_t"`, `"type": "tcp_urg2_t"`, `no header type "tcp_urg2_t"`},
 		{"undeclared field", `"path": "meta.f_1_old"`, `"path": "meta.f_1_older"`, "meta.f_1_older is not declared"},
 		{"wrong width", `"name": "f_1_r",
    "width": 16`, `"name": "f_1_r",
@@ -175,4 +164,10 @@ func TestJSONStrict(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
 		}
 	}
+}
+
+// hdr is a value of the standard headers (Hdr) without its header.
+func hdr(name string) Expr {
+	x, _ := Hdr(name)
+	return x
 }

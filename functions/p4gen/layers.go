@@ -51,7 +51,6 @@ func StdLayers(p *Program) *Layers {
 	}
 	c32 := func(v uint64) Const { return C(v, 32) }
 	w32 := func(x Expr) Expr { return Cast{Bits: 32, X: x} }
-	minOf := func(a, b Expr) Expr { return Mux{Cond: B(Lt, a, b), Then: a, Else: b} }
 	length := Std("packet_length")
 	var ss []Stmt
 	for _, r := range []Ref{l.Ver, l.Proto, l.L4, l.L4Len, ptr, nh, walk} {
@@ -73,7 +72,8 @@ func StdLayers(p *Program) *Layers {
 		Then: []Stmt{
 			Assign{Dst: l.Ver, X: C(4, 8)},
 			Assign{Dst: l.Proto, X: F("ipv4_proto", "protocol")},
-			Assign{Dst: lim, X: minOf(eff, capL3)},
+			Assign{Dst: lim, X: eff},
+			If{Cond: B(Gt, lim, capL3), Then: []Stmt{Assign{Dst: lim, X: capL3}}},
 			If{Cond: B(Eq, F("ipv4_frag", "frag_offset"), C(0, 13)), Then: []Stmt{
 				Assign{Dst: l.L4, X: C(1, 1)},
 				Assign{Dst: l.L4Len, X: Mux{Cond: B(Ge, lim, hl), Then: B(Sub, lim, hl), Else: c32(0)}},
@@ -91,7 +91,8 @@ func StdLayers(p *Program) *Layers {
 	)
 	v6 := []Stmt{
 		Assign{Dst: l.Ver, X: C(6, 8)},
-		Assign{Dst: lim, X: Mux{Cond: B(Ne, plen, C(0, 16)), Then: minOf(B(Add, w32(plen), c32(40)), capL3), Else: capL3}},
+		Assign{Dst: lim, X: Mux{Cond: B(Ne, plen, C(0, 16)), Then: B(Add, w32(plen), c32(40)), Else: capL3}},
+		If{Cond: B(Gt, lim, capL3), Then: []Stmt{Assign{Dst: lim, X: capL3}}},
 		Assign{Dst: ptr, X: c32(40)},
 		Assign{Dst: nh, X: F("ipv6_nh", "next_hdr")},
 		Assign{Dst: walk, X: C(walking, 2)},

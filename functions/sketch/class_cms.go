@@ -22,7 +22,7 @@ var cmsState = &functions.State{Fields: []functions.StateField{
 		LenOf:   func(p functions.Params) int { d, w := cmsDims(p); return d * w },
 		Summary: "the sketch: row r's counters at [r·width, (r+1)·width)",
 		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP}},
-	{Name: "rows", Type: buffers.U64, Merge: functions.MergeSum, LenDoc: "depth×width (width rounded up to a power of two)",
+	{Name: "counters", Type: buffers.U64, Merge: functions.MergeSum, LenDoc: "depth×width (width rounded up to a power of two)",
 		LenOf:   func(p functions.Params) int { d, _ := cmsDims(p); w, _ := p4Width(p); return d * w },
 		Summary: "the switch's sketch, a register per row: row r's counters at [r·width, (r+1)·width)",
 		Targets: []functions.Target{functions.TargetP4}},
@@ -84,12 +84,11 @@ func NewCMS(ctx *functions.Context) (*CMS, error) {
 		return nil, err
 	}
 	d, w := cmsDims(ctx.Params)
-	field, bits := "counters", 0
+	bits := 0
 	if ctx.Target == functions.TargetP4 {
-		field = "rows"
 		w, bits = p4Width(ctx.Params)
 	}
-	s, err := NewCountMin(k.m.Uint64s(functions.FieldOf(k.m, field)), d, w, Exclusive)
+	s, err := NewCountMin(k.m.Uint64s(functions.FieldOf(k.m, "counters")), d, w, Exclusive)
 	if err != nil {
 		return nil, err
 	}

@@ -98,6 +98,7 @@ func p4Ethernet(ctx *functions.Context) error {
 // functions after it on the switch read as min. total is a register too,
 // so that they read it in the pipeline.
 type p4CMS struct {
+	params       functions.Params
 	sp           *flowkey.Spec
 	depth, width int
 	bits         int
@@ -105,35 +106,51 @@ type p4CMS struct {
 }
 
 func (c *p4CMS) Lower(b *p4gen.Builder) error {
+	s, err := measure.NewP4State(b, c.params)
+	if err != nil {
+		return err
+	}
 	k := c.sp.LowerP4(b)
-	nokey := b.Counter("nokey", 1, p4gen.Packets, "nokey", "", 0)
-	total := b.Register("total", 64, 1, "total", 0)
+	nokey := s.Count("nokey", "nokey", "")
+	total := s.Register("total", 64, 1, "total", 0)
+	rows := make([]*measure.P4Reg, c.depth)
+	cells := make([]p4gen.Ref, c.depth)
+	for r := range rows {
+		rows[r] = s.Register(fmt.Sprint("row", r), 64, c.width, "counters", r*c.width)
+		cells[r] = b.Meta(fmt.Sprint("cell", r), 64)
+	}
 	sum, est := b.Meta("total", 64), b.Meta("min", 64)
 	h1, h2 := k.Hashes(b)
 	pos := flowkey.Positions(b, h1, h2, "pos", c.depth, c.bits)
-	v := p4gen.Expr(p4gen.C(1, 64))
-	if c.bytes {
-		v = p4gen.Cast{Bits: 64, X: p4gen.Std("packet_length")}
-	}
-	then := []p4gen.Stmt{p4gen.RMW{Reg: total, Index: p4gen.C(0, 32), New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &sum}}
-	for r := range c.depth {
-		row := b.Register(fmt.Sprint("row", r), 64, c.width, "rows", r*c.width)
-		cell := b.Meta(fmt.Sprint("cell", r), 64)
-		then = append(then, p4gen.RMW{Reg: row, Index: pos[r], New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &cell})
-		x := p4gen.Expr(cell)
-		if r > 0 {
-			x = p4gen.Mux{Cond: p4gen.B(p4gen.Lt, cell, est), Then: cell, Else: est}
+	v := valueOf(c.bytes)
+	b.Add(p4gen.Assign{Dst: est, X: p4gen.C(0, 64)}, p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)})
+	s.Lower(func(h int) []p4gen.Stmt {
+		then := []p4gen.Stmt{p4gen.RMW{Reg: total.In(h), Index: p4gen.C(0, 32), New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &sum}}
+		for r := range rows {
+			then = append(then, p4gen.RMW{Reg: rows[r].In(h), Index: pos[r], New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &cells[r]})
+			x := p4gen.Expr(cells[r])
+			if r > 0 {
+				x = p4gen.Mux{Cond: p4gen.B(p4gen.Lt, cells[r], est), Then: cells[r], Else: est}
+			}
+			then = append(then, p4gen.Assign{Dst: est, X: x})
 		}
-		then = append(then, p4gen.Assign{Dst: est, X: x})
+		return []p4gen.Stmt{p4gen.If{Cond: k.HasKey(), Then: then, Else: append(nokey.Add(h),
+			p4gen.RMW{Reg: total.In(h), Index: p4gen.C(0, 32), New: p4gen.Old{Bits: 64}, NewTo: &sum})}}
+	})
+	if measure.Reports(c.params) {
+		b.Pass = p4gen.False
 	}
-	b.Add(p4gen.If{Cond: k.HasKey(), Then: then, Else: []p4gen.Stmt{
-		p4gen.Count{Counter: nokey, Index: p4gen.C(0, 32)},
-		p4gen.Assign{Dst: est, X: p4gen.C(0, 64)},
-		p4gen.RMW{Reg: total, Index: p4gen.C(0, 32), New: p4gen.Old{Bits: 64}, NewTo: &sum},
-	}})
 	b.Export("min", est)
 	b.Export("total", sum)
 	return nil
+}
+
+// valueOf is what a packet adds: 1, or its length, as bit<64>.
+func valueOf(bytes bool) p4gen.Expr {
+	if bytes {
+		return p4gen.Cast{Bits: 64, X: p4gen.Std("packet_length")}
+	}
+	return p4gen.C(1, 64)
 }
 
 func p4CMSCode(ctx *functions.Context) (p4gen.Function, error) {
@@ -142,7 +159,7 @@ func p4CMSCode(ctx *functions.Context) (p4gen.Function, error) {
 	}
 	d, _ := cmsDims(ctx.Params)
 	w, bits := p4Width(ctx.Params)
-	return &p4CMS{sp: measure.Spec(ctx.Params), depth: d, width: w, bits: bits, bytes: measure.Bytes(ctx.Params)}, nil
+	return &p4CMS{params: ctx.Params, sp: measure.Spec(ctx.Params), depth: d, width: w, bits: bits, bytes: measure.Bytes(ctx.Params)}, nil
 }
 
 // p4HLL is hll on a switch: a register of 2^p one-byte registers; crc32
@@ -152,25 +169,35 @@ func p4CMSCode(ctx *functions.Context) (p4gen.Function, error) {
 // larger of ρ and what the register held. (MAFIA's public code writes ρ
 // without the max, which forgets a larger rank.)
 type p4HLL struct {
-	sp *flowkey.Spec
-	p  int
+	params functions.Params
+	sp     *flowkey.Spec
+	p      int
 }
 
 func (f *p4HLL) Lower(b *p4gen.Builder) error {
+	s, err := measure.NewP4State(b, f.params)
+	if err != nil {
+		return err
+	}
 	k := f.sp.LowerP4(b)
-	nokey := b.Counter("nokey", 1, p4gen.Packets, "nokey", "", 0)
-	regs := b.Register("registers", 8, 1<<f.p, "registers", 0)
+	nokey := s.Count("nokey", "nokey", "")
+	regs := s.Register("registers", 8, 1<<f.p, "registers", 0)
 	h1, _ := k.Hashes(b)
 	j, w, rho := b.Meta("j", 32), b.Meta("w", 32), b.Meta("rho", 8)
 	clz := leadingZeros(b, "rank", w, rho, 32-f.p, 1)
-	b.Add(p4gen.If{Cond: k.HasKey(),
-		Then: []p4gen.Stmt{
-			p4gen.Assign{Dst: j, X: p4gen.Cast{Bits: 32, X: p4gen.Slice{X: h1, Hi: 31, Lo: 32 - f.p}}},
-			p4gen.Assign{Dst: w, X: p4gen.B(p4gen.Or, p4gen.B(p4gen.Shl, h1, p4gen.C(uint64(f.p), 32)), p4gen.C(1<<(f.p-1), 32))},
-			p4gen.Apply{Table: clz},
-			p4gen.RMW{Reg: regs, Index: j, New: p4gen.Mux{Cond: p4gen.B(p4gen.Lt, p4gen.Old{Bits: 8}, rho), Then: rho, Else: p4gen.Old{Bits: 8}}},
-		},
-		Else: []p4gen.Stmt{p4gen.Count{Counter: nokey, Index: p4gen.C(0, 32)}}})
+	b.Add(
+		p4gen.Assign{Dst: j, X: p4gen.Cast{Bits: 32, X: p4gen.Slice{X: h1, Hi: 31, Lo: 32 - f.p}}},
+		p4gen.Assign{Dst: w, X: p4gen.B(p4gen.Or, p4gen.B(p4gen.Shl, h1, p4gen.C(uint64(f.p), 32)), p4gen.C(1<<(f.p-1), 32))},
+		p4gen.Apply{Table: clz})
+	s.Lower(func(h int) []p4gen.Stmt {
+		return []p4gen.Stmt{p4gen.If{Cond: k.HasKey(),
+			Then: []p4gen.Stmt{p4gen.RMW{Reg: regs.In(h), Index: j,
+				New: p4gen.Mux{Cond: p4gen.B(p4gen.Lt, p4gen.Old{Bits: 8}, rho), Then: rho, Else: p4gen.Old{Bits: 8}}}},
+			Else: nokey.Add(h)}}
+	})
+	if measure.Reports(f.params) {
+		b.Pass = p4gen.False
+	}
 	return nil
 }
 
@@ -193,7 +220,7 @@ func p4HLLCode(ctx *functions.Context) (p4gen.Function, error) {
 	if err := p4Ethernet(ctx); err != nil {
 		return nil, err
 	}
-	return &p4HLL{sp: measure.Spec(ctx.Params), p: int(ctx.Params.Int("precision"))}, nil
+	return &p4HLL{params: ctx.Params, sp: measure.Spec(ctx.Params), p: int(ctx.Params.Int("precision"))}, nil
 }
 
 // The Go halves on a switch compute, given packets, what the switch does:
@@ -238,4 +265,230 @@ func (f *HLLFunc) processP4(b *buffers.Batch) {
 		f.est.dirty.Store(true)
 	}
 	f.pass(b)
+}
+
+// p4PCSA is pcsa on a switch: a register of 2^b 32-bit bitmaps (bitmaps=
+// rounded up to a power of two); crc32 of the key chooses bitmap j (its
+// top b bits) and bit r, the trailing zeros of the rest with a guard bit
+// (PCSAPosition32), which a ternary table turns into the bit's mask (a
+// switch shifts by constants only); the RMW ors it in.
+type p4PCSA struct {
+	params functions.Params
+	sp     *flowkey.Spec
+	m, b   int
+}
+
+func (f *p4PCSA) Lower(b *p4gen.Builder) error {
+	s, err := measure.NewP4State(b, f.params)
+	if err != nil {
+		return err
+	}
+	k := f.sp.LowerP4(b)
+	nokey := s.Count("nokey", "nokey", "")
+	bitmaps := s.Register("bitmaps", 32, f.m, "bitmaps", 0)
+	h1, _ := k.Hashes(b)
+	j, low, mask := b.Meta("j", 32), b.Meta("low", 32), b.Meta("bit", 32)
+	ctz := trailingZeros(b, "rank", low, mask, 31-f.b)
+	var jx p4gen.Expr = p4gen.C(0, 32)
+	if f.b > 0 {
+		jx = p4gen.Cast{Bits: 32, X: p4gen.Slice{X: h1, Hi: 31, Lo: 32 - f.b}}
+	}
+	b.Add(
+		p4gen.Assign{Dst: j, X: jx},
+		p4gen.Assign{Dst: low, X: p4gen.B(p4gen.Or, p4gen.B(p4gen.And, h1, p4gen.C(1<<(32-f.b)-1, 32)), p4gen.C(1<<(31-f.b), 32))},
+		p4gen.Apply{Table: ctz})
+	s.Lower(func(h int) []p4gen.Stmt {
+		return []p4gen.Stmt{p4gen.If{Cond: k.HasKey(),
+			Then: []p4gen.Stmt{p4gen.RMW{Reg: bitmaps.In(h), Index: j, New: p4gen.B(p4gen.Or, p4gen.Old{Bits: 32}, mask)}},
+			Else: nokey.Add(h)}}
+	})
+	if measure.Reports(f.params) {
+		b.Pass = p4gen.False
+	}
+	return nil
+}
+
+// trailingZeros declares a const ternary table on x (bit<32>) that sets
+// dst to the bit (1 << r) of the trailing zeros r of x, for x with a one
+// among its low n+1 bits.
+func trailingZeros(b *p4gen.Builder, name string, x, dst p4gen.Ref, n int) *p4gen.Table {
+	set := b.Action("set_"+name, []p4gen.Field{{Name: "v", Bits: dst.Bits}}, p4gen.Assign{Dst: dst, X: p4gen.Ref{Path: "v", Bits: dst.Bits}})
+	t := &p4gen.Table{Name: name, Keys: []p4gen.TableKey{{X: x, Match: p4gen.Ternary}}, Actions: []*p4gen.Action{set},
+		Default: set, DefaultArgs: []uint64{1 << n}, Size: n + 1, Const: true}
+	for r := 0; r <= n; r++ {
+		bit := uint64(1) << r
+		t.Entries = append(t.Entries, p4gen.Entry{Match: []p4gen.Match{{Value: bit, Mask: bit<<1 - 1}},
+			Priority: int32(n + 1 - r), Action: set, Args: []uint64{bit}})
+	}
+	return b.Table(t)
+}
+
+func p4PCSACode(ctx *functions.Context) (p4gen.Function, error) {
+	if err := p4Ethernet(ctx); err != nil {
+		return nil, err
+	}
+	m, bits := flowkey.Pow2(uint64(ctx.Params.Int("bitmaps")))
+	return &p4PCSA{params: ctx.Params, sp: measure.Spec(ctx.Params), m: int(m), b: bits}, nil
+}
+
+func (f *PCSAFunc) processP4(b *buffers.Batch) {
+	changed := false
+	var nokey uint64
+	for _, e := range b.E[:b.N] {
+		h1, _, ok := f.p4.hashes(b.PBuf.Data(e.Slot))
+		if !ok {
+			nokey++
+			continue
+		}
+		if f.s.Add32(h1) {
+			changed = true
+		}
+	}
+	f.noKey(nokey)
+	if changed {
+		f.est.dirty.Store(true)
+	}
+	f.pass(b)
+}
+
+// p4Bloom is a membership Bloom filter as a switch keeps it: k
+// partitions of 2^bits one-bit cells, one register each, a key's cell in
+// partition i at P4Index i of its hashes; the Go half's view of them is
+// one byte per cell, partition i at [i·2^bits, (i+1)·2^bits).
+type p4Bloom struct {
+	cells []uint8
+	k     int
+	bits  int
+}
+
+// add sets the key's cells, reporting whether they all were.
+func (p *p4Bloom) add(h1 uint32, h2 uint16) (present bool) {
+	present = true
+	for i := range p.k {
+		c := &p.cells[i<<p.bits+int(flowkey.P4Index(h1, h2, uint32(i), p.bits))]
+		if *c == 0 {
+			present = false
+			*c = 1
+		}
+	}
+	return present
+}
+
+func (p *p4Bloom) test(h1 uint32, h2 uint16) bool {
+	for i := range p.k {
+		if p.cells[i<<p.bits+int(flowkey.P4Index(h1, h2, uint32(i), p.bits))] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// p4BloomBits is a Bloom partition's size on a switch: bits/hashes
+// rounded up to a power of two, and its exponent.
+func p4BloomBits(p functions.Params) (int, int) {
+	k := uint64(p.Int("hashes"))
+	n, b := flowkey.Pow2((uint64(p.Int("bits")) + k - 1) / k)
+	return int(n), b
+}
+
+// p4BloomFilter is membership bloom on a switch: a register of one-bit
+// cells per hash (a partitioned Bloom filter: as many bits, the same
+// false-positive rate for the same k and m), each set by its RMW, which
+// gives the cell's old bit; the key was present when all were set. The
+// packets pass= asks for pass; inserted and nokey count.
+type p4BloomFilter struct {
+	params  functions.Params
+	sp      *flowkey.Spec
+	k, size int
+	bits    int
+	pass    string
+}
+
+func (f *p4BloomFilter) Lower(b *p4gen.Builder) error {
+	s, err := measure.NewP4State(b, f.params)
+	if err != nil {
+		return err
+	}
+	k := f.sp.LowerP4(b)
+	inserted, nokey := s.Count("inserted", "inserted", ""), s.Count("nokey", "nokey", "")
+	parts := make([]*measure.P4Reg, f.k)
+	olds := make([]p4gen.Ref, f.k)
+	for i := range parts {
+		parts[i] = s.Register(fmt.Sprint("hash", i), 1, f.size, "cells", i*f.size)
+		olds[i] = b.Meta(fmt.Sprint("old", i), 1)
+	}
+	pass, member := b.Meta("pass", 1), b.Meta("member", 1)
+	h1, h2 := k.Hashes(b)
+	pos := flowkey.Positions(b, h1, h2, "pos", f.k, f.bits)
+	var all []p4gen.Expr
+	for _, o := range olds {
+		all = append(all, p4gen.B(p4gen.Eq, o, p4gen.C(1, 1)))
+	}
+	present := p4gen.AllOf(all...)
+	verdict := map[string]p4gen.Expr{"new": p4gen.Unary{Op: p4gen.Not, X: present}, "member": present, "all": p4gen.True}[f.pass]
+	b.Add(p4gen.Assign{Dst: pass, X: p4gen.C(0, 1)}, p4gen.Assign{Dst: member, X: p4gen.C(0, 1)})
+	s.Lower(func(h int) []p4gen.Stmt {
+		var then []p4gen.Stmt
+		for i := range parts {
+			then = append(then, p4gen.RMW{Reg: parts[i].In(h), Index: pos[i], New: p4gen.C(1, 1), OldTo: &olds[i]})
+		}
+		then = append(then,
+			p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: present}, Then: inserted.Add(h)},
+			p4gen.Assign{Dst: pass, X: p4gen.Cast{Bits: 1, X: verdict}},
+			p4gen.Assign{Dst: member, X: p4gen.C(1, 1)})
+		noKey := append(nokey.Add(h), p4gen.Assign{Dst: pass, X: p4gen.C(boolBit(f.pass == "all"), 1)})
+		return []p4gen.Stmt{p4gen.If{Cond: k.HasKey(), Then: then, Else: noKey}}
+	})
+	b.Pass = p4gen.B(p4gen.Eq, pass, p4gen.C(1, 1))
+	if measure.Reports(f.params) {
+		b.Pass = p4gen.False
+	}
+	b.Export("member", p4gen.Cast{Bits: 64, X: member})
+	return nil
+}
+
+func boolBit(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func p4BloomCode(ctx *functions.Context) (p4gen.Function, error) {
+	if err := p4Ethernet(ctx); err != nil {
+		return nil, err
+	}
+	size, bits := p4BloomBits(ctx.Params)
+	return &p4BloomFilter{params: ctx.Params, sp: measure.Spec(ctx.Params), k: int(ctx.Params.Int("hashes")), size: size,
+		bits: bits, pass: ctx.Params.Str("pass")}, nil
+}
+
+func (f *BloomFunc) processP4(b *buffers.Batch) {
+	n := 0
+	var ins, nokey uint64
+	for _, e := range b.E[:b.N] {
+		h1, h2, ok := f.p4.hashes(b.PBuf.Data(e.Slot))
+		present := false
+		if !ok {
+			nokey++
+		} else if present = f.pb.add(h1, h2); !present {
+			ins++
+		}
+		if f.pass == "all" || ok && (f.pass == "new") != present {
+			b.E[n] = e
+			n++
+		}
+	}
+	f.noKey(nokey)
+	f.m.Add64(f.inserted, ins)
+	b.N = n
+	f.keyed.pass(b)
+}
+
+// bloomP4Runs: a counting Bloom filter stays above the switch.
+func bloomP4Runs(p functions.Params) error {
+	if counting(p) {
+		return errors.New("a counting Bloom filter runs above the switch: its reads (min, max, sum, avg) take every counter of a key, a read-modify-write each")
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package pisa
 
 import (
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -9,15 +10,37 @@ import (
 	"github.com/ffpf-go/ffpf/functions/p4gen/p4gentest"
 )
 
-// cmsHLL is (bpf,"tcp") > (cms,key=5tuple) > (hll,key=dstip) at the
-// userspace classes' default sizes: 5 rows of 2719 counters, 2^14
-// registers.
-func cmsHLL() *p4gen.Program { return p4gentest.CMSHLL(5, 2719, 14) }
+// cmsHLL is (cms,key=5tuple) > (hll,key=dstip) as the classes lower it
+// at their default sizes.
+func cmsHLL(tb testing.TB) *p4gen.Program { return p4gentest.CMSHLL(tb) }
+
+// deep is Tofino-1 with the stages the lowered program needs: the
+// layers it computes first (p4gen.StdLayers: the IPv6 extension headers
+// walked one after another) take more than 12 (TestCMSHLLDepth).
+func deep() p4gen.Profile {
+	p := p4gen.Tofino1()
+	p.Stages = 64
+	return p
+}
+
+// On Tofino-1's 12 stages the lowered program is refused, with the
+// dependency chain that makes it too deep.
+func TestCMSHLLDepth(t *testing.T) {
+	_, err := Load(cmsHLL(t), p4gen.Tofino1())
+	if err == nil || !strings.Contains(err.Error(), "the switch has 12 stages") {
+		t.Fatalf("%v", err)
+	}
+	m, err := Load(cmsHLL(t), deep())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("depth %d", m.Report().Depth)
+}
 
 // The model computes the sketches the reference does, packet by packet.
 func TestCMSHLLAsReference(t *testing.T) {
-	prog := cmsHLL()
-	m, err := Load(prog, p4gen.Tofino1())
+	prog := cmsHLL(t)
+	m, err := Load(prog, deep())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +79,7 @@ func TestCMSHLLAsReference(t *testing.T) {
 // BenchmarkModel runs (cms) > (hll) on the model, one core: Mpps is
 // packets per second of wall time over a trace in memory, mostly TCP.
 func BenchmarkModel(b *testing.B) {
-	m, err := Load(cmsHLL(), p4gen.Tofino1())
+	m, err := Load(cmsHLL(b), deep())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +107,7 @@ func cpuTime() time.Duration {
 // BenchmarkReference is the same on p4gen.Switch, the baseline the
 // model's speed is a ratio against.
 func BenchmarkReference(b *testing.B) {
-	s := p4gen.NewSwitch(cmsHLL())
+	s := p4gen.NewSwitch(cmsHLL(b))
 	frames := p4gentest.Frames(1, 4096, 10000)
 	b.ResetTimer()
 	start, cpu := time.Now(), cpuTime()

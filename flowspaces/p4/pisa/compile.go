@@ -205,6 +205,18 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 	// one closure call fewer, two when the left is a field.
 	if k, ok := x.R.(p4gen.Const); ok {
 		r := k.Value
+		if sl, ok := x.L.(p4gen.Slice); ok && (x.Op == p4gen.Eq || x.Op == p4gen.Ne) {
+			if in, ok := sl.X.(p4gen.Slice); ok {
+				sl = p4gen.Slice{X: in.X, Hi: in.Lo + sl.Hi, Lo: in.Lo + sl.Lo}
+			}
+			if s, ok := c.refSlot(sl.X, sc); ok { // a bit test: x[h:l] == k
+				lo, sm := uint(sl.Lo), sl.Type().Mask()
+				if x.Op == p4gen.Eq {
+					return func(p *pkt) uint64 { return b2u(p.v[s]>>lo&sm == r) }, nil
+				}
+				return func(p *pkt) uint64 { return b2u(p.v[s]>>lo&sm != r) }, nil
+			}
+		}
 		if s, ok := c.refSlot(x.L, sc); ok {
 			switch x.Op {
 			case p4gen.Eq:

@@ -156,21 +156,10 @@ func (d *Device) Receive(port uint16, frame []byte, now uint64) {
 	d.stats.Ingressed++
 	m.end()
 	d.digests(m)
-	spec := p.v[m.sEgressSpec]
-	clones := len(p.clones)
-	if spec != p4gen.DropPort {
-		d.enqueue(m, p, uint16(spec), p4gen.InstanceNormal, now)
-	}
-	for _, sess := range p.clones[:clones] {
-		port, ok := m.sessions[sess]
-		if !ok {
-			continue
-		}
-		c := &m.ck
-		m.arrive(c, a)
-		_ = m.parse(c)
-		d.enqueue(m, c, port, p4gen.InstanceCloneI2E, now)
-	}
+	_ = m.instances(p, a, func(p *pkt, port uint16, instance uint32) error {
+		d.enqueue(m, p, port, instance, now)
+		return nil
+	})
 }
 
 // Advance sends what is due by now (µs) from the queues.

@@ -9,15 +9,15 @@ import (
 
 // queueProgram forwards everything to port 2 and writes, in egress, the
 // queue's depths into the IPv4 header: enq_qdepth into the TOS byte,
-// deq_qdepth into the TTL and the µs the packet waited into the
-// identification, so that the frames that leave show the queue.
+// deq_qdepth into the TTL and the µs the packet waited into the total
+// length, so that the frames that leave show the queue.
 func queueProgram(t *testing.T) *p4gen.Program {
 	p := p4gen.NewProgram("q")
 	p.Ingress = []p4gen.Stmt{p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(2, 9)}}
-	p.Egress = []p4gen.Stmt{p4gen.If{Cond: p4gen.Valid{Header: "ipv4"}, Then: []p4gen.Stmt{
-		p4gen.Assign{Dst: p4gen.F("ipv4", "diffserv"), X: p4gen.Cast{Bits: 8, X: p4gen.Std("enq_qdepth")}},
-		p4gen.Assign{Dst: p4gen.F("ipv4", "ttl"), X: p4gen.Cast{Bits: 8, X: p4gen.Std("deq_qdepth")}},
-		p4gen.Assign{Dst: p4gen.F("ipv4", "identification"), X: p4gen.Cast{Bits: 16, X: p4gen.Std("deq_timedelta")}},
+	p.Egress = []p4gen.Stmt{p4gen.If{Cond: p4gen.Valid{Header: "ipv4_dst_2"}, Then: []p4gen.Stmt{
+		p4gen.Assign{Dst: p4gen.F("ipv4_tos", "diffserv"), X: p4gen.Cast{Bits: 8, X: p4gen.Std("enq_qdepth")}},
+		p4gen.Assign{Dst: p4gen.F("ipv4_ttl", "ttl"), X: p4gen.Cast{Bits: 8, X: p4gen.Std("deq_qdepth")}},
+		p4gen.Assign{Dst: p4gen.F("ipv4_len", "total_len"), X: p4gen.Cast{Bits: 16, X: p4gen.Std("deq_timedelta")}},
 	}}}
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestDeviceQueue(t *testing.T) {
 			t.Errorf("a frame left on port %d", port)
 		}
 		ip := f[14:]
-		outs = append(outs, got{int(ip[1]), int(ip[8]), int(binary.BigEndian.Uint16(ip[4:]))})
+		outs = append(outs, got{int(ip[1]), int(ip[8]), int(binary.BigEndian.Uint16(ip[2:]))})
 	}
 	d.Receive(1, tcpFrame(), 0) // no pipeline yet
 	d.Load(m)

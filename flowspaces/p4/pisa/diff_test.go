@@ -17,7 +17,7 @@ import (
 // runtime errors, registers and counters after every packet. Each
 // program is loaded from its device config (JSON), as the switch gets it.
 func TestDifferential(t *testing.T) {
-	programs, packets := 150, 200
+	programs, packets := 80, 150
 	if testing.Short() {
 		programs = 60
 	}

@@ -38,7 +38,8 @@ type Model struct {
 	sIngressPort, sPacketLength, sIngressTS, sEgressSpec, sEgressPort, sInstance int
 	sEnqQ, sDeqQ, sEgressTS, sEnqTS, sDeqDelta                                   int
 
-	ipv4     *header
+	csumLast *header   // the IPv4 chunk whose validity says the checksum is updated
+	csumHdrs []*header // what it sums
 	ipv4csum int
 
 	// per packet
@@ -119,10 +120,17 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	m.sEnqQ, m.sDeqQ, m.sEgressTS = std("enq_qdepth"), std("deq_qdepth"), std("egress_global_timestamp")
 	m.sEnqTS, m.sDeqDelta = std("enq_timestamp"), std("deq_timedelta")
 	if prog.UpdateIPv4Checksum {
-		if h := m.byName["ipv4"]; h != nil {
-			if s, ok := c.slots["hdr.ipv4.hdr_checksum"]; ok {
-				m.ipv4, m.ipv4csum = h, s
-				c.used[s] = true
+		// As p4gen.Switch: over the IPv4 chunks and options that are
+		// valid, when the last chunk is.
+		last := m.byName[p4gen.IPv4Chunks[len(p4gen.IPv4Chunks)-1]]
+		s, ok := c.slots[p4gen.IPv4ChecksumField.Path]
+		if last != nil && ok {
+			m.csumLast, m.ipv4csum = last, s
+			c.used[s] = true
+			for _, h := range append(slices.Clone(p4gen.IPv4Chunks), "ipv4_opts") {
+				if hd := m.byName[h]; hd != nil {
+					m.csumHdrs = append(m.csumHdrs, hd)
+				}
 			}
 		}
 	}
@@ -290,11 +298,26 @@ func (m *Model) Process(a p4gen.Arrival) (*Result, error) {
 	if err != nil {
 		return &m.res, err
 	}
-	spec := p.v[m.sEgressSpec] // the drop port when dropped
-	clones := len(p.clones)    // those egress adds go nowhere, as in v1model
+	q := egressMeta{enqQ: a.QDepth, deqQ: a.QDepth, now: a.Time}
+	if err := m.instances(p, a, func(p *pkt, port uint16, instance uint32) error {
+		return m.egressOf(p, port, instance, q)
+	}); err != nil {
+		return &m.res, err
+	}
+	m.end()
+	return &m.res, nil
+}
+
+// instances calls f with each copy of the packet that leaves ingress:
+// the packet itself unless dropped (egress_spec the drop port), then a
+// fresh parse of it for each clone session it named that exists. Clones
+// named in egress go nowhere, as in v1model.
+func (m *Model) instances(p *pkt, a p4gen.Arrival, f func(p *pkt, port uint16, instance uint32) error) error {
+	spec := p.v[m.sEgressSpec]
+	clones := len(p.clones)
 	if spec != p4gen.DropPort {
-		if err := m.egressOf(p, uint16(spec), p4gen.InstanceNormal, egressMeta{enqQ: a.QDepth, deqQ: a.QDepth, now: a.Time}); err != nil {
-			return &m.res, err
+		if err := f(p, uint16(spec), p4gen.InstanceNormal); err != nil {
+			return err
 		}
 	}
 	for _, sess := range p.clones[:clones] {
@@ -305,12 +328,11 @@ func (m *Model) Process(a p4gen.Arrival) (*Result, error) {
 		c := &m.ck
 		m.arrive(c, a)
 		_ = m.parse(c)
-		if err := m.egressOf(c, port, p4gen.InstanceCloneI2E, egressMeta{enqQ: a.QDepth, deqQ: a.QDepth, now: a.Time}); err != nil {
-			return &m.res, err
+		if err := f(c, port, p4gen.InstanceCloneI2E); err != nil {
+			return err
 		}
 	}
-	m.end()
-	return &m.res, nil
+	return nil
 }
 
 // begin empties the per-packet results.

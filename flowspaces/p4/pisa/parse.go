@@ -184,11 +184,15 @@ func (h *header) varErr(bits int) error {
 // deparse writes the valid headers of the deparser's list, then the
 // payload, into out.
 func (m *Model) deparse(p *pkt, out []byte) []byte {
-	if m.ipv4 != nil && p.v[m.ipv4.valid] == 1 {
+	if m.csumLast != nil && p.v[m.csumLast.valid] == 1 {
 		was := p.v[m.ipv4csum]
 		p.v[m.ipv4csum] = 0
 		w := bitWriter{b: m.scratch[:0]}
-		m.emit(p, m.ipv4, &w)
+		for _, h := range m.csumHdrs {
+			if p.v[h.valid] == 1 {
+				m.emit(p, h, &w)
+			}
+		}
 		m.scratch = w.b
 		p.v[m.ipv4csum] = uint64(p4gen.Checksum16(w.b))
 		if p.v[m.ipv4csum] != was {

@@ -24,7 +24,7 @@ import (
 
 // rig is a switch serving P4Runtime on a loopback port, and a client.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	dev  *pisa.Device
 	srv  *Server
 	c    p4.P4RuntimeClient
@@ -34,7 +34,7 @@ type rig struct {
 	out map[uint16][][]byte // frames that left, by port
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	r := &rig{t: t, out: map[uint16][][]byte{}}
 	r.dev = pisa.NewDevice(255, nil, 0)
@@ -72,10 +72,11 @@ func (r *rig) frames(port uint16) [][]byte {
 
 // client is one controller's stream.
 type client struct {
-	t        *testing.T
+	t        testing.TB
 	s        p4.P4Runtime_StreamChannelClient
 	election *p4.Uint128
 	msgs     chan *p4.StreamMessageResponse
+	held     []*p4.StreamMessageResponse // received, not yet asked for
 	err      chan error
 	cancel   context.CancelFunc
 }
@@ -110,9 +111,16 @@ func (cl *client) arbitrate(device, election uint64) {
 	}
 }
 
-// next returns the next message of the kind wanted, skipping others.
+// next returns the first message of the kind wanted; the others stay
+// for later calls.
 func next[T any](cl *client, pick func(*p4.StreamMessageResponse) (T, bool)) T {
 	cl.t.Helper()
+	for i, m := range cl.held {
+		if v, ok := pick(m); ok {
+			cl.held = append(cl.held[:i], cl.held[i+1:]...)
+			return v
+		}
+	}
 	deadline := time.After(5 * time.Second)
 	for {
 		select {
@@ -120,6 +128,7 @@ func next[T any](cl *client, pick func(*p4.StreamMessageResponse) (T, bool)) T {
 			if v, ok := pick(m); ok {
 				return v
 			}
+			cl.held = append(cl.held, m)
 		case err := <-cl.err:
 			cl.t.Fatalf("the stream ended: %v", err)
 		case <-deadline:

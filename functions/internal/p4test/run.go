@@ -136,6 +136,14 @@ func Switch(tb testing.TB, fs ...Fn) (*p4gen.Switch, []*p4gen.Builder) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	Check(tb, p)
+	return Install(p), bs
+}
+
+// Check prints p as P4_16 and fails the test unless our checker (lang/p4)
+// parses and accepts the text. It returns the text.
+func Check(tb testing.TB, p *p4gen.Program) []byte {
+	tb.Helper()
 	pr, err := p4gen.Print(p)
 	if err != nil {
 		tb.Fatalf("printing the program: %v", err)
@@ -149,7 +157,7 @@ func Switch(tb testing.TB, fs ...Fn) (*p4gen.Switch, []*p4gen.Builder) {
 	} else if err != nil {
 		tb.Fatalf("the printed program does not parse: %v", err)
 	}
-	return Install(p), bs
+	return pr.Text
 }
 
 // Install returns a switch running p with the entries of its tables
@@ -242,6 +250,8 @@ type Result struct {
 	P4, User, Model  functions.Function
 	PassP4, PassUser []bool
 	Digests          []p4gen.DigestMsg
+	// PassModel is what the Go half passed when it ran on the packets.
+	PassModel []bool
 }
 
 // Run runs fn alone on a switch and in userspace on ps.
@@ -268,8 +278,19 @@ func Run(tb testing.TB, fn Fn, ps []Packet) *Result {
 	if r.Model, err = fn.Class.New(fn.Context(id, functions.TargetP4)); err != nil {
 		tb.Fatal(err)
 	}
-	RunGo(tb, r.Model, ps)
+	r.PassModel = RunGo(tb, r.Model, ps)
 	return r
+}
+
+// firstDiff names the first field in which two MBufs differ.
+func firstDiff(got, want *buffers.MBuf) string {
+	g, w := got.Snapshot(), want.Snapshot()
+	for _, f := range got.Fields() {
+		if fmt.Sprint(g[f.Name]) != fmt.Sprint(w[f.Name]) {
+			return fmt.Sprintf("field %s: the switch's %v, the Go half's %v", f.Name, trim(g[f.Name]), trim(w[f.Name]))
+		}
+	}
+	return "no field differs"
 }
 
 // SameModel fails the test unless the switch's state, as the controller
@@ -279,13 +300,7 @@ func (r *Result) SameModel(tb testing.TB) {
 	tb.Helper()
 	got, want := r.P4.(functions.Stateful).MBuf(), r.Model.(functions.Stateful).MBuf()
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
-		for _, f := range got.Fields() {
-			g, w := got.Snapshot()[f.Name], want.Snapshot()[f.Name]
-			if fmt.Sprint(g) != fmt.Sprint(w) {
-				tb.Fatalf("field %s: the switch's %v, the Go half's %v", f.Name, trim(g), trim(w))
-			}
-		}
-		tb.Fatal("the switch's state differs from the Go half's")
+		tb.Fatalf("the switch's state differs from the Go half's: %s", firstDiff(got, want))
 	}
 }
 
@@ -314,4 +329,109 @@ func Read(rd functions.Reader, data []byte) float64 {
 	b := buffers.NewBatch(pb, 0, 1, 0)
 	b.Append(data, uint32(len(data)), 0)
 	return rd(pb, 0)
+}
+
+// CheckWindows runs fn, which has window= of 2^shift µs, on a switch whose
+// controller reads each window (RunWindows), and checks every window the
+// switch measured against its Go half run in Go on the packets of the
+// window the switch measured (byte for byte) and against the function in
+// userspace when the switch measured all of them (same, a comparison of
+// the two windows' summaries). It returns the windows and how many
+// packets the switch did not measure.
+func CheckWindows(tb testing.TB, fn Fn, ps []Packet, shift int, same func(p4, user map[string]any) error) ([]Window, int) {
+	tb.Helper()
+	wins, measured := RunWindows(tb, fn, ps)
+	byWindow := map[uint64][]Packet{}
+	all := map[uint64]int{}
+	lost := 0
+	for i, p := range ps {
+		n := uint64(Time(p.Time)) >> shift & 0xffffffff
+		all[n]++
+		if measured[i] {
+			byWindow[n] = append(byWindow[n], p)
+		} else {
+			lost++
+		}
+	}
+	user, err := fn.Class.New(fn.Context("f#1", ""))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	userSum := userWindows(tb, user, ps, shift)
+	for _, w := range wins {
+		if w.Half == nil {
+			if len(byWindow[w.Number]) > 0 {
+				tb.Fatalf("window %d: %d packets measured, and the controller finds it not measured", w.Number, len(byWindow[w.Number]))
+			}
+			continue
+		}
+		model, err := fn.Class.New(fn.Context("f#1", functions.TargetP4))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		RunGo(tb, model, byWindow[w.Number])
+		got, want := w.Half.(functions.Stateful).MBuf(), model.(functions.Stateful).MBuf()
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			tb.Fatalf("window %d: the switch's state differs from its Go half's on the %d packets it measured: %s",
+				w.Number, len(byWindow[w.Number]), firstDiff(got, want))
+		}
+		if len(byWindow[w.Number]) == all[w.Number] && same != nil {
+			if err := same(w.Half.(functions.Summarizer).Summary(), userSum[w.Number]); err != nil {
+				tb.Fatalf("window %d: %v", w.Number, err)
+			}
+		}
+	}
+	return wins, lost
+}
+
+// userWindows runs a windowed function in userspace and returns the
+// summary of each window as it closes, by window number.
+func userWindows(tb testing.TB, fn functions.Function, ps []Packet, shift int) map[uint64]map[string]any {
+	tb.Helper()
+	out := map[uint64]map[string]any{}
+	cur := uint64(0)
+	var part []Packet
+	flush := func() {
+		if len(part) > 0 {
+			RunGo(tb, fn, part)
+			out[cur&0xffffffff] = fn.(functions.Summarizer).Summary()
+		}
+		part = part[:0]
+	}
+	for _, p := range ps {
+		n := uint64(Time(p.Time)) >> shift
+		if n != cur {
+			flush()
+			cur = n
+		}
+		part = append(part, p)
+	}
+	flush()
+	return out
+}
+
+// WithGap returns ps without the packets of one window of 2^shift µs, the
+// k-th window the packets reach, so that the window after it starts on
+// the half of the window before it, which no packet cleared.
+func WithGap(ps []Packet, shift, k int) []Packet {
+	first := uint64(Time(ps[0].Time)) >> shift
+	var out []Packet
+	for _, p := range ps {
+		if uint64(Time(p.Time))>>shift != first+uint64(k) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// SameModelPasses fails the test at the first packet the switch passes
+// and the Go half, run in Go on the same packets, does not (or the other
+// way round).
+func (r *Result) SameModelPasses(tb testing.TB, ps []Packet) {
+	tb.Helper()
+	for i := range ps {
+		if r.PassP4[i] != r.PassModel[i] {
+			tb.Fatalf("packet %d (% x): the switch passes it: %v, its Go half: %v", i, ps[i].Data, r.PassP4[i], r.PassModel[i])
+		}
+	}
 }

@@ -1,7 +1,6 @@
 // Package p4gentest makes pipeline programs and frames for the tests and
-// benchmarks of the P4 switch's parts: a count-min sketch feeding a
-// HyperLogLog built by hand in the IR (the shape the cms and hll
-// lowerings give), a generator of random valid programs with the table
+// benchmarks of the P4 switch's parts: functions lowered by their classes
+// and assembled (a count-min sketch feeding a HyperLogLog), a generator of random valid programs with the table
 // entries to install in them, and frames that exercise the parser's
 // corners (VLAN tags, IPv4 options, IPv6, fragments, truncation).
 //
@@ -14,67 +13,43 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"testing"
 
+	_ "github.com/ffpf-go/ffpf/functions/builtin" // the classes Lowered lowers
+	"github.com/ffpf-go/ffpf/functions/internal/p4test"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
-// CMSHLL returns (bpf,"tcp") > (cms,key=5tuple) > (hll,key=dstip) as the
-// lowerings build it: a count-min sketch of rows×width 32-bit counters,
-// row i indexed by crc32(salt_i ++ 5-tuple) mod width, each row a
-// register updated by one saturating add, the estimate the minimum of
-// the rows; then a HyperLogLog of 2^precision 8-bit registers indexed by
-// the top bits of crc32(dstip), each updated with the maximum of its
-// value and the rank of the remaining bits. Every packet goes out of
-// port 2.
-func CMSHLL(rows, width, precision int) *p4gen.Program {
-	p := p4gen.NewProgram("cms_hll")
-	tcp := p4gen.AllOf(p4gen.Valid{Header: "ipv4"}, p4gen.Valid{Header: "tcp"})
-
-	cms := &p4gen.Builder{Prog: p, ID: "cms#2", Prefix: "cms_2", In: tcp}
-	tuple := []p4gen.Expr{p4gen.F("ipv4", "src_addr"), p4gen.F("ipv4", "dst_addr"), p4gen.F("ipv4", "protocol"),
-		p4gen.F("tcp", "src_port"), p4gen.F("tcp", "dst_port")}
-	var est p4gen.Expr
-	for i := range rows {
-		idx := cms.Meta(fmt.Sprintf("idx%d", i), 32)
-		val := cms.Meta(fmt.Sprintf("val%d", i), 32)
-		reg := cms.Register(fmt.Sprintf("row%d", i), 32, width, "counters", i*width)
-		salt := p4gen.C(uint64(0x9e3779b9*uint32(i+1)), 32)
-		cms.Add(p4gen.Hash{Dst: idx, Algo: p4gen.CRC32, Data: append([]p4gen.Expr{salt}, tuple...), Max: uint64(width)},
-			p4gen.RMW{Reg: reg, Index: idx, New: p4gen.B(p4gen.SatAdd, p4gen.Old{Bits: 32}, p4gen.C(1, 32)), NewTo: &val})
-		if est == nil {
-			est = val
-		} else {
-			est = p4gen.Mux{Cond: p4gen.B(p4gen.Lt, val, est), Then: val, Else: est}
+// Lowered assembles a chain of functions (each fed by the one before:
+// "(cms,key=5tuple)", "(hll,key=dstip)") from their classes' own P4
+// lowerings into one program, as the p4 flowspace does: what passes the
+// last leaves by port 1. The classes come from functions/builtin.
+func Lowered(tb testing.TB, exprs ...string) *p4gen.Program {
+	tb.Helper()
+	var nodes []p4gen.Node
+	for i, e := range exprs {
+		id := fmt.Sprintf("f#%d", i+1)
+		code, err := p4test.Parse(tb, e).P4(id)
+		if err != nil {
+			tb.Fatalf("%s: %v", e, err)
 		}
+		n := p4gen.Node{ID: id, Fn: code}
+		if i > 0 {
+			n.Inputs = []int{i - 1}
+		}
+		nodes = append(nodes, n)
 	}
-	min := cms.Meta("min", 32)
-	cms.Add(p4gen.Assign{Dst: min, X: est})
-
-	hll := &p4gen.Builder{Prog: p, ID: "hll#3", Prefix: "hll_3", In: tcp}
-	h := hll.Meta("hash", 32)
-	idx := hll.Meta("idx", 32)
-	rank := hll.Meta("rank", 8)
-	reg := hll.Register("regs", 8, 1<<precision, "registers", 0)
-	rest := 32 - precision
-	w := p4gen.Slice{X: h, Hi: rest - 1, Lo: 0}
-	// rank: 1 + the leading zeros of the rest bits (rest+1 when all zero).
-	var r p4gen.Expr = p4gen.C(uint64(rest+1), 8)
-	for k := 0; k < rest; k++ {
-		r = p4gen.Mux{Cond: p4gen.B(p4gen.Ne, p4gen.Slice{X: w, Hi: k, Lo: k}, p4gen.C(0, 1)), Then: p4gen.C(uint64(rest-k), 8), Else: r}
-	}
-	hll.Add(p4gen.Hash{Dst: h, Algo: p4gen.CRC32, Data: []p4gen.Expr{p4gen.F("ipv4", "dst_addr")}},
-		p4gen.Assign{Dst: idx, X: p4gen.Cast{Bits: 32, X: p4gen.Slice{X: h, Hi: 31, Lo: rest}}},
-		p4gen.Assign{Dst: rank, X: r},
-		p4gen.RMW{Reg: reg, Index: idx, New: p4gen.Mux{Cond: p4gen.B(p4gen.Gt, rank, p4gen.Old{Bits: 8}), Then: rank, Else: p4gen.Old{Bits: 8}}})
-
-	p.Ingress = []p4gen.Stmt{
-		p4gen.If{Cond: tcp, Then: append(cms.Body, hll.Body...)},
-		p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(2, 9)},
-	}
-	if err := p.Validate(); err != nil {
-		panic("p4gentest: CMSHLL: " + err.Error())
+	p, _, err := p4gen.Assemble("lowered", nodes, p4test.Uplink)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return p
+}
+
+// CMSHLL is (cms,key=5tuple) > (hll,key=dstip) at the classes' default
+// sizes, lowered by the classes.
+func CMSHLL(tb testing.TB) *p4gen.Program {
+	return Lowered(tb, "(cms,key=5tuple)", "(hll,key=dstip)")
 }
 
 // Frames returns n frames for flows flows, seeded: mostly

@@ -22,7 +22,7 @@ func TestRandomProgramsRun(t *testing.T) {
 			}
 		}
 	}
-	if err := CMSHLL(5, 2719, 14).Validate(); err != nil {
+	if err := CMSHLL(t).Validate(); err != nil {
 		t.Fatal(err)
 	}
 }

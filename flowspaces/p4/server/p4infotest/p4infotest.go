@@ -172,18 +172,20 @@ func Switch() *p4gen.Program {
 	drop := b.Action("drop", nil, p4gen.MarkToDrop{})
 	cpu := b.Action("to_cpu", nil, p4gen.Assign{Dst: spec, X: p4gen.C(255, 9)})
 	nop := b.Action("nop", nil)
-	route := b.Table(&p4gen.Table{Name: "route", Keys: []p4gen.TableKey{{X: p4gen.F("ipv4", "dst_addr"), Match: p4gen.Exact}},
+	dst, _ := p4gen.Hdr("ipv4.dst")
+	route := b.Table(&p4gen.Table{Name: "route", Keys: []p4gen.TableKey{{X: dst, Match: p4gen.Exact}},
 		Actions: []*p4gen.Action{fwd, drop, cpu}, Default: drop, Size: 1024})
-	acl := b.Table(&p4gen.Table{Name: "acl", Keys: []p4gen.TableKey{{X: p4gen.F("ipv4", "protocol"), Match: p4gen.Ternary},
-		{X: p4gen.F("udp", "dst_port"), Match: p4gen.Range}}, Actions: []*p4gen.Action{fwd, cpu, nop}, Default: nop, Size: 64})
-	sport := p4gen.F("udp", "src_port")
+	acl := b.Table(&p4gen.Table{Name: "acl", Keys: []p4gen.TableKey{{X: p4gen.F("ipv4_proto", "protocol"), Match: p4gen.Ternary},
+		{X: p4gen.F("l4_dport", "dst_port"), Match: p4gen.Range}}, Actions: []*p4gen.Action{fwd, cpu, nop}, Default: nop, Size: 64})
+	sport := p4gen.F("l4_sport", "src_port")
+	udp := p4gen.Valid{Header: "udp_csum"} // the UDP header's last chunk
 	p.Ingress = []p4gen.Stmt{p4gen.If{Cond: p4gen.Valid{Header: "packet_out"},
 		Then: []p4gen.Stmt{p4gen.Assign{Dst: spec, X: p4gen.Ref{Path: "hdr.packet_out.egress_port", Bits: 9}},
 			p4gen.SetValid{Header: "packet_out", Valid: false}},
 		Else: []p4gen.Stmt{
 			p4gen.Apply{Table: route},
-			p4gen.If{Cond: p4gen.Valid{Header: "udp"}, Then: []p4gen.Stmt{p4gen.Apply{Table: acl}}},
-			p4gen.If{Cond: p4gen.AllOf(p4gen.Valid{Header: "udp"}, p4gen.B(p4gen.Eq, p4gen.F("udp", "dst_port"), p4gen.C(53, 16))), Then: []p4gen.Stmt{
+			p4gen.If{Cond: udp, Then: []p4gen.Stmt{p4gen.Apply{Table: acl}}},
+			p4gen.If{Cond: p4gen.AllOf(udp, p4gen.B(p4gen.Eq, p4gen.F("l4_dport", "dst_port"), p4gen.C(53, 16))), Then: []p4gen.Stmt{
 				p4gen.Hash{Dst: idx, Algo: p4gen.Identity, Data: []p4gen.Expr{sport}, Max: 16},
 				p4gen.RMW{Reg: reg, Index: idx, New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 32}, p4gen.C(1, 32)), NewTo: &now},
 				p4gen.Count{Counter: ctr, Index: p4gen.C(0, 32)},
