@@ -40,6 +40,7 @@ type run struct {
 	err     error // why the run ended by itself (the switch went away)
 	way     atomic.Pointer[wayUp]
 	digests atomic.Pointer[map[string]digestOwner] // by digest name
+	wins    atomic.Pointer[windows]                // the windows followed
 	shared  *inproc.Bridge                         // the bridge up this flowspace sends through (Share)
 }
 
@@ -326,9 +327,14 @@ func (fs *Flowspace) Connect() error {
 	fs.asm, fs.out, fs.sent = a, out, packetsOf(fs.want)
 	fs.storeDigests()
 	fs.restartWayUp()
+	fs.startWindows()
 	if err := fs.push(a, out); err != nil {
 		// Nothing stays installed: what the client wrote is deleted.
 		fs.stopWayUp()
+		if ws := fs.wins.Swap(nil); ws != nil {
+			close(ws.wake)
+			<-ws.done
+		}
 		fs.client.Close() // the stream's goroutine takes no fs.mu
 		fs.client, fs.asm, fs.out, fs.sent = nil, nil, nil, nil
 		fs.storeDigests()
@@ -405,6 +411,7 @@ func (fs *Flowspace) Stop() {
 	fs.cancel()
 	fs.mu.Unlock()
 	fs.synced.Wait()
+	fs.stopWindows() // the last windows reported: their records go up
 	fs.mu.Lock()
 	fs.stopWayUp()
 	fs.mu.Unlock()
@@ -418,6 +425,10 @@ func (fs *Flowspace) Close() error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.stopWayUp() // never activated
+	if ws := fs.wins.Swap(nil); ws != nil {
+		close(ws.wake)
+		<-ws.done
+	}
 	var err error
 	if fs.client != nil {
 		if e := fs.client.Close(); e != nil {

@@ -16,7 +16,21 @@ import (
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/p4/controller"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
+
+// fail ends the run with err, the first such.
+func (fs *Flowspace) fail(err error) {
+	fs.mu.Lock()
+	if fs.err == nil {
+		fs.err = err
+	}
+	cancel := fs.cancel
+	fs.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
 
 // syncLoop reads the state every SyncEvery until ctx ends.
 func (fs *Flowspace) syncLoop(ctx context.Context) {
@@ -29,13 +43,7 @@ func (fs *Flowspace) syncLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			if err := fs.sync(); err != nil {
-				fs.mu.Lock()
-				if fs.err == nil {
-					fs.err = err
-				}
-				cancel := fs.cancel
-				fs.mu.Unlock()
-				cancel() // the switch went away: the run ends with the reason
+				fs.fail(err) // the switch went away: the run ends with the reason
 				return
 			}
 		}
@@ -61,11 +69,24 @@ func (fs *Flowspace) sync() error {
 		if err != nil {
 			return fmt.Errorf("switch %s: %w", fs.Name(), err)
 		}
-		account(l.Node, cells)
+		var lost uint64
+		if l.Builder != nil && l.Builder.Window != nil {
+			// A packet its window's half was not clean for is not measured.
+			d, err := c.ReadCounter(name(l.Builder.Window.Dropped))
+			if err != nil {
+				return fmt.Errorf("switch %s: %w", fs.Name(), err)
+			}
+			if len(d) > 0 {
+				lost = d[0].Packets
+			}
+		}
+		account(l.Node, cells, lost)
 	}
+	// A windowed function's state (of one half, Half) is read when its
+	// window ends (window.go), not here.
 	for _, ct := range a.Prog.Counters {
 		h := halves[ct.Owner]
-		if h == nil || h.mbuf == nil || ct.FieldPackets == "" && ct.FieldBytes == "" {
+		if h == nil || h.mbuf == nil || ct.FieldPackets == "" && ct.FieldBytes == "" || ct.Half != p4gen.HalfAll || windowedOwner(a, ct.Owner) {
 			continue
 		}
 		cells, err := c.ReadCounter(name(ct))
@@ -79,7 +100,7 @@ func (fs *Flowspace) sync() error {
 	}
 	for _, r := range a.Prog.Registers {
 		h := halves[r.Owner]
-		if h == nil || h.mbuf == nil || r.Field == "" {
+		if h == nil || h.mbuf == nil || r.Field == "" || r.Half != p4gen.HalfAll || windowedOwner(a, r.Owner) {
 			continue
 		}
 		cells, err := c.ReadRegister(name(r))
@@ -93,10 +114,21 @@ func (fs *Flowspace) sync() error {
 	return nil
 }
 
+// windowedOwner reports whether the function id has a window.
+func windowedOwner(a *Assembly, id string) bool {
+	for _, l := range a.Lowered {
+		if l.Node.ID == id {
+			return l.Builder != nil && l.Builder.Window != nil
+		}
+	}
+	return false
+}
+
 // account sets a function's counters from its accounting counter: cell
 // 0 the packets it filtered, cell 1 those it passed (a source's one cell:
 // the packets that entered at its port, all passed).
-func account(n *flowspaces.Node, cells []controller.Cell) {
+// A packet the function's window did not measure (lost) is its dropped.
+func account(n *flowspaces.Node, cells []controller.Cell, lost uint64) {
 	if len(cells) == 0 {
 		return
 	}
@@ -105,9 +137,11 @@ func account(n *flowspaces.Node, cells []controller.Cell) {
 		out = cells[1].Packets
 		in = cells[0].Packets + out
 	}
+	lost = min(lost, in-out)
 	c := &n.Counters
 	// Out before in: a concurrent reader never sees out > in.
-	c.Filtered.Store(in - out)
+	c.Dropped.Store(lost)
+	c.Filtered.Store(in - out - lost)
 	c.Out.Store(out)
 	c.In.Store(in)
 }

@@ -292,6 +292,9 @@ type Digester interface {
 func (fs *Flowspace) digest(d controller.DigestList) {
 	// Not under fs.mu (see packetIn): the digests' owners are a snapshot
 	// Connect stores.
+	if ws := fs.wins.Load(); ws != nil && ws.digest(d.Name, d.Values) {
+		return
+	}
 	owners := fs.digests.Load()
 	if owners == nil {
 		return
