@@ -31,8 +31,8 @@ import (
 // the host's XDP flowspace; without, the switch replays a capture file
 // into its port and sends up through its CPU port.
 
-// p4Switch is an ffpf p4 switch running in the background.
-type p4Switch struct {
+// swProc is an ffpf p4 switch running in the background.
+type swProc struct {
 	cmd  *exec.Cmd
 	addr string
 	mu   sync.Mutex
@@ -42,15 +42,15 @@ type p4Switch struct {
 
 var servingRE = regexp.MustCompile(`serving P4Runtime on ([0-9.]+:[0-9]+);`)
 
-// startSwitch starts ffpf p4 switch (in namespace ns unless "") with
+// runSwitch starts ffpf p4 switch (in namespace ns unless "") with
 // args, serving on a free loopback port, and returns once it serves.
-func startSwitch(t *testing.T, ns string, args ...string) *p4Switch {
+func runSwitch(t *testing.T, ns string, args ...string) *swProc {
 	t.Helper()
 	argv := append([]string{ffpfBin, "p4", "switch", "--p4runtime", "127.0.0.1:0"}, args...)
 	if ns != "" {
 		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
 	}
-	s := &p4Switch{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
+	s := &swProc{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -86,14 +86,14 @@ func startSwitch(t *testing.T, ns string, args ...string) *p4Switch {
 	return s
 }
 
-func (s *p4Switch) logged() string {
+func (s *swProc) logged() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.log.String()
 }
 
 // waitLog waits until the switch logged a line containing what.
-func (s *p4Switch) waitLog(t *testing.T, what string) {
+func (s *swProc) waitLog(t *testing.T, what string) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(s.logged(), what); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -102,7 +102,7 @@ func (s *p4Switch) waitLog(t *testing.T, what string) {
 	}
 }
 
-func (s *p4Switch) stop(t *testing.T) {
+func (s *swProc) stop(t *testing.T) {
 	t.Helper()
 	s.cmd.Process.Signal(os.Interrupt)
 	s.cmd.Wait()
@@ -259,7 +259,7 @@ func TestP4SwitchFromFile(t *testing.T) {
 	if r := ffpf(t, "gen", "-o", sent, "--packets", "1500", "--seed", "5"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	sw := startSwitch(t, "", "--device-id", "1", "--port", "2=file:"+sent)
+	sw := runSwitch(t, "", "--device-id", "1", "--port", "2=file:"+sent)
 	h := filepath.Join(dir, "h.yaml")
 	writeFile(t, h, fmt.Sprintf("children:\n  - name: tor\n    kind: p4\n    p4runtime: %s\n    device_id: 1\n    uplink: cpu\n    interfaces: [{name: swp1, port: 2}]\n", sw.addr))
 	up := filepath.Join(dir, "up.pcap")
@@ -291,7 +291,7 @@ func TestP4SwitchInNamespace(t *testing.T) {
 		exec.Command("ip", "netns", "exec", nsB, "sysctl", "-qw", "net.ipv6.conf."+i+".disable_ipv6=1").Run()
 	}
 	dir := t.TempDir()
-	sw := startSwitch(t, nsB, "--device-id", "1", "--port", "2="+ifB, "--port", "1="+up)
+	sw := runSwitch(t, nsB, "--device-id", "1", "--port", "2="+ifB, "--port", "1="+up)
 	h := filepath.Join(dir, "h.yaml")
 	writeFile(t, h, fmt.Sprintf(`children:
   - name: kernel
@@ -348,14 +348,14 @@ func TestP4SwitchBadInput(t *testing.T) {
 	if r := ffpf(t, "gen", "-o", sent, "--packets", "10"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
-	sw := startSwitch(t, "", "--device-id", "1", "--port", "2=file:"+sent)
+	sw := runSwitch(t, "", "--device-id", "1", "--port", "2=file:"+sent)
 	r = ffpf(t, "run", "--hierarchy", hier("device", sw.addr, "7", ""), "-i", "swp1", expr)
 	if r.code != 1 || !strings.Contains(r.stderr, "no device 7 (this is device 1)") {
 		t.Errorf("another device: exit %d, %q", r.code, r.stderr)
 	}
 	res := filepath.Join(dir, "one-stage.yaml")
 	writeFile(t, res, "stages: 1\n")
-	small := startSwitch(t, "", "--device-id", "1", "--port", "2=file:"+sent, "--resources", res)
+	small := runSwitch(t, "", "--device-id", "1", "--port", "2=file:"+sent, "--resources", res)
 	r = ffpf(t, "run", "--hierarchy", hier("refused", small.addr, "1", ""), "-i", "swp1", expr)
 	if r.code != 1 || !strings.Contains(r.stderr, "refused to take the pipeline") {
 		t.Errorf("a refused pipeline: exit %d, %q", r.code, r.stderr)
