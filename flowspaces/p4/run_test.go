@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowgraph"
@@ -247,4 +250,52 @@ func TestRunLossCounted(t *testing.T) {
 		t.Errorf("the filter passed %d; the bridge in %d out %d dropped %d; userspace got %d", proto.Out, b.In, b.Out, b.Dropped, got.Load())
 	}
 	t.Logf("%d of %d lost on the way up", b.Dropped, n)
+}
+
+// bmv2 is the model's server refusing register reads over P4Runtime, as
+// bmv2's does (p4lang/PI#376).
+type bmv2 struct{ *server.Server }
+
+func (b bmv2) Read(r *p4v1.ReadRequest, rs p4v1.P4Runtime_ReadServer) error {
+	for _, e := range r.Entities {
+		if e.GetRegisterEntry() != nil {
+			return status.Error(codes.Unimplemented, "register reads are not supported")
+		}
+	}
+	return b.Server.Read(r, rs)
+}
+
+// On a switch that serves no register reads, a function whose state is
+// in registers ends the run with a sentence naming it and the register,
+// rather than show state it cannot read; counters are read as always.
+func TestRunNoRegisterReads(t *testing.T) {
+	dev := pisa.NewDevice(DefaultCPUPort, nil, 0)
+	srv := server.New(dev, server.Options{DeviceID: 1, Profile: p4gen.Tofino1()})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	p4v1.RegisterP4RuntimeServer(g, bmv2{srv})
+	go g.Serve(l)
+	defer func() { g.Stop(); srv.Close() }()
+	root, _ := switchUnder(t, l.Addr().String(), 1)
+	rt := flowgraph.New(flowgraph.Config{Registry: testRegistry(t), Hierarchy: root})
+	defer rt.Close()
+	if _, err := rt.Populate(`(cap,if=swp1) > (pcount) > (maxlen)`, flowgraph.RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Instantiate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rt.Activate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = rt.Wait()
+	if err == nil || !strings.Contains(err.Error(), "maxlen#1's state is in register maxlen_1_max") ||
+		!strings.Contains(err.Error(), "register reads are not supported") || ctx.Err() != nil {
+		t.Errorf("a run on a switch without register reads: %v (timed out: %v)", err, ctx.Err())
+	}
 }
