@@ -92,6 +92,25 @@ func testRegistry(t *testing.T) *functions.Registry {
 					return nil
 				}), nil
 			}},
+		// deep puts a chain of 13 dependent statements first in the
+		// program, for every packet (as p4gen.StdLayers does).
+		{Name: "deep", MinInputs: 1, MaxInputs: -1, Targets: p4,
+			Code: func(t functions.Target, ctx *functions.Context) (any, error) {
+				if t != functions.TargetP4 {
+					return nil, functions.ErrNoCode
+				}
+				return lowering(func(b *p4gen.Builder) error {
+					x := b.Meta("x", 32)
+					chain := []p4gen.Stmt{p4gen.Assign{Dst: x, X: p4gen.Cast{Bits: 32, X: p4gen.Std("packet_length")}}}
+					for range 12 {
+						chain = append(chain, p4gen.If{Cond: p4gen.B(p4gen.Gt, x, p4gen.C(7, 32)),
+							Then: []p4gen.Stmt{p4gen.Assign{Dst: x, X: p4gen.B(p4gen.Add, x, p4gen.C(1, 32))}}})
+					}
+					b.Prog.Ingress = append(chain, b.Prog.Ingress...)
+					return nil
+				}), nil
+			},
+			New: func(ctx *functions.Context) (functions.Function, error) { return &goFunc{}, nil }},
 		{Name: "sink", MinInputs: 1, MaxInputs: -1,
 			New: func(ctx *functions.Context) (functions.Function, error) { return &goFunc{}, nil }},
 	}
@@ -261,5 +280,24 @@ func TestPlacementByResources(t *testing.T) {
 	t.Log(reason)
 	if !strings.Contains(reason, "register") || !strings.Contains(reason, "SRAM") {
 		t.Errorf("maxlen passed over the switch because %q, want the register's SRAM named", reason)
+	}
+}
+
+// Statements a lowering puts in the program for every packet (not in its
+// Body) take stages too: a function whose shared statements do not fit
+// is refused.
+func TestSharedStatementsAllocated(t *testing.T) {
+	root, _ := testSwitch(t, p4gen.Tofino1())
+	rt := flowgraph.New(flowgraph.Config{Registry: testRegistry(t), Hierarchy: root})
+	defer rt.Close()
+	if _, err := rt.Populate(`(cap,if=swp1) > (proto,n=6) > (deep) > (pcount)`, flowgraph.RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rt.Plan().Functions {
+		if f.Class == "deep" {
+			if f.Flowspace != "user" || len(f.PassedOver) == 0 || !strings.Contains(f.PassedOver[0].Reason, "stage 12") {
+				t.Errorf("deep runs in %s (passed over %v); want it refused by the switch for want of stages", f.Flowspace, f.PassedOver)
+			}
+		}
 	}
 }

@@ -9,6 +9,7 @@ package p4
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/ffpf-go/ffpf/flowspaces"
@@ -108,8 +109,24 @@ func (a *Assembly) Add(n *flowspaces.Node) error {
 		in := p4gen.AnyOf(ins...)
 		b := &p4gen.Builder{Prog: a.Prog, ID: n.ID, Prefix: prefix, In: in,
 			Time: p4gen.Std("ingress_global_timestamp"), TimeUnit: p4gen.TimeUnit, StateOf: a.stateOf(n)}
+		before := a.Prog.Ingress
 		if err := fn.Lower(b); err != nil {
 			return err
+		}
+		// A lowering may add statements every packet runs, once for the
+		// program (the layers flow keys read, p4gen.StdLayers, put
+		// first): they take stages too.
+		shared, err := added(before, a.Prog.Ingress)
+		if err != nil {
+			return fmt.Errorf("%s: %v", n.ID, err)
+		}
+		if len(shared) > 0 {
+			if err := a.Prog.Validate(); err != nil {
+				return fmt.Errorf("its P4 code is not a valid program: %v", err)
+			}
+			if err := a.Alloc.Offer(a.Prog, prefix, shared, nil); err != nil {
+				return err
+			}
 		}
 		l.Code, l.Builder = fn, b
 		l.Out = a.meta(prefix + "_out")
@@ -139,6 +156,21 @@ func (a *Assembly) Add(n *flowspaces.Node) error {
 	a.Lowered = append(a.Lowered, l)
 	a.by[n] = l
 	return nil
+}
+
+// added returns the statements a lowering put into the program's ingress
+// itself, before or after those it held (before).
+func added(before, after []p4gen.Stmt) ([]p4gen.Stmt, error) {
+	n := len(after) - len(before)
+	switch {
+	case n == 0:
+		return nil, nil
+	case n > 0 && reflect.DeepEqual(after[n:], before):
+		return after[:n], nil
+	case n > 0 && reflect.DeepEqual(after[:len(before)], before):
+		return after[len(before):], nil
+	}
+	return nil, errors.New("its lowering rewrote the statements of the functions before it")
 }
 
 func where(n *flowspaces.Node) string {
