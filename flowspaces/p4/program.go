@@ -279,5 +279,13 @@ func (a *Assembly) Finish(want []*flowspaces.Node) error {
 	if err := a.Prog.Validate(); err != nil {
 		return fmt.Errorf("the switch's program is not valid: %v", err)
 	}
-	return a.Alloc.Offer(a.Prog, "", tail, nil)
+	if err := a.Alloc.Offer(a.Prog, "", tail, nil); err != nil {
+		return err
+	}
+	// The switch allocates the program whole, as it is: what placement
+	// accepted function by function must fit that way too.
+	if _, err := p4gen.Allocate(a.Prog, a.fs.opts.Profile); err != nil {
+		return err
+	}
+	return nil
 }
