@@ -19,6 +19,7 @@ import (
 // run is the state of a switch flowspace: the functions placed on it and,
 // once connected, its program and controller.
 type run struct {
+	codeCache
 	mu      sync.Mutex
 	nodes   []*flowspaces.Node // instantiated here, in topological order
 	halves  map[*flowspaces.Node]*half
@@ -45,6 +46,13 @@ type run struct {
 }
 
 func (r *run) init() { r.halves = map[*flowspaces.Node]*half{} }
+
+// codeCache holds the nodes' P4 code (Flowspace.code), under codeMu:
+// Host and Instantiate ask for it, and a class may work hard for it.
+type codeCache struct {
+	codeMu sync.Mutex
+	codes  map[*flowspaces.Node]p4code
+}
 
 // half is a function's Go half: the Go function of its class, which never
 // sees a packet, holding its MBuf (filled from the switch), its records
@@ -185,7 +193,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		h.port = port
 		n.Source = portSource{name: fmt.Sprintf("%s (port %d of %s)", iface, port, fs.Name())}
 	} else {
-		fn, err := code(n)
+		fn, err := fs.code(n)
 		if err != nil {
 			return err
 		}
@@ -298,6 +306,13 @@ func (fs *Flowspace) Connect() error {
 			delete(fs.halves, n)
 		}
 	}
+	fs.codeMu.Lock()
+	for n := range fs.codes {
+		if !slices.Contains(keep, n) {
+			delete(fs.codes, n) // placed and gone, or offered and not kept
+		}
+	}
+	fs.codeMu.Unlock()
 	fs.nodes, fs.removed, fs.offered = keep, nil, nil
 	if len(keep) == 0 {
 		fs.asm = nil

@@ -59,8 +59,28 @@ func (fs *Flowspace) NewAssembly() (*Assembly, error) {
 	return &Assembly{Prog: p4gen.NewProgram(ProgramName), Alloc: al, fs: fs, by: map[*flowspaces.Node]*Lowered{}}, nil
 }
 
-// code returns n's P4 code from its class's Code hook.
-func code(n *flowspaces.Node) (p4gen.Function, error) { return n.Class.P4(&n.Ctx) }
+// code returns n's P4 code from its class's Code hook, once per node: a
+// class may work hard for it (bpf runs its filter symbolically), and
+// placement assembles the program anew for each function it offers.
+func (fs *Flowspace) code(n *flowspaces.Node) (p4gen.Function, error) {
+	fs.codeMu.Lock()
+	defer fs.codeMu.Unlock()
+	if c, ok := fs.codes[n]; ok {
+		return c.fn, c.err
+	}
+	fn, err := n.Class.P4(&n.Ctx)
+	if fs.codes == nil {
+		fs.codes = map[*flowspaces.Node]p4code{}
+	}
+	fs.codes[n] = p4code{fn, err}
+	return fn, err
+}
+
+// p4code is a node's P4 code, or why it has none.
+type p4code struct {
+	fn  p4gen.Function
+	err error
+}
 
 // Add lowers n (a port's capture, or a function whose inputs were added
 // before) into the program and allocates its statements; on an error
@@ -88,7 +108,7 @@ func (a *Assembly) Add(n *flowspaces.Node) error {
 			p4gen.If{Cond: at, Then: []p4gen.Stmt{p4gen.Count{Counter: l.Acct, Index: p4gen.C(0, 32)}}},
 		}
 	} else {
-		fn, err := code(n)
+		fn, err := a.fs.code(n)
 		if err != nil {
 			return err
 		}
