@@ -359,10 +359,28 @@ func (fs *Flowspace) Connect() error {
 }
 
 // push sends the program to the switch with what it needs installed:
-// the digests turned on.
+// its tables' entries, the digests turned on.
 func (fs *Flowspace) push(a *Assembly, out *Output) error {
-	if err := fs.client.SetPipeline(out.P4Info, out.DeviceConfig); err != nil {
+	// Saved, filled, then committed: the switch never runs the program
+	// with its tables empty (a filter that rejects every packet).
+	if err := fs.client.SavePipeline(out.P4Info, out.DeviceConfig); err != nil {
 		return err
+	}
+	// A table's entries that are not part of the program (Const) are the
+	// controller's to install (a filter's).
+	for _, t := range a.Prog.Tables {
+		if t.Const {
+			continue
+		}
+		for _, e := range t.Entries {
+			te, err := fs.client.TableEntry(out.Printed.Name(t), e, out.Printed.Name(e.Action))
+			if err != nil {
+				return err
+			}
+			if err := fs.client.Insert(te); err != nil {
+				return err
+			}
+		}
 	}
 	for _, d := range a.Prog.Digests {
 		e, err := fs.client.DigestConfig(d.Name)
@@ -373,7 +391,7 @@ func (fs *Flowspace) push(a *Assembly, out *Output) error {
 			return err
 		}
 	}
-	return nil
+	return fs.client.Commit()
 }
 
 // Activate implements flowspaces.Flowspace: it starts reading the

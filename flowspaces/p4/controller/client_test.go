@@ -115,7 +115,7 @@ func TestInstallReadRemove(t *testing.T) {
 	if _, err := c.ReadCounter("ffpf_ingress.pktcount_2_c"); err != errNoPipeline {
 		t.Errorf("a read before the pipeline: %v", err)
 	}
-	if err := c.SetPipeline(testInfo(), []byte(`{"program":"t"}`)); err != nil {
+	if err := c.SavePipeline(testInfo(), []byte(`{"program":"t"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if string(f.pipeline.P4DeviceConfig) != `{"program":"t"}` || f.pipeline.P4Info.Tables[0].Preamble.Name != "ffpf_ingress.bpf_1_t" {
@@ -132,6 +132,12 @@ func TestInstallReadRemove(t *testing.T) {
 	}
 	if err := c.Insert(e, CloneSession(5, 255), dc); err != nil {
 		t.Fatal(err)
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if a := f.actions; len(a) != 2 || a[0] != p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_SAVE || a[1] != p4v1.SetForwardingPipelineConfigRequest_COMMIT {
+		t.Errorf("pipeline actions %v, want VERIFY_AND_SAVE then COMMIT", a)
 	}
 	if got := len(f.installed()); got != 3 || c.Installed() != 3 {
 		t.Fatalf("%d entities installed, client says %d; want 3", got, c.Installed())

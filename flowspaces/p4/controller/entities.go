@@ -62,16 +62,39 @@ func index(info *p4cfg.P4Info) *names {
 // then runs it with empty tables and zeroed state. deviceConfig is the
 // target's own form of the program (the PISA model's: the IR as JSON).
 func (c *Client) SetPipeline(info *p4cfg.P4Info, deviceConfig []byte) error {
+	return c.setPipeline(p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, info, deviceConfig, "take the pipeline")
+}
+
+// SavePipeline pushes a pipeline, VERIFY_AND_SAVE: the switch checks it
+// and keeps it without running it; the entities written before Commit
+// are the new pipeline's, so that it starts with them.
+func (c *Client) SavePipeline(info *p4cfg.P4Info, deviceConfig []byte) error {
+	return c.setPipeline(p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_SAVE, info, deviceConfig, "take the pipeline")
+}
+
+// Commit makes the pipeline saved (SavePipeline) the one the switch runs.
+func (c *Client) Commit() error {
+	ctx, cancel := c.timeout()
+	defer cancel()
+	_, err := c.rt.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{
+		DeviceId: c.opts.DeviceID, ElectionId: c.election(), Action: p4v1.SetForwardingPipelineConfigRequest_COMMIT})
+	if err != nil {
+		return c.callError("run the pipeline", err)
+	}
+	return nil
+}
+
+func (c *Client) setPipeline(action p4v1.SetForwardingPipelineConfigRequest_Action, info *p4cfg.P4Info, deviceConfig []byte, what string) error {
 	ctx, cancel := c.timeout()
 	defer cancel()
 	_, err := c.rt.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{
 		DeviceId:   c.opts.DeviceID,
 		ElectionId: c.election(),
-		Action:     p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,
+		Action:     action,
 		Config:     &p4v1.ForwardingPipelineConfig{P4Info: info, P4DeviceConfig: deviceConfig},
 	})
 	if err != nil {
-		return c.callError("take the pipeline", err)
+		return c.callError(what, err)
 	}
 	n := index(info)
 	c.mu.Lock()

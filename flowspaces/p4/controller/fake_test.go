@@ -30,6 +30,7 @@ type fake struct {
 	mu       sync.Mutex
 	primary  *p4v1.Uint128
 	pipeline *p4v1.ForwardingPipelineConfig
+	actions  []p4v1.SetForwardingPipelineConfigRequest_Action
 	entities []*p4v1.Entity
 	counters map[uint32][]*p4v1.CounterData
 	regs     map[uint32][]uint64
@@ -109,7 +110,10 @@ func (f *fake) SetForwardingPipelineConfig(_ context.Context, r *p4v1.SetForward
 		return nil, status.Error(codes.InvalidArgument, f.refuse)
 	}
 	f.mu.Lock()
-	f.pipeline = r.Config
+	f.actions = append(f.actions, r.Action)
+	if r.Config != nil {
+		f.pipeline = r.Config
+	}
 	f.mu.Unlock()
 	return &p4v1.SetForwardingPipelineConfigResponse{}, nil
 }
