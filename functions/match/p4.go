@@ -300,7 +300,7 @@ func halves(a netip.Addr) (uint64, uint64) {
 func (c *p4c) layer(name string) p4gen.Expr {
 	l := c.layers()
 	ver := func(v uint64) p4gen.Expr { return p4gen.B(p4gen.Eq, l.Ver, p4gen.C(v, 8)) }
-	proto := func(p uint64) p4gen.Expr { return p4gen.B(p4gen.Eq, l.Proto, p4gen.C(p, 8)) }
+	proto := func(p uint64) p4gen.Expr { return p4gen.B(p4gen.Eq, l.Proto(), p4gen.C(p, 8)) }
 	ip := p4gen.B(p4gen.Ne, l.Ver, p4gen.C(0, 8))
 	switch name {
 	case "eth":
@@ -322,8 +322,8 @@ func (c *p4c) layer(name string) p4gen.Expr {
 }
 
 func icmp(l *p4gen.Layers) p4gen.Expr {
-	return p4gen.AnyOf(p4gen.AllOf(p4gen.B(p4gen.Eq, l.Ver, p4gen.C(4, 8)), p4gen.B(p4gen.Eq, l.Proto, p4gen.C(1, 8))),
-		p4gen.AllOf(p4gen.B(p4gen.Eq, l.Ver, p4gen.C(6, 8)), p4gen.B(p4gen.Eq, l.Proto, p4gen.C(58, 8))))
+	return p4gen.AnyOf(p4gen.AllOf(p4gen.B(p4gen.Eq, l.Ver, p4gen.C(4, 8)), p4gen.B(p4gen.Eq, l.Proto(), p4gen.C(1, 8))),
+		p4gen.AllOf(p4gen.B(p4gen.Eq, l.Ver, p4gen.C(6, 8)), p4gen.B(p4gen.Eq, l.Proto(), p4gen.C(58, 8))))
 }
 
 // p4Fields are match's fields on a switch: the standard headers' value
@@ -352,7 +352,7 @@ func (c *p4c) field(n *node) (p4val, error) {
 	case "pkt.ts":
 		return p4val{}, errAt(n.pos, "pkt.ts is the packet clock in ns, which a switch does not have (its clock is µs of its own)")
 	case "ip.proto":
-		return p4val{k: kInt, num: atomForm(n.name, atom{x: w64(l.Proto), present: p4gen.B(p4gen.Ne, l.Ver, p4gen.C(0, 8))})}, nil
+		return p4val{k: kInt, num: atomForm(n.name, atom{x: w64(l.Proto()), present: p4gen.B(p4gen.Ne, l.Ver, p4gen.C(0, 8))})}, nil
 	case "ipv6.src", "ipv6.dst":
 		hi, _ := p4gen.Hdr(n.name + "_hi")
 		lo, _ := p4gen.Hdr(n.name + "_lo")
