@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"net/netip"
 	"sort"
 
 	"github.com/ffpf-go/ffpf/functions"
@@ -291,11 +290,6 @@ func (c *p4c) node(n *node) (p4val, error) {
 	return p4val{}, errAt(n.pos, "%s does not lower to a switch", n.op)
 }
 
-func halves(a netip.Addr) (uint64, uint64) {
-	b := a.As16()
-	return uint64(be32(b[:], 0))<<32 | uint64(be32(b[:], 4)), uint64(be32(b[:], 8))<<32 | uint64(be32(b[:], 12))
-}
-
 // layer is a layer word's condition, as match's hdr decodes it.
 func (c *p4c) layer(name string) p4gen.Expr {
 	l := c.layers()
@@ -420,16 +414,7 @@ func (c *p4c) in(n *node) (p4val, error) {
 		return p4val{}, errAt(n.pos, "%s is an IPv6 prefix: its left side must be an IPv6 address", p)
 	}
 	nhi, nlo := halves(p.Addr())
-	var mhi, mlo uint64
-	switch bits := p.Bits(); {
-	case bits >= 64:
-		mhi, mlo = math.MaxUint64, ^(math.MaxUint64 >> (bits - 64))
-		if bits == 64 {
-			mlo = 0
-		}
-	case bits > 0:
-		mhi = ^(uint64(math.MaxUint64) >> bits)
-	}
+	mhi, mlo := masks6(p.Bits())
 	return p4val{k: kBool, cond: p4gen.AllOf(l.addr.present,
 		p4gen.B(p4gen.Eq, p4gen.B(p4gen.And, l.addr.hi, p4gen.C(mhi, 64)), p4gen.C(nhi, 64)),
 		p4gen.B(p4gen.Eq, p4gen.B(p4gen.And, l.addr.lo, p4gen.C(mlo, 64)), p4gen.C(nlo, 64)))}, nil

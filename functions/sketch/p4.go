@@ -268,24 +268,28 @@ func (c *CMS) processP4(b *buffers.Batch) {
 	c.pass(b)
 }
 
-func (f *HLLFunc) processP4(b *buffers.Batch) {
+func (f *HLLFunc) processP4(b *buffers.Batch) { offer32(&f.keyed, f.p4, &f.est, b, f.s.Add32) }
+
+// offer32 offers each packet's crc32 to a cardinality estimator (add
+// reports whether it changed), as a switch does.
+func offer32(k *keyed, key *p4Key, est *cachedEstimate, b *buffers.Batch, add func(uint32) bool) {
 	changed := false
 	var nokey uint64
 	for _, e := range b.E[:b.N] {
-		h1, _, ok := f.p4.hashes(b.PBuf.Data(e.Slot))
+		h1, _, ok := key.hashes(b.PBuf.Data(e.Slot))
 		if !ok {
 			nokey++
 			continue
 		}
-		if f.s.Add32(h1) {
+		if add(h1) {
 			changed = true
 		}
 	}
-	f.noKey(nokey)
+	k.noKey(nokey)
 	if changed {
-		f.est.dirty.Store(true)
+		est.dirty.Store(true)
 	}
-	f.pass(b)
+	k.pass(b)
 }
 
 // p4PCSA is pcsa on a switch: a register of 2^b 32-bit bitmaps (bitmaps=
@@ -352,25 +356,7 @@ func p4PCSACode(ctx *functions.Context) (p4gen.Function, error) {
 	return &p4PCSA{params: ctx.Params, sp: measure.Spec(ctx.Params), m: int(m), b: bits}, nil
 }
 
-func (f *PCSAFunc) processP4(b *buffers.Batch) {
-	changed := false
-	var nokey uint64
-	for _, e := range b.E[:b.N] {
-		h1, _, ok := f.p4.hashes(b.PBuf.Data(e.Slot))
-		if !ok {
-			nokey++
-			continue
-		}
-		if f.s.Add32(h1) {
-			changed = true
-		}
-	}
-	f.noKey(nokey)
-	if changed {
-		f.est.dirty.Store(true)
-	}
-	f.pass(b)
-}
+func (f *PCSAFunc) processP4(b *buffers.Batch) { offer32(&f.keyed, f.p4, &f.est, b, f.s.Add32) }
 
 // p4Bloom is a membership Bloom filter as a switch keeps it: k
 // partitions of 2^bits one-bit cells, one register each, a key's cell in
