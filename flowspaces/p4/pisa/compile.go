@@ -369,11 +369,21 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Every expression's value is within its type, which is Dst's
+		// (Validate): no mask. A constant or a field is one closure.
+		_ = mask
+		if k, ok := s.X.(p4gen.Const); ok {
+			v := k.Value
+			return c.dirties(d, func(p *pkt) { p.v[d] = v }), nil
+		}
+		if r, ok := c.refSlot(s.X, sc); ok {
+			return c.dirties(d, func(p *pkt) { p.v[d] = p.v[r] }), nil
+		}
 		x, err := c.expr(s.X, sc)
 		if err != nil {
 			return nil, err
 		}
-		return c.dirties(d, func(p *pkt) { p.v[d] = x(p) & mask }), nil
+		return c.dirties(d, func(p *pkt) { p.v[d] = x(p) }), nil
 	case p4gen.If:
 		cond, err := c.expr(s.Cond, sc)
 		if err != nil {
@@ -386,6 +396,14 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		el, err := c.stmts(s.Else, sc)
 		if err != nil {
 			return nil, err
+		}
+		if v, ok := s.Cond.(p4gen.Valid); ok && len(el) == 0 {
+			vs := c.slots["valid:"+v.Header]
+			return func(p *pkt) {
+				if p.v[vs] != 0 {
+					run(th, p)
+				}
+			}, nil
 		}
 		return func(p *pkt) {
 			if cond(p) != 0 {

@@ -20,6 +20,7 @@ import (
 	"github.com/ffpf-go/ffpf/flowspaces/p4/pisa"
 	"github.com/ffpf-go/ffpf/flowspaces/p4/server/p4infotest"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
+	"github.com/ffpf-go/ffpf/functions/p4gen/p4gentest"
 )
 
 // rig is a switch serving P4Runtime on a loopback port, and a client.
@@ -470,5 +471,40 @@ func TestElection(t *testing.T) {
 	b.cancel()
 	if m := next(a, arbitration); m.GetStatus().GetCode() != int32(codes.NotFound) {
 		t.Errorf("after the primary left: %v", m)
+	}
+}
+
+// The P4Info the back end writes for a printed program (p4c's names and
+// ids) is one the server takes: (cms) > (hll) as the classes lower it is
+// pushed with it, and its registers read back by those ids.
+func TestPrinterP4Info(t *testing.T) {
+	r := newRig(t)
+	r.srv.prof.Stages = 64 // the lowered layers are deeper than Tofino-1's 12 (pisa.TestCMSHLLDepth)
+	cl := r.connect(1)
+	next(cl, arbitration)
+	prog := p4gentest.CMSHLL(t)
+	pr, err := p4gen.Print(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := p4gen.P4Info(prog, pr)
+	dc, err := p4gen.EncodeJSON(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.c.SetForwardingPipelineConfig(context.Background(), &p4.SetForwardingPipelineConfigRequest{DeviceId: 1, ElectionId: cl.election,
+		Action: p4.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, Config: &p4.ForwardingPipelineConfig{P4Info: info, P4DeviceConfig: dc}}); err != nil {
+		t.Fatal(err)
+	}
+	cells := 0
+	for _, reg := range prog.Registers {
+		cells += reg.Size
+	}
+	es, err := r.read(&p4.Entity{Entity: &p4.Entity_RegisterEntry{RegisterEntry: &p4.RegisterEntry{}}})
+	if err != nil || len(es) != cells || len(info.GetRegisters()) != len(prog.Registers) {
+		t.Fatalf("%d register cells read (%v), want %d", len(es), err, cells)
+	}
+	if id := es[0].GetRegisterEntry().GetRegisterId(); id>>24 != 0x16 {
+		t.Errorf("register id %#x has not p4c's prefix", id)
 	}
 }
