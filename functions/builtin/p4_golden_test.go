@@ -5,10 +5,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/internal/p4test"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
 var update = flag.Bool("update", false, "rewrite the P4 golden files (functions/p4gen/testdata) from the lowerings")
@@ -19,9 +21,9 @@ var p4Golden = map[string]string{
 	"pktcount":      "(pktcount)",
 	"bytecount":     "(bytecount)",
 	"counter":       "(counter,value=bytes)",
-	"counter_keyed": "(counter,key=5tuple,size=4K)",
+	"counter_keyed": "(counter,key=srcip,size=4K)",
 	"cms":           "(cms,key=5tuple,width=1024,depth=3)",
-	"cms_window":    "(cms,key=5tuple,width=256,depth=2,window=1024us)",
+	"cms_window":    "(cms,key=srcip,width=256,depth=2,window=1024us)",
 	"hll":           "(hll,key=dstip,precision=10)",
 	"pcsa":          "(pcsa,key=srcip,bitmaps=64)",
 	"bloom":         "(bloom,key=5tuple,bits=4K,hashes=3)",
@@ -66,4 +68,44 @@ func TestP4GoldenFiles(t *testing.T) {
 			t.Errorf("class %s has a P4 target and no golden file", c.Name)
 		}
 	}
+}
+
+// Every lowering allocates on a Tofino-1-like switch (p4gen.Allocate):
+// its registers accessed once per packet, what it computes passed on in
+// metadata, and its stages within the profile's, the headline graph
+// included. What does not fit is refused in the resource's terms: a
+// keyed counter of 5-tuples keeps five 64-bit words per slot (ten
+// stateful ALUs), and a window doubles every register.
+func TestP4LoweringsAllocate(t *testing.T) {
+	exprs := []string{"(counter,key=dstport,size=1K)", "(hll,key=5tuple,window=1024us)", "(cms,key=5tuple)",
+		"(bloom,key=srcip,window=4096us)", "(pcsa,key=5tuple,window=1024us)", "(cms,key=dstip,window=1024us)",
+		"(cms,key=5tuple,width=256,depth=2,window=1024us)"}
+	for _, e := range p4Golden {
+		exprs = append(exprs, e)
+	}
+	for _, expr := range exprs {
+		s, _ := p4test.Switch(t, p4test.Parse(t, expr))
+		a, err := p4gen.Allocate(s.Prog, p4gen.Tofino1())
+		if err != nil {
+			t.Errorf("%s does not allocate: %v", expr, err)
+			continue
+		}
+		r := a.Report()
+		t.Logf("%-60s depth %2d, width %2d, %3d stateful operations", expr, r.Depth, r.Width, r.Stateful)
+	}
+	for expr, want := range map[string]string{
+		"(counter,key=5tuple,size=4K)":      "stateful ALUs",
+		"(counter,key=srcip,window=1024us)": "stage",
+	} {
+		s, _ := p4test.Switch(t, p4test.Parse(t, expr))
+		if _, err := p4gen.Allocate(s.Prog, p4gen.Tofino1()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a refusal about %s", expr, err, want)
+		}
+	}
+	s, _ := p4test.Switch(t, p4test.Parse(t, `(bpf,"tcp")`), p4test.Parse(t, "(cms,key=5tuple)"), p4test.Parse(t, "(hll,key=dstip)"))
+	a, err := p4gen.Allocate(s.Prog, p4gen.Tofino1())
+	if err != nil {
+		t.Fatalf("the headline graph does not allocate: %v", err)
+	}
+	t.Logf("(bpf,\"tcp\") > (cms,key=5tuple) > (hll,key=dstip):\n%s", a.Report())
 }

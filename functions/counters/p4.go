@@ -63,8 +63,8 @@ func (c *p4Counter) Lower(b *p4gen.Builder) error {
 		total, sum := s.Register("value", 64, 1, "", 0), b.Meta("value", 64)
 		b.Add(p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)})
 		s.Lower(func(h int) []p4gen.Stmt {
-			return append(totals.Add(h), p4gen.RMW{Reg: total.In(h), Index: p4gen.C(0, 32),
-				New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, valueOf(c.bytes, 64)), NewTo: &sum})
+			return append(totals.Add(h), total.RMW(h, p4gen.RMW{Index: p4gen.C(0, 32),
+				New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, valueOf(c.bytes, 64)), NewTo: &sum}))
 		})
 		b.Export("value", sum)
 		b.Export(map[bool]string{false: "packets", true: "bytes"}[c.bytes], sum)
@@ -93,21 +93,19 @@ func (c *p4Counter) Lower(b *p4gen.Builder) error {
 	ok := p4gen.B(p4gen.LOr, claim, p4gen.AllOf(same...))
 	b.Add(p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)})
 	s.Lower(func(h int) []p4gen.Stmt {
-		then := []p4gen.Stmt{p4gen.RMW{Reg: used.In(h), Index: slot, New: p4gen.C(1, 8), OldTo: &usedOld}}
+		then := []p4gen.Stmt{used.RMW(h, p4gen.RMW{Index: slot, New: p4gen.C(1, 8), OldTo: &usedOld})}
 		for j, w := range k.Words {
-			then = append(then, p4gen.RMW{Reg: words[j].In(h), Index: slot, New: w, Cond: claim, OldTo: &olds[j]})
+			then = append(then, words[j].RMW(h, p4gen.RMW{Index: slot, New: w, Cond: claim, OldTo: &olds[j]}))
 		}
 		then = append(then,
-			p4gen.RMW{Reg: value.In(h), Index: slot, New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, valueOf(c.bytes, 64)), Cond: ok, NewTo: &sum},
-			p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: ok}, Then: []p4gen.Stmt{p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)}}},
+			value.RMW(h, p4gen.RMW{Index: slot, New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, valueOf(c.bytes, 64)), Cond: ok, NewTo: &sum}),
 			p4gen.If{Cond: claim, Then: keys.Add(h)},
 			p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: ok}, Then: dropped.Add(h)})
 		return append(totals.Add(h), p4gen.If{Cond: k.HasKey(), Then: then, Else: nokey.Add(h)})
 	})
 	// value: the count of the packet's key (0 for a packet without one,
 	// or whose key the table does not hold), as the Go half reads it.
-	b.Add(p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: k.HasKey()}, Then: []p4gen.Stmt{p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)}}})
-	b.Export("value", sum)
+	b.Export("value", p4gen.Mux{Cond: p4gen.AllOf(k.HasKey(), ok), Then: sum, Else: p4gen.C(0, 64)})
 	return nil
 }
 

@@ -51,7 +51,7 @@ func (sp *Spec) LowerP4(b *p4gen.Builder) *P4Key {
 		parts = append(parts, shl(l.Ver, FamilyShift))
 	}
 	if sp.has[Proto] {
-		parts = append(parts, shl(l.Proto, ProtoShift))
+		parts = append(parts, shl(l.Proto(), ProtoShift))
 	}
 	if sp.has[SrcPort] || sp.has[DstPort] {
 		ports := p4gen.Expr(c64(PortsPresent))
@@ -63,7 +63,7 @@ func (sp *Spec) LowerP4(b *p4gen.Builder) *P4Key {
 			dport, _ := p4gen.Hdr("l4.dport")
 			ports = p4gen.B(p4gen.Or, ports, shl(dport, DstPortShift))
 		}
-		isL4 := p4gen.AnyOf(is(l.Proto, protoTCP), is(l.Proto, protoUDP), is(l.Proto, protoSCTP))
+		isL4 := p4gen.AnyOf(is(l.Proto(), protoTCP), is(l.Proto(), protoUDP), is(l.Proto(), protoSCTP))
 		_, present := l.L4Value("l4.dport", isL4)
 		parts = append(parts, p4gen.Mux{Cond: present, Then: ports, Else: c64(0)})
 	}
@@ -103,12 +103,9 @@ func (sp *Spec) LowerP4(b *p4gen.Builder) *P4Key {
 		mac, _ := p4gen.Hdr("eth.dst")
 		ss = append(ss, p4gen.Assign{Dst: k.Words[sp.dmacW], X: w64(mac)})
 	}
-	zero := make([]p4gen.Stmt, len(k.Words))
-	for i, w := range k.Words {
-		zero[i] = p4gen.Assign{Dst: w, X: c64(0)}
-	}
-	b.Add(p4gen.If{Cond: has, Then: append([]p4gen.Stmt{p4gen.Assign{Dst: k.Has, X: p4gen.C(1, 1)}}, ss...),
-		Else: append([]p4gen.Stmt{p4gen.Assign{Dst: k.Has, X: p4gen.C(0, 1)}}, zero...)})
+	// The words are computed for every packet, side by side (a packet
+	// without a key has words no one reads): no statement waits for has.
+	b.Add(append([]p4gen.Stmt{p4gen.Assign{Dst: k.Has, X: p4gen.Cast{Bits: 1, X: has}}}, ss...)...)
 	return k
 }
 
@@ -130,17 +127,21 @@ func (k *P4Key) Hashes(b *p4gen.Builder) (h1, h2 p4gen.Ref) {
 
 // Positions computes the first n positions of the key among 2^bits, as
 // P4Index does, into metadata <prefix>_<name>0…: position i is the top
-// bits of g_i = h1 + i·(h2 << 16), each g the one before plus h2 << 16
-// (a switch has no multiplier).
+// bits of h1 + i·(h2 << 16), i·(h2 << 16) by shifts and adds (a switch
+// has no multiplier), each position on its own, side by side.
 func Positions(b *p4gen.Builder, h1, h2 p4gen.Ref, name string, n, bits int) []p4gen.Ref {
 	step := p4gen.B(p4gen.Shl, p4gen.Cast{Bits: 32, X: h2}, p4gen.C(16, 32))
-	var g p4gen.Expr = h1
 	out := make([]p4gen.Ref, n)
 	for i := range n {
-		if i > 0 {
-			gi := b.Meta(fmt.Sprintf("%sg%d", name, i), 32)
-			b.Add(p4gen.Assign{Dst: gi, X: p4gen.B(p4gen.Add, g, step)})
-			g = gi
+		var g p4gen.Expr = h1
+		for k := 0; i>>k != 0; k++ {
+			if i>>k&1 == 1 {
+				t := p4gen.Expr(step)
+				if k > 0 {
+					t = p4gen.B(p4gen.Shl, step, p4gen.C(uint64(k), 32))
+				}
+				g = p4gen.B(p4gen.Add, g, t)
+			}
 		}
 		out[i] = b.Meta(fmt.Sprint(name, i), 32)
 		var pos p4gen.Expr = p4gen.C(0, 32)

@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"net/netip"
 	"sort"
 
 	"github.com/ffpf-go/ffpf/functions"
@@ -291,16 +290,11 @@ func (c *p4c) node(n *node) (p4val, error) {
 	return p4val{}, errAt(n.pos, "%s does not lower to a switch", n.op)
 }
 
-func halves(a netip.Addr) (uint64, uint64) {
-	b := a.As16()
-	return uint64(be32(b[:], 0))<<32 | uint64(be32(b[:], 4)), uint64(be32(b[:], 8))<<32 | uint64(be32(b[:], 12))
-}
-
 // layer is a layer word's condition, as match's hdr decodes it.
 func (c *p4c) layer(name string) p4gen.Expr {
 	l := c.layers()
 	ver := func(v uint64) p4gen.Expr { return p4gen.B(p4gen.Eq, l.Ver, p4gen.C(v, 8)) }
-	proto := func(p uint64) p4gen.Expr { return p4gen.B(p4gen.Eq, l.Proto, p4gen.C(p, 8)) }
+	proto := func(p uint64) p4gen.Expr { return p4gen.B(p4gen.Eq, l.Proto(), p4gen.C(p, 8)) }
 	ip := p4gen.B(p4gen.Ne, l.Ver, p4gen.C(0, 8))
 	switch name {
 	case "eth":
@@ -322,8 +316,8 @@ func (c *p4c) layer(name string) p4gen.Expr {
 }
 
 func icmp(l *p4gen.Layers) p4gen.Expr {
-	return p4gen.AnyOf(p4gen.AllOf(p4gen.B(p4gen.Eq, l.Ver, p4gen.C(4, 8)), p4gen.B(p4gen.Eq, l.Proto, p4gen.C(1, 8))),
-		p4gen.AllOf(p4gen.B(p4gen.Eq, l.Ver, p4gen.C(6, 8)), p4gen.B(p4gen.Eq, l.Proto, p4gen.C(58, 8))))
+	return p4gen.AnyOf(p4gen.AllOf(p4gen.B(p4gen.Eq, l.Ver, p4gen.C(4, 8)), p4gen.B(p4gen.Eq, l.Proto(), p4gen.C(1, 8))),
+		p4gen.AllOf(p4gen.B(p4gen.Eq, l.Ver, p4gen.C(6, 8)), p4gen.B(p4gen.Eq, l.Proto(), p4gen.C(58, 8))))
 }
 
 // p4Fields are match's fields on a switch: the standard headers' value
@@ -352,7 +346,7 @@ func (c *p4c) field(n *node) (p4val, error) {
 	case "pkt.ts":
 		return p4val{}, errAt(n.pos, "pkt.ts is the packet clock in ns, which a switch does not have (its clock is µs of its own)")
 	case "ip.proto":
-		return p4val{k: kInt, num: atomForm(n.name, atom{x: w64(l.Proto), present: p4gen.B(p4gen.Ne, l.Ver, p4gen.C(0, 8))})}, nil
+		return p4val{k: kInt, num: atomForm(n.name, atom{x: w64(l.Proto()), present: p4gen.B(p4gen.Ne, l.Ver, p4gen.C(0, 8))})}, nil
 	case "ipv6.src", "ipv6.dst":
 		hi, _ := p4gen.Hdr(n.name + "_hi")
 		lo, _ := p4gen.Hdr(n.name + "_lo")
@@ -420,16 +414,7 @@ func (c *p4c) in(n *node) (p4val, error) {
 		return p4val{}, errAt(n.pos, "%s is an IPv6 prefix: its left side must be an IPv6 address", p)
 	}
 	nhi, nlo := halves(p.Addr())
-	var mhi, mlo uint64
-	switch bits := p.Bits(); {
-	case bits >= 64:
-		mhi, mlo = math.MaxUint64, ^(math.MaxUint64 >> (bits - 64))
-		if bits == 64 {
-			mlo = 0
-		}
-	case bits > 0:
-		mhi = ^(uint64(math.MaxUint64) >> bits)
-	}
+	mhi, mlo := masks6(p.Bits())
 	return p4val{k: kBool, cond: p4gen.AllOf(l.addr.present,
 		p4gen.B(p4gen.Eq, p4gen.B(p4gen.And, l.addr.hi, p4gen.C(mhi, 64)), p4gen.C(nhi, 64)),
 		p4gen.B(p4gen.Eq, p4gen.B(p4gen.And, l.addr.lo, p4gen.C(mlo, 64)), p4gen.C(nlo, 64)))}, nil

@@ -45,6 +45,11 @@ type P4State struct {
 	shift  int // −1: no window
 	regs   []*P4Reg
 	counts []*P4Count
+	// With a window: its objects, and the packet's window, declared and
+	// computed first, so that nothing the function computes delays them.
+	w            *p4gen.Window
+	mark, parity p4gen.Ref
+	drained      [2]p4gen.Ref
 }
 
 // NewP4State returns the state of the function b lowers, whose
@@ -57,8 +62,39 @@ func NewP4State(b *p4gen.Builder, p functions.Params) (*P4State, error) {
 			return nil, err
 		}
 		s.shift = shift
+		s.prelude()
 	}
 	return s, nil
+}
+
+// prelude declares the window's objects and adds the statements that find
+// the packet's window, the marks the controller has drained, and a new
+// window's digest.
+func (s *P4State) prelude() {
+	b := s.b
+	c32 := func(v uint64) p4gen.Const { return p4gen.C(v, 32) }
+	w := &p4gen.Window{Shift: s.shift}
+	epoch, prev := b.Meta("epoch", 32), b.Meta("prev", 32)
+	s.mark, s.parity = b.Meta("mark", 32), b.Meta("parity", 1)
+	for h := range 2 {
+		s.drained[h] = b.Meta(fmt.Sprint("drained", h), 32)
+	}
+	boundary := b.Register("window", 32, 1, "", 0)
+	w.Digest = b.Digest("window", []p4gen.Field{{Name: "mark", Bits: 32}, {Name: "prev", Bits: 32}})
+	w.Drain = b.Action("drain", []p4gen.Field{{Name: "even", Bits: 32}, {Name: "odd", Bits: 32}},
+		p4gen.Assign{Dst: s.drained[0], X: p4gen.Ref{Path: "even", Bits: 32}},
+		p4gen.Assign{Dst: s.drained[1], X: p4gen.Ref{Path: "odd", Bits: 32}})
+	w.Drained = b.Table(&p4gen.Table{Name: "drained", Keys: []p4gen.TableKey{{X: s.parity, Match: p4gen.Exact}},
+		Actions: []*p4gen.Action{w.Drain}, Default: w.Drain, DefaultArgs: []uint64{0, 0}, Size: 2})
+	b.Add(
+		p4gen.Assign{Dst: epoch, X: p4gen.Cast{Bits: 32, X: p4gen.B(p4gen.Shr, b.Time, p4gen.C(uint64(s.shift), b.Time.Bits))}},
+		p4gen.Assign{Dst: s.mark, X: p4gen.B(p4gen.Add, epoch, c32(1))},
+		p4gen.Assign{Dst: s.parity, X: p4gen.Slice{X: epoch, Hi: 0, Lo: 0}},
+		p4gen.Apply{Table: w.Drained},
+		p4gen.RMW{Reg: boundary, Index: c32(0), New: s.mark, OldTo: &prev},
+		p4gen.If{Cond: p4gen.B(p4gen.Ne, prev, s.mark), Then: []p4gen.Stmt{p4gen.Digest{Type: w.Digest, Values: []p4gen.Expr{s.mark, prev}}}},
+	)
+	s.w = w
 }
 
 // Windowed reports whether the state is kept per window.
@@ -68,20 +104,42 @@ func (s *P4State) Windowed() bool { return s.shift >= 0 }
 type P4Reg struct {
 	r    [2]*p4gen.Register
 	size int
+	// With a window: the index every access to half h uses (the measure
+	// index for the packets of h's parity, the cell being cleared for the
+	// others), and the measure index the body gave.
+	idx     [2]p4gen.Ref
+	measure p4gen.Expr
+	s       *P4State
 }
 
 // In returns the register of half h (0 without a window).
 func (r *P4Reg) In(h int) *p4gen.Register { return r.r[h] }
 
+// RMW returns the read-modify-write a packet measured into half h makes
+// of the register: a's Reg is set, and with a window its Index becomes
+// the half's one index (every access to a register of one half, measure
+// or clear, uses one index, so that they are one access in one stage).
+func (r *P4Reg) RMW(h int, a p4gen.RMW) p4gen.RMW {
+	a.Reg = r.r[h]
+	if r.s.Windowed() {
+		if r.measure != nil && r.measure != a.Index {
+			panic(fmt.Sprintf("measure: register %s is measured at two indices", r.r[h].Name))
+		}
+		r.measure, a.Index = a.Index, r.idx[h]
+	}
+	return a
+}
+
 // Register declares a register of the state (see p4gen.Builder.Register).
 func (s *P4State) Register(name string, width, size int, field string, base int) *P4Reg {
-	r := &P4Reg{size: size}
+	r := &P4Reg{size: size, s: s}
 	if !s.Windowed() {
 		r.r[0] = s.b.Register(name, width, size, field, base)
 	} else {
 		for h, half := range []p4gen.Half{p4gen.HalfEven, p4gen.HalfOdd} {
 			r.r[h] = s.b.Register(fmt.Sprintf("%s_%s", name, []string{"even", "odd"}[h]), width, size, field, base)
 			r.r[h].Half = half
+			r.idx[h] = s.b.Meta(fmt.Sprintf("%s_%s_idx", name, []string{"even", "odd"}[h]), 32)
 		}
 	}
 	s.regs = append(s.regs, r)
@@ -89,31 +147,28 @@ func (s *P4State) Register(name string, width, size int, field string, base int)
 }
 
 // P4Count is a count of the state: packets into MBuf field packets, their
-// bytes (packet_length) into field bytes ("" for none).
-type P4Count struct {
-	c              *p4gen.Counter
-	packets, bytes *P4Reg
-}
+// bytes (packet_length) into field bytes ("" for none). It is a counter,
+// which takes no stateful ALU and which every P4Runtime target reads;
+// with a window, one per half, which the controller zeroes once it has
+// read it (p4gen.Window).
+type P4Count struct{ c [2]*p4gen.Counter }
 
-// Count declares a count: a counter cell without a window, registers of
-// one cell per half with one.
+// Count declares a count.
 func (s *P4State) Count(name, packets, bytes string) *P4Count {
+	t := p4gen.PacketsAndBytes
+	switch {
+	case bytes == "":
+		t = p4gen.Packets
+	case packets == "":
+		t = p4gen.Bytes
+	}
 	c := &P4Count{}
 	if !s.Windowed() {
-		t := p4gen.PacketsAndBytes
-		switch {
-		case bytes == "":
-			t = p4gen.Packets
-		case packets == "":
-			t = p4gen.Bytes
-		}
-		c.c = s.b.Counter(name, 1, t, packets, bytes, 0)
+		c.c[0] = s.b.Counter(name, 1, t, packets, bytes, 0)
 	} else {
-		if packets != "" {
-			c.packets = s.Register(name+"_packets", 64, 1, packets, 0)
-		}
-		if bytes != "" {
-			c.bytes = s.Register(name+"_bytes", 64, 1, bytes, 0)
+		for h, half := range []p4gen.Half{p4gen.HalfEven, p4gen.HalfOdd} {
+			c.c[h] = s.b.Counter(fmt.Sprintf("%s_%s", name, []string{"even", "odd"}[h]), 1, t, packets, bytes, 0)
+			c.c[h].Half = half
 		}
 	}
 	s.counts = append(s.counts, c)
@@ -122,18 +177,7 @@ func (s *P4State) Count(name, packets, bytes string) *P4Count {
 
 // Add returns the statements that count the packet in half h.
 func (c *P4Count) Add(h int) []p4gen.Stmt {
-	if c.c != nil {
-		return []p4gen.Stmt{p4gen.Count{Counter: c.c, Index: p4gen.C(0, 32)}}
-	}
-	var ss []p4gen.Stmt
-	add := func(r *P4Reg, v p4gen.Expr) {
-		if r != nil {
-			ss = append(ss, p4gen.RMW{Reg: r.In(h), Index: p4gen.C(0, 32), New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v)})
-		}
-	}
-	add(c.packets, p4gen.C(1, 64))
-	add(c.bytes, p4gen.Cast{Bits: 64, X: p4gen.Std("packet_length")})
-	return ss
+	return []p4gen.Stmt{p4gen.Count{Counter: c.c[h], Index: p4gen.C(0, 32)}}
 }
 
 // Lower adds the function's statements: body(h), the statements of a
@@ -148,104 +192,82 @@ func (s *P4State) Lower(body func(h int) []p4gen.Stmt) {
 		return
 	}
 	c32 := func(v uint64) p4gen.Const { return p4gen.C(v, 32) }
-	w := &p4gen.Window{Shift: s.shift}
-	epoch, mark, parity, prev := b.Meta("epoch", 32), b.Meta("mark", 32), b.Meta("parity", 1), b.Meta("prev", 32)
-	var drained [2]p4gen.Ref
-	for h := range 2 {
-		drained[h] = b.Meta(fmt.Sprint("drained", h), 32)
-	}
-	held, heldOther := b.Meta("held", 32), b.Meta("held_other", 32)
-	swept, own, ownOld, pos := b.Meta("swept", 64), b.Meta("own", 1), b.Meta("own_cursor", 64), b.Meta("pos", 32)
+	w, mark, parity, drained := s.w, s.mark, s.parity, s.drained
+	names := []string{"even", "odd"}
 	n := 1
 	for _, r := range s.regs {
 		n = max(n, r.size)
 	}
-	names := []string{"even", "odd"}
-	var sweep, mine [2]*p4gen.Register
+	var cursor [2]*p4gen.Register
+	var held, cold [2]p4gen.Ref
 	for h := range 2 {
 		w.State[h] = b.Register("state_"+names[h], 32, 1, "", 0)
-		sweep[h] = b.Register("sweep_"+names[h], 64, 1, "", 0)
-		mine[h] = b.Register("own_"+names[h], 64, 1, "", 0)
+		cursor[h] = b.Register("cursor_"+names[h], 64, 1, "", 0)
+		held[h], cold[h] = b.Meta("held_"+names[h], 32), b.Meta("cursor_"+names[h], 64)
 	}
-	boundary := b.Register("window", 32, 1, "", 0)
+	measuring := b.Meta("measuring", 1)
 	w.Dropped = b.Counter("lost", 1, p4gen.Packets, "", "", 0)
-	w.Digest = b.Digest("window", []p4gen.Field{{Name: "mark", Bits: 32}, {Name: "prev", Bits: 32}})
-	w.Drain = b.Action("drain", []p4gen.Field{{Name: "even", Bits: 32}, {Name: "odd", Bits: 32}},
-		p4gen.Assign{Dst: drained[0], X: p4gen.Ref{Path: "even", Bits: 32}},
-		p4gen.Assign{Dst: drained[1], X: p4gen.Ref{Path: "odd", Bits: 32}})
-	w.Drained = b.Table(&p4gen.Table{Name: "drained", Keys: []p4gen.TableKey{{X: parity, Match: p4gen.Exact}},
-		Actions: []*p4gen.Action{w.Drain}, Default: w.Drain, DefaultArgs: []uint64{0, 0}, Size: 2})
 	hi := func(x p4gen.Expr) p4gen.Expr { return p4gen.Slice{X: x, Hi: 63, Lo: 32} }
 	lo := func(x p4gen.Expr) p4gen.Expr { return p4gen.Slice{X: x, Hi: 31, Lo: 0} }
 	old64 := p4gen.Old{Bits: 64}
-	// A sweep of a half is a cursor (mark of the window whose data it
-	// clears, next cell): it starts at a new drain mark d and ends at n.
+	is := func(x p4gen.Ref, v uint64) p4gen.Expr { return p4gen.B(p4gen.Eq, x, p4gen.C(v, x.Bits)) }
+	// A half's cursor is (the mark of the window whose data it clears,
+	// the next cell): a new drain mark d starts it at 0, and it is
+	// finished at n. Every packet advances it while it is not finished:
+	// the packets of the other parity while they measure theirs, those of
+	// the half's own while they cannot measure (after an idle window: a
+	// half is never measured into while its cursor runs).
 	finished := func(c p4gen.Expr, d p4gen.Expr) p4gen.Expr {
 		return p4gen.AllOf(p4gen.B(p4gen.Eq, hi(c), d), p4gen.B(p4gen.Ge, lo(c), c32(uint64(n))))
 	}
-	step := func(d p4gen.Expr) p4gen.Expr { // a cursor's next value, clearing for d
-		return p4gen.Mux{Cond: p4gen.B(p4gen.Ne, hi(old64), d), Then: p4gen.Concat(d, c32(1)),
-			Else: p4gen.Mux{Cond: p4gen.B(p4gen.Lt, lo(old64), c32(uint64(n))),
-				Then: p4gen.Concat(hi(old64), p4gen.B(p4gen.Add, lo(old64), c32(1))), Else: old64}}
+	stepping := func(c p4gen.Expr, d p4gen.Expr) p4gen.Expr {
+		return p4gen.AllOf(p4gen.B(p4gen.Ne, d, c32(0)), p4gen.Unary{Op: p4gen.Not, X: finished(c, d)})
 	}
-	at := func(c p4gen.Expr, d p4gen.Expr) p4gen.Expr { // the cell a step clears
-		return p4gen.Mux{Cond: p4gen.B(p4gen.Ne, hi(c), d), Then: c32(0), Else: lo(c)}
+	var ss []p4gen.Stmt
+	for h := range 2 {
+		ss = append(ss, p4gen.RMW{Reg: cursor[h], Index: c32(0), Cond: stepping(old64, drained[h]), OldTo: &cold[h],
+			New: p4gen.Mux{Cond: p4gen.B(p4gen.Ne, hi(old64), drained[h]), Then: p4gen.Concat(drained[h], c32(1)),
+				Else: p4gen.Concat(hi(old64), p4gen.B(p4gen.Add, lo(old64), c32(1)))}})
 	}
-	clear := func(h int, cond p4gen.Expr) []p4gen.Stmt {
-		var ss []p4gen.Stmt
+	// The half of the packet's parity is claimed when it holds none, this
+	// window, or the window drained last once its cursor cleared it.
+	claimable := func(h int, x p4gen.Expr) p4gen.Expr {
+		return p4gen.AnyOf(p4gen.B(p4gen.Eq, x, c32(0)), p4gen.B(p4gen.Eq, x, mark),
+			p4gen.AllOf(finished(cold[h], drained[h]), p4gen.B(p4gen.Eq, x, drained[h])))
+	}
+	for h := range 2 {
+		ss = append(ss, p4gen.RMW{Reg: w.State[h], Index: c32(0), New: mark, OldTo: &held[h],
+			Cond: p4gen.AllOf(is(parity, uint64(h)), claimable(h, p4gen.Old{Bits: 32}))})
+	}
+	ss = append(ss, p4gen.Assign{Dst: measuring, X: p4gen.Cast{Bits: 1, X: p4gen.Mux{Cond: is(parity, 0),
+		Then: claimable(0, held[0]), Else: claimable(1, held[1])}}})
+	bodies := [2][]p4gen.Stmt{body(0), body(1)}
+	// One index per register and half: the measure's for the packets
+	// measured into the half, the cursor's cell for the others.
+	for _, r := range s.regs {
+		if r.measure == nil {
+			panic(fmt.Sprintf("measure: register %s is never measured", r.r[0].Name))
+		}
+		for h := range 2 {
+			ss = append(ss, p4gen.Assign{Dst: r.idx[h], X: p4gen.Mux{Cond: p4gen.AllOf(is(parity, uint64(h)), is(measuring, 1)), Then: r.measure,
+				Else: p4gen.Mux{Cond: p4gen.B(p4gen.Ne, hi(cold[h]), drained[h]), Then: c32(0), Else: lo(cold[h])}}})
+		}
+	}
+	clear := func(h int) []p4gen.Stmt {
+		var cs []p4gen.Stmt
 		for _, r := range s.regs {
 			reg := r.In(h)
-			ss = append(ss, p4gen.If{Cond: p4gen.AllOf(cond, p4gen.B(p4gen.Lt, pos, c32(uint64(r.size)))),
-				Then: []p4gen.Stmt{p4gen.RMW{Reg: reg, Index: pos, New: p4gen.C(0, reg.Width)}}})
+			cs = append(cs, p4gen.If{Cond: p4gen.AllOf(stepping(cold[h], drained[h]), p4gen.B(p4gen.Lt, r.idx[h], c32(uint64(r.size)))),
+				Then: []p4gen.Stmt{p4gen.RMW{Reg: reg, Index: r.idx[h], New: p4gen.C(0, reg.Width)}}})
 		}
-		return ss
+		return cs
 	}
 	half := func(h int) []p4gen.Stmt {
-		q, dh, dq := 1-h, drained[h], drained[1-h]
-		sweeping := func(held p4gen.Expr) p4gen.Expr {
-			return p4gen.AllOf(p4gen.B(p4gen.Ne, dq, c32(0)), p4gen.B(p4gen.Eq, held, dq))
-		}
-		// The half is clean for a window when the packets of the other
-		// parity swept it (sweep[h]) or its own packets did (own[h]), for
-		// the drain mark of the window it holds.
-		doneBy := func(c p4gen.Expr) p4gen.Expr {
-			return p4gen.Mux{Cond: p4gen.B(p4gen.Ge, lo(c), c32(uint64(n))), Then: hi(c), Else: c32(0)}
-		}
-		claimable := func(x p4gen.Expr, ownCursor p4gen.Expr) p4gen.Expr {
-			return p4gen.AnyOf(p4gen.B(p4gen.Eq, x, c32(0)), p4gen.B(p4gen.Eq, x, mark),
-				p4gen.B(p4gen.Eq, x, doneBy(swept)), p4gen.B(p4gen.Eq, x, doneBy(ownCursor)))
-		}
-		// This half's own sweep runs while the half holds a drained
-		// window the other sweep has not cleared: the packet is not
-		// measured then, and clears a cell instead.
-		ownActive := p4gen.AllOf(p4gen.B(p4gen.Ne, dh, c32(0)), p4gen.Unary{Op: p4gen.Not, X: finished(swept, dh)})
-		ss := []p4gen.Stmt{
-			p4gen.RMW{Reg: sweep[h], Index: c32(0), New: old64, OldTo: &swept},
-			p4gen.RMW{Reg: mine[h], Index: c32(0), New: step(dh), OldTo: &ownOld,
-				Cond: p4gen.AllOf(ownActive, p4gen.Unary{Op: p4gen.Not, X: finished(old64, dh)})},
-			p4gen.Assign{Dst: own, X: p4gen.Cast{Bits: 1, X: p4gen.AllOf(ownActive, p4gen.Unary{Op: p4gen.Not, X: finished(ownOld, dh)})}},
-			p4gen.RMW{Reg: w.State[h], Index: c32(0), New: mark, Cond: claimable(p4gen.Old{Bits: 32}, ownOld), OldTo: &held},
-			p4gen.If{Cond: claimable(held, ownOld), Then: body(h), Else: append([]p4gen.Stmt{
-				p4gen.Count{Counter: w.Dropped, Index: c32(0)},
-				p4gen.Assign{Dst: pos, X: at(ownOld, dh)}},
-				clear(h, p4gen.B(p4gen.Eq, own, p4gen.C(1, 1)))...)},
-			// The other half, while it holds the window the controller has
-			// read: one cell of each of its registers cleared.
-			p4gen.RMW{Reg: w.State[q], Index: c32(0), New: p4gen.Old{Bits: 32}, OldTo: &heldOther},
-			p4gen.RMW{Reg: sweep[q], Index: c32(0), New: step(dq), OldTo: &swept,
-				Cond: p4gen.AllOf(sweeping(heldOther), p4gen.Unary{Op: p4gen.Not, X: finished(old64, dq)})},
-			p4gen.Assign{Dst: pos, X: at(swept, dq)},
-		}
-		return append(ss, clear(q, p4gen.AllOf(sweeping(heldOther), p4gen.Unary{Op: p4gen.Not, X: finished(swept, dq)}))...)
+		return append([]p4gen.Stmt{p4gen.If{Cond: is(measuring, 1), Then: bodies[h],
+			Else: append([]p4gen.Stmt{p4gen.Count{Counter: w.Dropped, Index: c32(0)}}, clear(h)...)}},
+			clear(1-h)...)
 	}
-	b.Add(
-		p4gen.Assign{Dst: epoch, X: p4gen.Cast{Bits: 32, X: p4gen.B(p4gen.Shr, b.Time, p4gen.C(uint64(s.shift), b.Time.Bits))}},
-		p4gen.Assign{Dst: mark, X: p4gen.B(p4gen.Add, epoch, c32(1))},
-		p4gen.Assign{Dst: parity, X: p4gen.Slice{X: epoch, Hi: 0, Lo: 0}},
-		p4gen.Apply{Table: w.Drained},
-		p4gen.RMW{Reg: boundary, Index: c32(0), New: mark, OldTo: &prev},
-		p4gen.If{Cond: p4gen.B(p4gen.Ne, prev, mark), Then: []p4gen.Stmt{p4gen.Digest{Type: w.Digest, Values: []p4gen.Expr{mark, prev}}}},
-		p4gen.If{Cond: p4gen.B(p4gen.Eq, parity, p4gen.C(0, 1)), Then: half(0), Else: half(1)},
-	)
+	b.Add(ss...)
+	b.Add(p4gen.If{Cond: p4gen.B(p4gen.Eq, parity, p4gen.C(0, 1)), Then: half(0), Else: half(1)})
 	b.Window = w
 }

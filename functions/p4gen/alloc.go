@@ -44,7 +44,21 @@ type Allocator struct {
 	ops    int          // stateful operations (RMW statements) placed
 	owners []string
 	ifs    int // Ifs seen, to name branches
+	// floor is, for a register whose accesses on exclusive branches need
+	// different stages, the stage the latest of them needs: the register
+	// is put there from its first access on (Offer learns it).
+	floor map[*Register]int
 }
+
+// pinError is a unit that needs a later stage than the one an earlier
+// access on another branch put its register in.
+type pinError struct {
+	reg   *Register
+	stage int
+	msg   string
+}
+
+func (e *pinError) Error() string { return e.msg }
 
 // branch is one step of a unit's way through the Ifs: the If and its side.
 type branch struct{ ifID, side int }
@@ -133,23 +147,46 @@ func Allocate(prog *Program, p Profile) (*Allocator, error) {
 // names the function in messages ("after hll_3"); prog holds the
 // declarations the statements use. On a refusal the error says which
 // resource is short where, and the allocation is unchanged.
+//
+// A register accessed on exclusive branches is put, from its first
+// access, in the stage the latest of its accesses needs: when one needs a
+// later stage than an earlier one took, the offer starts again with the
+// register there, as a compiler places a register where all its accesses
+// can be.
 func (a *Allocator) Offer(prog *Program, owner string, ingress, egress []Stmt) error {
-	trial := a.clone()
+	floor := map[*Register]int{}
+	for {
+		trial := a.clone()
+		trial.floor = floor
+		err := trial.offer(prog, owner, ingress, egress)
+		if pe, ok := err.(*pinError); ok && floor[pe.reg] < pe.stage {
+			floor[pe.reg] = pe.stage
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		trial.floor = nil
+		*a = *trial
+		return nil
+	}
+}
+
+func (a *Allocator) offer(prog *Program, owner string, ingress, egress []Stmt) error {
 	for i, body := range [][]Stmt{ingress, egress} {
-		units, err := trial.units(prog, owner, body)
+		units, err := a.units(prog, owner, body)
 		if err != nil {
 			return err
 		}
 		for _, u := range units {
-			if err := trial.place(trial.gress[i], u); err != nil {
+			if err := a.place(a.gress[i], u); err != nil {
 				return err
 			}
 		}
 	}
 	if owner != "" {
-		trial.owners = append(trial.owners, owner)
+		a.owners = append(a.owners, owner)
 	}
-	*a = *trial
 	return nil
 }
 
@@ -206,20 +243,28 @@ func (a *Allocator) place(g *pipeline, u *unit) error {
 	}
 	// A register already placed pins the unit to its stage.
 	pinned := -1
+	var pinner *Register
 	var fresh []*Register
 	for _, r := range u.regs {
 		if s, ok := g.regs[r]; ok {
 			if pinned >= 0 && s != pinned {
 				return fmt.Errorf("%s accesses registers in stages %d and %d; a logical table is in one stage", u.what, pinned, s)
 			}
-			pinned = s
+			pinned, pinner = s, r
 		} else {
 			fresh = append(fresh, r)
+			if f, ok := a.floor[r]; ok {
+				dep(f, fmt.Sprintf("register %s is accessed in stage %d on another branch", r.Name, f))
+			}
 		}
 	}
 	if pinned >= 0 {
 		if first > pinned {
-			return fmt.Errorf("%s must be in stage %d, where register %s is, but %s", u.what, pinned, u.regs[0].Name, after)
+			msg := fmt.Sprintf("%s must be in stage %d, where register %s is, but %s", u.what, pinned, pinner.Name, after)
+			if first >= len(g.stages) {
+				return fmt.Errorf("%s", msg)
+			}
+			return &pinError{reg: pinner, stage: first, msg: msg}
 		}
 		// The register's ALU and memory are there already.
 		for _, r := range u.regs {

@@ -19,14 +19,15 @@ const TimeUnit = 1000
 // Assemble lowers nodes, inputs before dependents, into one program named
 // name: each through a Builder of its own, its statements run for the
 // packets that reach it (a node without inputs: every packet; else a
-// packet one of its inputs passed), and meta.<prefix>_out says that it
-// passed the packet. A packet that a sink passed (a node no other node
-// reads) leaves on port uplink; the others are dropped. It returns the
-// program, valid, and the nodes' builders.
+// packet one of its inputs passed). A packet that a sink passed (a node no
+// other node reads) leaves on port uplink; the others are dropped. Which
+// nodes a packet reached and passed is not kept in metadata but computed
+// where it is read, from the nodes' In and Pass: no stage waits for it. It
+// returns the program, valid, and the nodes' builders.
 func Assemble(name string, nodes []Node, uplink uint16) (*Program, []*Builder, error) {
 	p := NewProgram(name)
 	bs := make([]*Builder, len(nodes))
-	outs := make([]Ref, len(nodes))
+	outs := make([]Expr, len(nodes)) // the node reached and passed the packet
 	read := make([]bool, len(nodes))
 	var body []Stmt
 	for i, n := range nodes {
@@ -38,7 +39,7 @@ func Assemble(name string, nodes []Node, uplink uint16) (*Program, []*Builder, e
 					return nil, nil, fmt.Errorf("%s: input %d is not an earlier node", n.ID, j)
 				}
 				read[j] = true
-				ins = append(ins, B(Eq, outs[j], C(1, 1)))
+				ins = append(ins, outs[j])
 			}
 			in = AnyOf(ins...)
 		}
@@ -51,22 +52,24 @@ func Assemble(name string, nodes []Node, uplink uint16) (*Program, []*Builder, e
 			}
 			return nil, false
 		}
-		outs[i] = b.Meta("out", 1)
 		if err := n.Fn.Lower(b); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", n.ID, err)
 		}
-		pass := Expr(True)
+		outs[i] = in
 		if b.Pass != nil {
-			pass = b.Pass
+			outs[i] = AllOf(in, b.Pass)
 		}
-		then := append(append([]Stmt(nil), b.Body...), Assign{Dst: outs[i], X: Cast{Bits: 1, X: pass}})
-		body = append(body, Assign{Dst: outs[i], X: C(0, 1)}, If{Cond: in, Then: then})
+		if in == Expr(True) {
+			body = append(body, b.Body...)
+		} else {
+			body = append(body, If{Cond: in, Then: b.Body})
+		}
 		bs[i] = b
 	}
 	var sinks []Expr
 	for i := range nodes {
 		if !read[i] {
-			sinks = append(sinks, B(Eq, outs[i], C(1, 1)))
+			sinks = append(sinks, outs[i])
 		}
 	}
 	body = append(body, If{Cond: AnyOf(sinks...),

@@ -32,9 +32,10 @@ package p4gen
 // report the window; then it sets Drained's entry for parity E&1 to m
 // (action Drain, its argument the mark), which lets the packets clear the
 // half. If it holds another mark, window E was not measured (its packets
-// are in Dropped) and the controller reports it empty. A function with a
-// window keeps its counts in registers too, so that the packets clear
-// them: only Dropped is a counter.
+// are in Dropped) and the controller reports it empty. Counts are
+// counters, one per half (Counter.Half), which the controller zeroes once
+// it has read them and before it sets Drained: the packets clear the
+// registers, the controller the counters, which take no stateful ALU.
 type Window struct {
 	Shift   int
 	State   [2]*Register // bit<32>, one cell: the mark of the window the half holds

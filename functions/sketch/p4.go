@@ -95,8 +95,8 @@ func p4Ethernet(ctx *functions.Context) error {
 // (width= rounded up to a power of two: a tighter ε), each packet adding
 // its value to its key's counter in every row by one RMW that gives the
 // counter's new value; the least of them is the key's estimate, which
-// functions after it on the switch read as min. total is a register too,
-// so that they read it in the pipeline.
+// functions after it on the switch read as min. total and nokey are
+// counters.
 type p4CMS struct {
 	params       functions.Params
 	sp           *flowkey.Spec
@@ -112,37 +112,58 @@ func (c *p4CMS) Lower(b *p4gen.Builder) error {
 	}
 	k := c.sp.LowerP4(b)
 	nokey := s.Count("nokey", "nokey", "")
-	total := s.Register("total", 64, 1, "total", 0)
+	packets, bytes := "total", ""
+	if c.bytes {
+		packets, bytes = "", "total"
+	}
+	total := s.Count("total", packets, bytes)
 	rows := make([]*measure.P4Reg, c.depth)
 	cells := make([]p4gen.Ref, c.depth)
 	for r := range rows {
 		rows[r] = s.Register(fmt.Sprint("row", r), 64, c.width, "counters", r*c.width)
 		cells[r] = b.Meta(fmt.Sprint("cell", r), 64)
 	}
-	sum, est := b.Meta("total", 64), b.Meta("min", 64)
 	h1, h2 := k.Hashes(b)
 	pos := flowkey.Positions(b, h1, h2, "pos", c.depth, c.bits)
 	v := valueOf(c.bytes)
-	b.Add(p4gen.Assign{Dst: est, X: p4gen.C(0, 64)}, p4gen.Assign{Dst: sum, X: p4gen.C(0, 64)})
+	var zero []p4gen.Stmt
+	for _, cell := range cells {
+		zero = append(zero, p4gen.Assign{Dst: cell, X: p4gen.C(0, 64)})
+	}
+	b.Add(zero...)
 	s.Lower(func(h int) []p4gen.Stmt {
-		then := []p4gen.Stmt{p4gen.RMW{Reg: total.In(h), Index: p4gen.C(0, 32), New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &sum}}
+		then := total.Add(h)
 		for r := range rows {
-			then = append(then, p4gen.RMW{Reg: rows[r].In(h), Index: pos[r], New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &cells[r]})
-			x := p4gen.Expr(cells[r])
-			if r > 0 {
-				x = p4gen.Mux{Cond: p4gen.B(p4gen.Lt, cells[r], est), Then: cells[r], Else: est}
-			}
-			then = append(then, p4gen.Assign{Dst: est, X: x})
+			then = append(then, rows[r].RMW(h, p4gen.RMW{Index: pos[r], New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &cells[r]}))
 		}
-		return []p4gen.Stmt{p4gen.If{Cond: k.HasKey(), Then: then, Else: append(nokey.Add(h),
-			p4gen.RMW{Reg: total.In(h), Index: p4gen.C(0, 32), New: p4gen.Old{Bits: 64}, NewTo: &sum})}}
+		return []p4gen.Stmt{p4gen.If{Cond: k.HasKey(), Then: then, Else: nokey.Add(h)}}
 	})
 	if measure.Reports(c.params) {
 		b.Pass = p4gen.False
 	}
-	b.Export("min", est)
-	b.Export("total", sum)
+	// min, the least of the key's counters as each packet leaves them,
+	// is computed by the functions that read it: none that does not.
+	b.Export("min", minOf(cells))
 	return nil
+}
+
+// minOf is the least of xs, as a balanced tree of comparisons.
+func minOf(xs []p4gen.Ref) p4gen.Expr {
+	es := make([]p4gen.Expr, len(xs))
+	for i, x := range xs {
+		es[i] = x
+	}
+	for len(es) > 1 {
+		var next []p4gen.Expr
+		for i := 0; i+1 < len(es); i += 2 {
+			next = append(next, p4gen.Mux{Cond: p4gen.B(p4gen.Lt, es[i], es[i+1]), Then: es[i], Else: es[i+1]})
+		}
+		if len(es)%2 == 1 {
+			next = append(next, es[len(es)-1])
+		}
+		es = next
+	}
+	return es[0]
 }
 
 // valueOf is what a packet adds: 1, or its length, as bit<64>.
@@ -191,8 +212,8 @@ func (f *p4HLL) Lower(b *p4gen.Builder) error {
 		p4gen.Apply{Table: clz})
 	s.Lower(func(h int) []p4gen.Stmt {
 		return []p4gen.Stmt{p4gen.If{Cond: k.HasKey(),
-			Then: []p4gen.Stmt{p4gen.RMW{Reg: regs.In(h), Index: j,
-				New: p4gen.Mux{Cond: p4gen.B(p4gen.Lt, p4gen.Old{Bits: 8}, rho), Then: rho, Else: p4gen.Old{Bits: 8}}}},
+			Then: []p4gen.Stmt{regs.RMW(h, p4gen.RMW{Index: j,
+				New: p4gen.Mux{Cond: p4gen.B(p4gen.Lt, p4gen.Old{Bits: 8}, rho), Then: rho, Else: p4gen.Old{Bits: 8}}})},
 			Else: nokey.Add(h)}}
 	})
 	if measure.Reports(f.params) {
@@ -247,24 +268,28 @@ func (c *CMS) processP4(b *buffers.Batch) {
 	c.pass(b)
 }
 
-func (f *HLLFunc) processP4(b *buffers.Batch) {
+func (f *HLLFunc) processP4(b *buffers.Batch) { offer32(&f.keyed, f.p4, &f.est, b, f.s.Add32) }
+
+// offer32 offers each packet's crc32 to a cardinality estimator (add
+// reports whether it changed), as a switch does.
+func offer32(k *keyed, key *p4Key, est *cachedEstimate, b *buffers.Batch, add func(uint32) bool) {
 	changed := false
 	var nokey uint64
 	for _, e := range b.E[:b.N] {
-		h1, _, ok := f.p4.hashes(b.PBuf.Data(e.Slot))
+		h1, _, ok := key.hashes(b.PBuf.Data(e.Slot))
 		if !ok {
 			nokey++
 			continue
 		}
-		if f.s.Add32(h1) {
+		if add(h1) {
 			changed = true
 		}
 	}
-	f.noKey(nokey)
+	k.noKey(nokey)
 	if changed {
-		f.est.dirty.Store(true)
+		est.dirty.Store(true)
 	}
-	f.pass(b)
+	k.pass(b)
 }
 
 // p4PCSA is pcsa on a switch: a register of 2^b 32-bit bitmaps (bitmaps=
@@ -299,7 +324,7 @@ func (f *p4PCSA) Lower(b *p4gen.Builder) error {
 		p4gen.Apply{Table: ctz})
 	s.Lower(func(h int) []p4gen.Stmt {
 		return []p4gen.Stmt{p4gen.If{Cond: k.HasKey(),
-			Then: []p4gen.Stmt{p4gen.RMW{Reg: bitmaps.In(h), Index: j, New: p4gen.B(p4gen.Or, p4gen.Old{Bits: 32}, mask)}},
+			Then: []p4gen.Stmt{bitmaps.RMW(h, p4gen.RMW{Index: j, New: p4gen.B(p4gen.Or, p4gen.Old{Bits: 32}, mask)})},
 			Else: nokey.Add(h)}}
 	})
 	if measure.Reports(f.params) {
@@ -331,25 +356,7 @@ func p4PCSACode(ctx *functions.Context) (p4gen.Function, error) {
 	return &p4PCSA{params: ctx.Params, sp: measure.Spec(ctx.Params), m: int(m), b: bits}, nil
 }
 
-func (f *PCSAFunc) processP4(b *buffers.Batch) {
-	changed := false
-	var nokey uint64
-	for _, e := range b.E[:b.N] {
-		h1, _, ok := f.p4.hashes(b.PBuf.Data(e.Slot))
-		if !ok {
-			nokey++
-			continue
-		}
-		if f.s.Add32(h1) {
-			changed = true
-		}
-	}
-	f.noKey(nokey)
-	if changed {
-		f.est.dirty.Store(true)
-	}
-	f.pass(b)
-}
+func (f *PCSAFunc) processP4(b *buffers.Batch) { offer32(&f.keyed, f.p4, &f.est, b, f.s.Add32) }
 
 // p4Bloom is a membership Bloom filter as a switch keeps it: k
 // partitions of 2^bits one-bit cells, one register each, a key's cell in
@@ -430,7 +437,7 @@ func (f *p4BloomFilter) Lower(b *p4gen.Builder) error {
 	s.Lower(func(h int) []p4gen.Stmt {
 		var then []p4gen.Stmt
 		for i := range parts {
-			then = append(then, p4gen.RMW{Reg: parts[i].In(h), Index: pos[i], New: p4gen.C(1, 1), OldTo: &olds[i]})
+			then = append(then, parts[i].RMW(h, p4gen.RMW{Index: pos[i], New: p4gen.C(1, 1), OldTo: &olds[i]}))
 		}
 		then = append(then,
 			p4gen.If{Cond: p4gen.Unary{Op: p4gen.Not, X: present}, Then: inserted.Add(h)},

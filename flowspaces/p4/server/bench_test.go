@@ -15,7 +15,6 @@ import (
 // stages and compiled.
 func BenchmarkPush(b *testing.B) {
 	r := newRig(b)
-	r.srv.prof.Stages = 64 // the lowered layers are deeper than Tofino-1's 12 (pisa.TestCMSHLLDepth)
 	cl := r.connect(1)
 	next(cl, arbitration)
 	prog := p4gentest.CMSHLL(b)

@@ -479,7 +479,6 @@ func TestElection(t *testing.T) {
 // pushed with it, and its registers read back by those ids.
 func TestPrinterP4Info(t *testing.T) {
 	r := newRig(t)
-	r.srv.prof.Stages = 64 // the lowered layers are deeper than Tofino-1's 12 (pisa.TestCMSHLLDepth)
 	cl := r.connect(1)
 	next(cl, arbitration)
 	prog := p4gentest.CMSHLL(t)

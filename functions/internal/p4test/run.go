@@ -316,9 +316,14 @@ func trim(v any) string {
 // the other did not.
 func (r *Result) SamePasses(tb testing.TB, ps []Packet) {
 	tb.Helper()
+	samePasses(tb, ps, r.PassP4, r.PassUser, "userspace")
+}
+
+func samePasses(tb testing.TB, ps []Packet, p4, other []bool, name string) {
+	tb.Helper()
 	for i := range ps {
-		if r.PassP4[i] != r.PassUser[i] {
-			tb.Fatalf("packet %d (% x): the switch passes it: %v, userspace: %v", i, ps[i].Data, r.PassP4[i], r.PassUser[i])
+		if p4[i] != other[i] {
+			tb.Fatalf("packet %d (% x): the switch passes it: %v, %s: %v", i, ps[i].Data, p4[i], name, other[i])
 		}
 	}
 }
@@ -336,8 +341,10 @@ func Read(rd functions.Reader, data []byte) float64 {
 // switch measured against its Go half run in Go on the packets of the
 // window the switch measured (byte for byte) and against the function in
 // userspace when the switch measured all of them (same, a comparison of
-// the two windows' summaries). It returns the windows and how many
-// packets the switch did not measure.
+// the two windows' summaries). The packets must make six windows or more,
+// after an idle one (WithGap): it fails the test when fewer than five
+// were measured or none of them lost packets. It returns the windows and
+// how many packets the switch did not measure.
 func CheckWindows(tb testing.TB, fn Fn, ps []Packet, shift int, same func(p4, user map[string]any) error) ([]Window, int) {
 	tb.Helper()
 	wins, measured := RunWindows(tb, fn, ps)
@@ -381,6 +388,16 @@ func CheckWindows(tb testing.TB, fn Fn, ps []Packet, shift int, same func(p4, us
 			}
 		}
 	}
+	full := 0
+	for _, w := range wins {
+		if w.Half != nil {
+			full++
+		}
+	}
+	if len(wins) < 6 || full < 5 || lost == 0 {
+		tb.Errorf("%s: %d windows, %d measured, %d packets not measured: the test compares too little", fn.Expr, len(wins), full, lost)
+	}
+	tb.Logf("%s: %d windows, %d measured, %d packets not measured", fn.Expr, len(wins), full, lost)
 	return wins, lost
 }
 
@@ -429,9 +446,5 @@ func WithGap(ps []Packet, shift, k int) []Packet {
 // way round).
 func (r *Result) SameModelPasses(tb testing.TB, ps []Packet) {
 	tb.Helper()
-	for i := range ps {
-		if r.PassP4[i] != r.PassModel[i] {
-			tb.Fatalf("packet %d (% x): the switch passes it: %v, its Go half: %v", i, ps[i].Data, r.PassP4[i], r.PassModel[i])
-		}
-	}
+	samePasses(tb, ps, r.PassP4, r.PassModel, "its Go half")
 }

@@ -112,8 +112,14 @@ func RunWindows(tb testing.TB, fn Fn, ps []Packet) ([]Window, []bool) {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			FillHalf(tb, s, id, []p4gen.Half{p4gen.HalfEven, p4gen.HalfOdd}[h], half.(functions.Stateful).MBuf())
+			hv := []p4gen.Half{p4gen.HalfEven, p4gen.HalfOdd}[h]
+			FillHalf(tb, s, id, hv, half.(functions.Stateful).MBuf())
 			win.Half = half
+			for c, cells := range s.Counts { // the controller zeroes the half's counters
+				if c.Owner == id && c.Half == hv {
+					clear(cells)
+				}
+			}
 			drained[h] = mark
 			var es []p4gen.Entry
 			for p := range uint64(2) {

@@ -354,7 +354,6 @@ struct headers_t {
 }
 
 struct metadata_t {
-    bit<1> f_1_out;
     bit<1> f_1_pass;
 }
 
@@ -920,12 +919,8 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
     }
 
     apply {
-        meta.f_1_out = 1w0;
-        if (true) {
-            f_1_filter.apply();
-            meta.f_1_out = (bit<1>)(meta.f_1_pass == 1w1);
-        }
-        if (meta.f_1_out == 1w1) {
+        f_1_filter.apply();
+        if (true && meta.f_1_pass == 1w1) {
             standard_metadata.egress_spec = 9w1;
         } else {
             mark_to_drop(standard_metadata);

@@ -354,43 +354,34 @@ struct headers_t {
 }
 
 struct metadata_t {
-    bit<1> f_1_out;
-    bit<8> ffpf_ver;
-    bit<8> ffpf_proto;
-    bit<1> ffpf_l4;
-    bit<32> ffpf_l4len;
+    bit<32> f_1_epoch;
+    bit<32> f_1_prev;
+    bit<32> f_1_mark;
+    bit<1> f_1_parity;
+    bit<32> f_1_drained0;
+    bit<32> f_1_drained1;
+    bit<1> ffpf_v4;
+    bit<1> ffpf_v6;
     bit<32> ffpf_l3;
-    bit<32> ffpf_lim;
-    bit<32> ffpf_p;
-    bit<8> ffpf_nh;
-    bit<2> ffpf_walk;
     bit<1> f_1_haskey;
     bit<64> f_1_key0;
     bit<64> f_1_key1;
     bit<64> f_1_key2;
-    bit<64> f_1_key3;
-    bit<64> f_1_key4;
+    bit<32> f_1_row0_even_idx;
+    bit<32> f_1_row0_odd_idx;
     bit<64> f_1_cell0;
+    bit<32> f_1_row1_even_idx;
+    bit<32> f_1_row1_odd_idx;
     bit<64> f_1_cell1;
-    bit<64> f_1_total;
-    bit<64> f_1_min;
     bit<32> f_1_h1;
     bit<16> f_1_h2;
     bit<32> f_1_pos0;
-    bit<32> f_1_posg1;
     bit<32> f_1_pos1;
-    bit<32> f_1_epoch;
-    bit<32> f_1_mark;
-    bit<1> f_1_parity;
-    bit<32> f_1_prev;
-    bit<32> f_1_drained0;
-    bit<32> f_1_drained1;
-    bit<32> f_1_held;
-    bit<32> f_1_held_other;
-    bit<64> f_1_swept;
-    bit<1> f_1_own;
-    bit<64> f_1_own_cursor;
-    bit<32> f_1_pos;
+    bit<32> f_1_held_even;
+    bit<64> f_1_cursor_even;
+    bit<32> f_1_held_odd;
+    bit<64> f_1_cursor_odd;
+    bit<1> f_1_measuring;
 }
 
 struct f_1_window {
@@ -911,21 +902,19 @@ control ffpf_verify(inout headers_t hdr, inout metadata_t meta) {
 }
 
 control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
-    register<bit<64>>(32w1) f_1_nokey_packets_even;
-    register<bit<64>>(32w1) f_1_nokey_packets_odd;
-    register<bit<64>>(32w1) f_1_total_even;
-    register<bit<64>>(32w1) f_1_total_odd;
+    register<bit<32>>(32w1) f_1_window;
     register<bit<64>>(32w256) f_1_row0_even;
     register<bit<64>>(32w256) f_1_row0_odd;
     register<bit<64>>(32w256) f_1_row1_even;
     register<bit<64>>(32w256) f_1_row1_odd;
     register<bit<32>>(32w1) f_1_state_even;
-    register<bit<64>>(32w1) f_1_sweep_even;
-    register<bit<64>>(32w1) f_1_own_even;
+    register<bit<64>>(32w1) f_1_cursor_even;
     register<bit<32>>(32w1) f_1_state_odd;
-    register<bit<64>>(32w1) f_1_sweep_odd;
-    register<bit<64>>(32w1) f_1_own_odd;
-    register<bit<32>>(32w1) f_1_window;
+    register<bit<64>>(32w1) f_1_cursor_odd;
+    counter(32w1, CounterType.packets) f_1_nokey_even;
+    counter(32w1, CounterType.packets) f_1_nokey_odd;
+    counter(32w1, CounterType.packets) f_1_total_even;
+    counter(32w1, CounterType.packets) f_1_total_odd;
     counter(32w1, CounterType.packets) f_1_lost;
 
     action f_1_drain(bit<32> even, bit<32> odd) {
@@ -945,566 +934,180 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
     }
 
     apply {
-        meta.ffpf_ver = 8w0;
-        meta.ffpf_proto = 8w0;
-        meta.ffpf_l4 = 1w0;
-        meta.ffpf_l4len = 32w0;
-        meta.ffpf_p = 32w0;
-        meta.ffpf_nh = 8w0;
-        meta.ffpf_walk = 2w0;
-        meta.ffpf_l3 = 32w14;
-        if (hdr.vlan0_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
+        meta.ffpf_v4 = (bit<1>)(hdr.ipv4_dst_2.isValid() && hdr.ipv4_vihl.version == 4w4 && hdr.ipv4_vihl.ihl >= 4w5 && (hdr.ipv4_len.total_len == 16w0 || hdr.ipv4_len.total_len >= (bit<16>)hdr.ipv4_vihl.ihl << 16w2));
+        meta.ffpf_v6 = (bit<1>)(hdr.ipv6_dst_4.isValid() && hdr.ipv6_vtf.version == 4w6);
+        meta.ffpf_l3 = 32w14 + (hdr.vlan0_type.isValid() ? 32w4 : 32w0) + (hdr.vlan1_type.isValid() ? 32w4 : 32w0) + (hdr.vlan2_type.isValid() ? 32w4 : 32w0) + (hdr.vlan3_type.isValid() ? 32w4 : 32w0);
+        meta.f_1_epoch = (bit<32>)(standard_metadata.ingress_global_timestamp >> 48w10);
+        meta.f_1_mark = meta.f_1_epoch + 32w1;
+        meta.f_1_parity = meta.f_1_epoch[0:0];
+        f_1_drained.apply();
+        {
+            bit<32> ffpf_old;
+            f_1_window.read(ffpf_old, 32w0);
+            bit<32> ffpf_new = meta.f_1_mark;
+            f_1_window.write(32w0, ffpf_new);
+            meta.f_1_prev = ffpf_old;
         }
-        if (hdr.vlan1_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
+        if (meta.f_1_prev != meta.f_1_mark) {
+            digest<f_1_window>(32w1, {meta.f_1_mark, meta.f_1_prev});
         }
-        if (hdr.vlan2_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
+        meta.f_1_haskey = (bit<1>)(hdr.eth_type.isValid() && (meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) != 8w0);
+        meta.f_1_key0 = (bit<64>)(meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) << 64w0;
+        meta.f_1_key1 = (meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) == 8w4 ? (bit<64>)((bit<32>)hdr.ipv4_src_0.src_0 << 32w24 | (bit<32>)hdr.ipv4_src_1.src_1 << 32w16 | (bit<32>)hdr.ipv4_src_2.src_2) << 64w32 & 64w18446744069414584320 : ((meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) == 8w6 ? ((bit<64>)hdr.ipv6_src_0.src_0 << 64w32 | (bit<64>)hdr.ipv6_src_1.src_1) & 64w18446744073709551615 : 64w0);
+        meta.f_1_key2 = (meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) == 8w6 ? ((bit<64>)hdr.ipv6_src_2.src_2 << 64w32 | (bit<64>)hdr.ipv6_src_3.src_3) & 64w18446744073709551615 : 64w0;
+        hash(meta.f_1_h1, HashAlgorithm.crc32, 32w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2}, 33w4294967296);
+        hash(meta.f_1_h2, HashAlgorithm.crc16, 16w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2}, 17w65536);
+        meta.f_1_pos0 = (bit<32>)meta.f_1_h1[31:24];
+        meta.f_1_pos1 = (bit<32>)(meta.f_1_h1 + ((bit<32>)meta.f_1_h2 << 32w16))[31:24];
+        meta.f_1_cell0 = 64w0;
+        meta.f_1_cell1 = 64w0;
+        {
+            bit<64> ffpf_old;
+            f_1_cursor_even.read(ffpf_old, 32w0);
+            bit<64> ffpf_new = meta.f_1_drained0 != 32w0 && !(ffpf_old[63:32] == meta.f_1_drained0 && ffpf_old[31:0] >= 32w256) ? (ffpf_old[63:32] != meta.f_1_drained0 ? (bit<64>)meta.f_1_drained0 << 64w32 | (bit<64>)32w1 : (bit<64>)ffpf_old[63:32] << 64w32 | (bit<64>)(ffpf_old[31:0] + 32w1)) : ffpf_old;
+            f_1_cursor_even.write(32w0, ffpf_new);
+            meta.f_1_cursor_even = ffpf_old;
         }
-        if (hdr.vlan3_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
+        {
+            bit<64> ffpf_old;
+            f_1_cursor_odd.read(ffpf_old, 32w0);
+            bit<64> ffpf_new = meta.f_1_drained1 != 32w0 && !(ffpf_old[63:32] == meta.f_1_drained1 && ffpf_old[31:0] >= 32w256) ? (ffpf_old[63:32] != meta.f_1_drained1 ? (bit<64>)meta.f_1_drained1 << 64w32 | (bit<64>)32w1 : (bit<64>)ffpf_old[63:32] << 64w32 | (bit<64>)(ffpf_old[31:0] + 32w1)) : ffpf_old;
+            f_1_cursor_odd.write(32w0, ffpf_new);
+            meta.f_1_cursor_odd = ffpf_old;
         }
-        if (hdr.ipv4_dst_2.isValid() && hdr.ipv4_vihl.version == 4w4 && hdr.ipv4_vihl.ihl >= 4w5 && (hdr.ipv4_len.total_len == 16w0 || hdr.ipv4_len.total_len >= (bit<16>)hdr.ipv4_vihl.ihl << 16w2)) {
-            meta.ffpf_ver = 8w4;
-            meta.ffpf_proto = hdr.ipv4_proto.protocol;
-            meta.ffpf_lim = hdr.ipv4_len.total_len == 16w0 ? standard_metadata.packet_length - meta.ffpf_l3 : (bit<32>)hdr.ipv4_len.total_len;
-            if (meta.ffpf_lim > standard_metadata.packet_length - meta.ffpf_l3) {
-                meta.ffpf_lim = standard_metadata.packet_length - meta.ffpf_l3;
-            }
-            if (hdr.ipv4_frag.frag_offset == 13w0) {
-                meta.ffpf_l4 = 1w1;
-                meta.ffpf_l4len = meta.ffpf_lim >= (bit<32>)hdr.ipv4_vihl.ihl << 32w2 ? meta.ffpf_lim - ((bit<32>)hdr.ipv4_vihl.ihl << 32w2) : 32w0;
-            }
+        {
+            bit<32> ffpf_old;
+            f_1_state_even.read(ffpf_old, 32w0);
+            bit<32> ffpf_new = meta.f_1_parity == 1w0 && (ffpf_old == 32w0 || ffpf_old == meta.f_1_mark || meta.f_1_cursor_even[63:32] == meta.f_1_drained0 && meta.f_1_cursor_even[31:0] >= 32w256 && ffpf_old == meta.f_1_drained0) ? meta.f_1_mark : ffpf_old;
+            f_1_state_even.write(32w0, ffpf_new);
+            meta.f_1_held_even = ffpf_old;
         }
-        if (hdr.ipv6_dst_4.isValid() && hdr.ipv6_vtf.version == 4w6) {
-            meta.ffpf_ver = 8w6;
-            meta.ffpf_lim = hdr.ipv6_plen.payload_len != 16w0 ? (bit<32>)hdr.ipv6_plen.payload_len + 32w40 : standard_metadata.packet_length - meta.ffpf_l3;
-            if (meta.ffpf_lim > standard_metadata.packet_length - meta.ffpf_l3) {
-                meta.ffpf_lim = standard_metadata.packet_length - meta.ffpf_l3;
-            }
-            meta.ffpf_p = 32w40;
-            meta.ffpf_nh = hdr.ipv6_nh.next_hdr;
-            meta.ffpf_walk = 2w1;
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext0_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext0_nh.next_hdr;
+        {
+            bit<32> ffpf_old;
+            f_1_state_odd.read(ffpf_old, 32w0);
+            bit<32> ffpf_new = meta.f_1_parity == 1w1 && (ffpf_old == 32w0 || ffpf_old == meta.f_1_mark || meta.f_1_cursor_odd[63:32] == meta.f_1_drained1 && meta.f_1_cursor_odd[31:0] >= 32w256 && ffpf_old == meta.f_1_drained1) ? meta.f_1_mark : ffpf_old;
+            f_1_state_odd.write(32w0, ffpf_new);
+            meta.f_1_held_odd = ffpf_old;
+        }
+        meta.f_1_measuring = (bit<1>)(meta.f_1_parity == 1w0 ? meta.f_1_held_even == 32w0 || meta.f_1_held_even == meta.f_1_mark || meta.f_1_cursor_even[63:32] == meta.f_1_drained0 && meta.f_1_cursor_even[31:0] >= 32w256 && meta.f_1_held_even == meta.f_1_drained0 : meta.f_1_held_odd == 32w0 || meta.f_1_held_odd == meta.f_1_mark || meta.f_1_cursor_odd[63:32] == meta.f_1_drained1 && meta.f_1_cursor_odd[31:0] >= 32w256 && meta.f_1_held_odd == meta.f_1_drained1);
+        meta.f_1_row0_even_idx = meta.f_1_parity == 1w0 && meta.f_1_measuring == 1w1 ? meta.f_1_pos0 : (meta.f_1_cursor_even[63:32] != meta.f_1_drained0 ? 32w0 : meta.f_1_cursor_even[31:0]);
+        meta.f_1_row0_odd_idx = meta.f_1_parity == 1w1 && meta.f_1_measuring == 1w1 ? meta.f_1_pos0 : (meta.f_1_cursor_odd[63:32] != meta.f_1_drained1 ? 32w0 : meta.f_1_cursor_odd[31:0]);
+        meta.f_1_row1_even_idx = meta.f_1_parity == 1w0 && meta.f_1_measuring == 1w1 ? meta.f_1_pos1 : (meta.f_1_cursor_even[63:32] != meta.f_1_drained0 ? 32w0 : meta.f_1_cursor_even[31:0]);
+        meta.f_1_row1_odd_idx = meta.f_1_parity == 1w1 && meta.f_1_measuring == 1w1 ? meta.f_1_pos1 : (meta.f_1_cursor_odd[63:32] != meta.f_1_drained1 ? 32w0 : meta.f_1_cursor_odd[31:0]);
+        if (meta.f_1_parity == 1w0) {
+            if (meta.f_1_measuring == 1w1) {
+                if (meta.f_1_haskey == 1w1) {
+                    f_1_total_even.count(32w0);
+                    {
+                        bit<64> ffpf_old;
+                        f_1_row0_even.read(ffpf_old, meta.f_1_row0_even_idx);
+                        bit<64> ffpf_new = ffpf_old + 64w1;
+                        f_1_row0_even.write(meta.f_1_row0_even_idx, ffpf_new);
+                        meta.f_1_cell0 = ffpf_new;
                     }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext0_nh.next_hdr;
-                        if (hdr.ext0_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext1_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext1_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext1_nh.next_hdr;
-                        if (hdr.ext1_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
+                    {
+                        bit<64> ffpf_old;
+                        f_1_row1_even.read(ffpf_old, meta.f_1_row1_even_idx);
+                        bit<64> ffpf_new = ffpf_old + 64w1;
+                        f_1_row1_even.write(meta.f_1_row1_even_idx, ffpf_new);
+                        meta.f_1_cell1 = ffpf_new;
                     }
                 } else {
-                    meta.ffpf_walk = 2w2;
+                    f_1_nokey_even.count(32w0);
+                }
+            } else {
+                f_1_lost.count(32w0);
+                if (meta.f_1_drained0 != 32w0 && !(meta.f_1_cursor_even[63:32] == meta.f_1_drained0 && meta.f_1_cursor_even[31:0] >= 32w256) && meta.f_1_row0_even_idx < 32w256) {
+                    {
+                        bit<64> ffpf_old;
+                        f_1_row0_even.read(ffpf_old, meta.f_1_row0_even_idx);
+                        bit<64> ffpf_new = 64w0;
+                        f_1_row0_even.write(meta.f_1_row0_even_idx, ffpf_new);
+                    }
+                }
+                if (meta.f_1_drained0 != 32w0 && !(meta.f_1_cursor_even[63:32] == meta.f_1_drained0 && meta.f_1_cursor_even[31:0] >= 32w256) && meta.f_1_row1_even_idx < 32w256) {
+                    {
+                        bit<64> ffpf_old;
+                        f_1_row1_even.read(ffpf_old, meta.f_1_row1_even_idx);
+                        bit<64> ffpf_new = 64w0;
+                        f_1_row1_even.write(meta.f_1_row1_even_idx, ffpf_new);
+                    }
                 }
             }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext2_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext2_nh.next_hdr;
+            if (meta.f_1_drained1 != 32w0 && !(meta.f_1_cursor_odd[63:32] == meta.f_1_drained1 && meta.f_1_cursor_odd[31:0] >= 32w256) && meta.f_1_row0_odd_idx < 32w256) {
+                {
+                    bit<64> ffpf_old;
+                    f_1_row0_odd.read(ffpf_old, meta.f_1_row0_odd_idx);
+                    bit<64> ffpf_new = 64w0;
+                    f_1_row0_odd.write(meta.f_1_row0_odd_idx, ffpf_new);
+                }
+            }
+            if (meta.f_1_drained1 != 32w0 && !(meta.f_1_cursor_odd[63:32] == meta.f_1_drained1 && meta.f_1_cursor_odd[31:0] >= 32w256) && meta.f_1_row1_odd_idx < 32w256) {
+                {
+                    bit<64> ffpf_old;
+                    f_1_row1_odd.read(ffpf_old, meta.f_1_row1_odd_idx);
+                    bit<64> ffpf_new = 64w0;
+                    f_1_row1_odd.write(meta.f_1_row1_odd_idx, ffpf_new);
+                }
+            }
+        } else {
+            if (meta.f_1_measuring == 1w1) {
+                if (meta.f_1_haskey == 1w1) {
+                    f_1_total_odd.count(32w0);
+                    {
+                        bit<64> ffpf_old;
+                        f_1_row0_odd.read(ffpf_old, meta.f_1_row0_odd_idx);
+                        bit<64> ffpf_new = ffpf_old + 64w1;
+                        f_1_row0_odd.write(meta.f_1_row0_odd_idx, ffpf_new);
+                        meta.f_1_cell0 = ffpf_new;
                     }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext2_nh.next_hdr;
-                        if (hdr.ext2_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
+                    {
+                        bit<64> ffpf_old;
+                        f_1_row1_odd.read(ffpf_old, meta.f_1_row1_odd_idx);
+                        bit<64> ffpf_new = ffpf_old + 64w1;
+                        f_1_row1_odd.write(meta.f_1_row1_odd_idx, ffpf_new);
+                        meta.f_1_cell1 = ffpf_new;
                     }
                 } else {
-                    meta.ffpf_walk = 2w2;
+                    f_1_nokey_odd.count(32w0);
+                }
+            } else {
+                f_1_lost.count(32w0);
+                if (meta.f_1_drained1 != 32w0 && !(meta.f_1_cursor_odd[63:32] == meta.f_1_drained1 && meta.f_1_cursor_odd[31:0] >= 32w256) && meta.f_1_row0_odd_idx < 32w256) {
+                    {
+                        bit<64> ffpf_old;
+                        f_1_row0_odd.read(ffpf_old, meta.f_1_row0_odd_idx);
+                        bit<64> ffpf_new = 64w0;
+                        f_1_row0_odd.write(meta.f_1_row0_odd_idx, ffpf_new);
+                    }
+                }
+                if (meta.f_1_drained1 != 32w0 && !(meta.f_1_cursor_odd[63:32] == meta.f_1_drained1 && meta.f_1_cursor_odd[31:0] >= 32w256) && meta.f_1_row1_odd_idx < 32w256) {
+                    {
+                        bit<64> ffpf_old;
+                        f_1_row1_odd.read(ffpf_old, meta.f_1_row1_odd_idx);
+                        bit<64> ffpf_new = 64w0;
+                        f_1_row1_odd.write(meta.f_1_row1_odd_idx, ffpf_new);
+                    }
                 }
             }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext3_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext3_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext3_nh.next_hdr;
-                        if (hdr.ext3_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
+            if (meta.f_1_drained0 != 32w0 && !(meta.f_1_cursor_even[63:32] == meta.f_1_drained0 && meta.f_1_cursor_even[31:0] >= 32w256) && meta.f_1_row0_even_idx < 32w256) {
+                {
+                    bit<64> ffpf_old;
+                    f_1_row0_even.read(ffpf_old, meta.f_1_row0_even_idx);
+                    bit<64> ffpf_new = 64w0;
+                    f_1_row0_even.write(meta.f_1_row0_even_idx, ffpf_new);
                 }
             }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext4_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext4_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext4_nh.next_hdr;
-                        if (hdr.ext4_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
+            if (meta.f_1_drained0 != 32w0 && !(meta.f_1_cursor_even[63:32] == meta.f_1_drained0 && meta.f_1_cursor_even[31:0] >= 32w256) && meta.f_1_row1_even_idx < 32w256) {
+                {
+                    bit<64> ffpf_old;
+                    f_1_row1_even.read(ffpf_old, meta.f_1_row1_even_idx);
+                    bit<64> ffpf_new = 64w0;
+                    f_1_row1_even.write(meta.f_1_row1_even_idx, ffpf_new);
                 }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext5_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext5_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext5_nh.next_hdr;
-                        if (hdr.ext5_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext6_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext6_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext6_nh.next_hdr;
-                        if (hdr.ext6_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext7_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext7_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext7_nh.next_hdr;
-                        if (hdr.ext7_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1 && !(meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) && meta.ffpf_nh != 8w44) {
-                meta.ffpf_walk = 2w2;
-            }
-            meta.ffpf_proto = meta.ffpf_nh;
-            if (meta.ffpf_walk == 2w2) {
-                meta.ffpf_l4 = 1w1;
-                meta.ffpf_l4len = meta.ffpf_lim >= meta.ffpf_p ? meta.ffpf_lim - meta.ffpf_p : 32w0;
             }
         }
-        meta.f_1_out = 1w0;
         if (true) {
-            if (hdr.eth_type.isValid() && meta.ffpf_ver != 8w0) {
-                meta.f_1_haskey = 1w1;
-                meta.f_1_key0 = (bit<64>)meta.ffpf_ver << 64w0 | (bit<64>)meta.ffpf_proto << 64w8 | (meta.ffpf_l4 == 1w1 && (meta.ffpf_proto == 8w6 || meta.ffpf_proto == 8w17 || meta.ffpf_proto == 8w132) && meta.ffpf_l4len >= 32w4 ? 64w2305843009213693952 | (bit<64>)hdr.l4_sport.src_port << 64w16 | (bit<64>)hdr.l4_dport.dst_port << 64w32 : 64w0);
-                meta.f_1_key1 = meta.ffpf_ver == 8w4 ? (bit<64>)((bit<32>)hdr.ipv4_src_0.src_0 << 32w24 | (bit<32>)hdr.ipv4_src_1.src_1 << 32w16 | (bit<32>)hdr.ipv4_src_2.src_2) << 64w32 & 64w18446744069414584320 : (meta.ffpf_ver == 8w6 ? ((bit<64>)hdr.ipv6_src_0.src_0 << 64w32 | (bit<64>)hdr.ipv6_src_1.src_1) & 64w18446744073709551615 : 64w0);
-                meta.f_1_key2 = meta.ffpf_ver == 8w6 ? ((bit<64>)hdr.ipv6_src_2.src_2 << 64w32 | (bit<64>)hdr.ipv6_src_3.src_3) & 64w18446744073709551615 : 64w0;
-                meta.f_1_key3 = meta.ffpf_ver == 8w4 ? (bit<64>)((bit<32>)hdr.ipv4_dst_0.dst_0 << 32w24 | (bit<32>)hdr.ipv4_dst_1.dst_1 << 32w16 | (bit<32>)hdr.ipv4_dst_2.dst_2) << 64w32 & 64w18446744069414584320 : (meta.ffpf_ver == 8w6 ? ((bit<64>)hdr.ipv6_dst_0.dst_0 << 64w56 | (bit<64>)hdr.ipv6_dst_1.dst_1 << 64w32 | (bit<64>)hdr.ipv6_dst_2.dst_2) & 64w18446744073709551615 : 64w0);
-                meta.f_1_key4 = meta.ffpf_ver == 8w6 ? ((bit<64>)hdr.ipv6_dst_3.dst_3 << 64w32 | (bit<64>)hdr.ipv6_dst_4.dst_4) & 64w18446744073709551615 : 64w0;
-            } else {
-                meta.f_1_haskey = 1w0;
-                meta.f_1_key0 = 64w0;
-                meta.f_1_key1 = 64w0;
-                meta.f_1_key2 = 64w0;
-                meta.f_1_key3 = 64w0;
-                meta.f_1_key4 = 64w0;
-            }
-            hash(meta.f_1_h1, HashAlgorithm.crc32, 32w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2, meta.f_1_key3, meta.f_1_key4}, 33w4294967296);
-            hash(meta.f_1_h2, HashAlgorithm.crc16, 16w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2, meta.f_1_key3, meta.f_1_key4}, 17w65536);
-            meta.f_1_pos0 = (bit<32>)meta.f_1_h1[31:24];
-            meta.f_1_posg1 = meta.f_1_h1 + ((bit<32>)meta.f_1_h2 << 32w16);
-            meta.f_1_pos1 = (bit<32>)meta.f_1_posg1[31:24];
-            meta.f_1_min = 64w0;
-            meta.f_1_total = 64w0;
-            meta.f_1_epoch = (bit<32>)(standard_metadata.ingress_global_timestamp >> 48w10);
-            meta.f_1_mark = meta.f_1_epoch + 32w1;
-            meta.f_1_parity = meta.f_1_epoch[0:0];
-            f_1_drained.apply();
-            {
-                bit<32> ffpf_old;
-                f_1_window.read(ffpf_old, 32w0);
-                bit<32> ffpf_new = meta.f_1_mark;
-                f_1_window.write(32w0, ffpf_new);
-                meta.f_1_prev = ffpf_old;
-            }
-            if (meta.f_1_prev != meta.f_1_mark) {
-                digest<f_1_window>(32w1, {meta.f_1_mark, meta.f_1_prev});
-            }
-            if (meta.f_1_parity == 1w0) {
-                {
-                    bit<64> ffpf_old;
-                    f_1_sweep_even.read(ffpf_old, 32w0);
-                    bit<64> ffpf_new = ffpf_old;
-                    f_1_sweep_even.write(32w0, ffpf_new);
-                    meta.f_1_swept = ffpf_old;
-                }
-                {
-                    bit<64> ffpf_old;
-                    f_1_own_even.read(ffpf_old, 32w0);
-                    bit<64> ffpf_new = meta.f_1_drained0 != 32w0 && !(meta.f_1_swept[63:32] == meta.f_1_drained0 && meta.f_1_swept[31:0] >= 32w256) && !(ffpf_old[63:32] == meta.f_1_drained0 && ffpf_old[31:0] >= 32w256) ? (ffpf_old[63:32] != meta.f_1_drained0 ? (bit<64>)meta.f_1_drained0 << 64w32 | (bit<64>)32w1 : (ffpf_old[31:0] < 32w256 ? (bit<64>)ffpf_old[63:32] << 64w32 | (bit<64>)(ffpf_old[31:0] + 32w1) : ffpf_old)) : ffpf_old;
-                    f_1_own_even.write(32w0, ffpf_new);
-                    meta.f_1_own_cursor = ffpf_old;
-                }
-                meta.f_1_own = (bit<1>)(meta.f_1_drained0 != 32w0 && !(meta.f_1_swept[63:32] == meta.f_1_drained0 && meta.f_1_swept[31:0] >= 32w256) && !(meta.f_1_own_cursor[63:32] == meta.f_1_drained0 && meta.f_1_own_cursor[31:0] >= 32w256));
-                {
-                    bit<32> ffpf_old;
-                    f_1_state_even.read(ffpf_old, 32w0);
-                    bit<32> ffpf_new = ffpf_old == 32w0 || ffpf_old == meta.f_1_mark || ffpf_old == (meta.f_1_swept[31:0] >= 32w256 ? meta.f_1_swept[63:32] : 32w0) || ffpf_old == (meta.f_1_own_cursor[31:0] >= 32w256 ? meta.f_1_own_cursor[63:32] : 32w0) ? meta.f_1_mark : ffpf_old;
-                    f_1_state_even.write(32w0, ffpf_new);
-                    meta.f_1_held = ffpf_old;
-                }
-                if (meta.f_1_held == 32w0 || meta.f_1_held == meta.f_1_mark || meta.f_1_held == (meta.f_1_swept[31:0] >= 32w256 ? meta.f_1_swept[63:32] : 32w0) || meta.f_1_held == (meta.f_1_own_cursor[31:0] >= 32w256 ? meta.f_1_own_cursor[63:32] : 32w0)) {
-                    if (meta.f_1_haskey == 1w1) {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_total_even.read(ffpf_old, 32w0);
-                            bit<64> ffpf_new = ffpf_old + 64w1;
-                            f_1_total_even.write(32w0, ffpf_new);
-                            meta.f_1_total = ffpf_new;
-                        }
-                        {
-                            bit<64> ffpf_old;
-                            f_1_row0_even.read(ffpf_old, meta.f_1_pos0);
-                            bit<64> ffpf_new = ffpf_old + 64w1;
-                            f_1_row0_even.write(meta.f_1_pos0, ffpf_new);
-                            meta.f_1_cell0 = ffpf_new;
-                        }
-                        meta.f_1_min = meta.f_1_cell0;
-                        {
-                            bit<64> ffpf_old;
-                            f_1_row1_even.read(ffpf_old, meta.f_1_pos1);
-                            bit<64> ffpf_new = ffpf_old + 64w1;
-                            f_1_row1_even.write(meta.f_1_pos1, ffpf_new);
-                            meta.f_1_cell1 = ffpf_new;
-                        }
-                        meta.f_1_min = meta.f_1_cell1 < meta.f_1_min ? meta.f_1_cell1 : meta.f_1_min;
-                    } else {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_nokey_packets_even.read(ffpf_old, 32w0);
-                            bit<64> ffpf_new = ffpf_old + 64w1;
-                            f_1_nokey_packets_even.write(32w0, ffpf_new);
-                        }
-                        {
-                            bit<64> ffpf_old;
-                            f_1_total_even.read(ffpf_old, 32w0);
-                            bit<64> ffpf_new = ffpf_old;
-                            f_1_total_even.write(32w0, ffpf_new);
-                            meta.f_1_total = ffpf_new;
-                        }
-                    }
-                } else {
-                    f_1_lost.count(32w0);
-                    meta.f_1_pos = meta.f_1_own_cursor[63:32] != meta.f_1_drained0 ? 32w0 : meta.f_1_own_cursor[31:0];
-                    if (meta.f_1_own == 1w1 && meta.f_1_pos < 32w1) {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_nokey_packets_even.read(ffpf_old, meta.f_1_pos);
-                            bit<64> ffpf_new = 64w0;
-                            f_1_nokey_packets_even.write(meta.f_1_pos, ffpf_new);
-                        }
-                    }
-                    if (meta.f_1_own == 1w1 && meta.f_1_pos < 32w1) {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_total_even.read(ffpf_old, meta.f_1_pos);
-                            bit<64> ffpf_new = 64w0;
-                            f_1_total_even.write(meta.f_1_pos, ffpf_new);
-                        }
-                    }
-                    if (meta.f_1_own == 1w1 && meta.f_1_pos < 32w256) {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_row0_even.read(ffpf_old, meta.f_1_pos);
-                            bit<64> ffpf_new = 64w0;
-                            f_1_row0_even.write(meta.f_1_pos, ffpf_new);
-                        }
-                    }
-                    if (meta.f_1_own == 1w1 && meta.f_1_pos < 32w256) {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_row1_even.read(ffpf_old, meta.f_1_pos);
-                            bit<64> ffpf_new = 64w0;
-                            f_1_row1_even.write(meta.f_1_pos, ffpf_new);
-                        }
-                    }
-                }
-                {
-                    bit<32> ffpf_old;
-                    f_1_state_odd.read(ffpf_old, 32w0);
-                    bit<32> ffpf_new = ffpf_old;
-                    f_1_state_odd.write(32w0, ffpf_new);
-                    meta.f_1_held_other = ffpf_old;
-                }
-                {
-                    bit<64> ffpf_old;
-                    f_1_sweep_odd.read(ffpf_old, 32w0);
-                    bit<64> ffpf_new = meta.f_1_drained1 != 32w0 && meta.f_1_held_other == meta.f_1_drained1 && !(ffpf_old[63:32] == meta.f_1_drained1 && ffpf_old[31:0] >= 32w256) ? (ffpf_old[63:32] != meta.f_1_drained1 ? (bit<64>)meta.f_1_drained1 << 64w32 | (bit<64>)32w1 : (ffpf_old[31:0] < 32w256 ? (bit<64>)ffpf_old[63:32] << 64w32 | (bit<64>)(ffpf_old[31:0] + 32w1) : ffpf_old)) : ffpf_old;
-                    f_1_sweep_odd.write(32w0, ffpf_new);
-                    meta.f_1_swept = ffpf_old;
-                }
-                meta.f_1_pos = meta.f_1_swept[63:32] != meta.f_1_drained1 ? 32w0 : meta.f_1_swept[31:0];
-                if (meta.f_1_drained1 != 32w0 && meta.f_1_held_other == meta.f_1_drained1 && !(meta.f_1_swept[63:32] == meta.f_1_drained1 && meta.f_1_swept[31:0] >= 32w256) && meta.f_1_pos < 32w1) {
-                    {
-                        bit<64> ffpf_old;
-                        f_1_nokey_packets_odd.read(ffpf_old, meta.f_1_pos);
-                        bit<64> ffpf_new = 64w0;
-                        f_1_nokey_packets_odd.write(meta.f_1_pos, ffpf_new);
-                    }
-                }
-                if (meta.f_1_drained1 != 32w0 && meta.f_1_held_other == meta.f_1_drained1 && !(meta.f_1_swept[63:32] == meta.f_1_drained1 && meta.f_1_swept[31:0] >= 32w256) && meta.f_1_pos < 32w1) {
-                    {
-                        bit<64> ffpf_old;
-                        f_1_total_odd.read(ffpf_old, meta.f_1_pos);
-                        bit<64> ffpf_new = 64w0;
-                        f_1_total_odd.write(meta.f_1_pos, ffpf_new);
-                    }
-                }
-                if (meta.f_1_drained1 != 32w0 && meta.f_1_held_other == meta.f_1_drained1 && !(meta.f_1_swept[63:32] == meta.f_1_drained1 && meta.f_1_swept[31:0] >= 32w256) && meta.f_1_pos < 32w256) {
-                    {
-                        bit<64> ffpf_old;
-                        f_1_row0_odd.read(ffpf_old, meta.f_1_pos);
-                        bit<64> ffpf_new = 64w0;
-                        f_1_row0_odd.write(meta.f_1_pos, ffpf_new);
-                    }
-                }
-                if (meta.f_1_drained1 != 32w0 && meta.f_1_held_other == meta.f_1_drained1 && !(meta.f_1_swept[63:32] == meta.f_1_drained1 && meta.f_1_swept[31:0] >= 32w256) && meta.f_1_pos < 32w256) {
-                    {
-                        bit<64> ffpf_old;
-                        f_1_row1_odd.read(ffpf_old, meta.f_1_pos);
-                        bit<64> ffpf_new = 64w0;
-                        f_1_row1_odd.write(meta.f_1_pos, ffpf_new);
-                    }
-                }
-            } else {
-                {
-                    bit<64> ffpf_old;
-                    f_1_sweep_odd.read(ffpf_old, 32w0);
-                    bit<64> ffpf_new = ffpf_old;
-                    f_1_sweep_odd.write(32w0, ffpf_new);
-                    meta.f_1_swept = ffpf_old;
-                }
-                {
-                    bit<64> ffpf_old;
-                    f_1_own_odd.read(ffpf_old, 32w0);
-                    bit<64> ffpf_new = meta.f_1_drained1 != 32w0 && !(meta.f_1_swept[63:32] == meta.f_1_drained1 && meta.f_1_swept[31:0] >= 32w256) && !(ffpf_old[63:32] == meta.f_1_drained1 && ffpf_old[31:0] >= 32w256) ? (ffpf_old[63:32] != meta.f_1_drained1 ? (bit<64>)meta.f_1_drained1 << 64w32 | (bit<64>)32w1 : (ffpf_old[31:0] < 32w256 ? (bit<64>)ffpf_old[63:32] << 64w32 | (bit<64>)(ffpf_old[31:0] + 32w1) : ffpf_old)) : ffpf_old;
-                    f_1_own_odd.write(32w0, ffpf_new);
-                    meta.f_1_own_cursor = ffpf_old;
-                }
-                meta.f_1_own = (bit<1>)(meta.f_1_drained1 != 32w0 && !(meta.f_1_swept[63:32] == meta.f_1_drained1 && meta.f_1_swept[31:0] >= 32w256) && !(meta.f_1_own_cursor[63:32] == meta.f_1_drained1 && meta.f_1_own_cursor[31:0] >= 32w256));
-                {
-                    bit<32> ffpf_old;
-                    f_1_state_odd.read(ffpf_old, 32w0);
-                    bit<32> ffpf_new = ffpf_old == 32w0 || ffpf_old == meta.f_1_mark || ffpf_old == (meta.f_1_swept[31:0] >= 32w256 ? meta.f_1_swept[63:32] : 32w0) || ffpf_old == (meta.f_1_own_cursor[31:0] >= 32w256 ? meta.f_1_own_cursor[63:32] : 32w0) ? meta.f_1_mark : ffpf_old;
-                    f_1_state_odd.write(32w0, ffpf_new);
-                    meta.f_1_held = ffpf_old;
-                }
-                if (meta.f_1_held == 32w0 || meta.f_1_held == meta.f_1_mark || meta.f_1_held == (meta.f_1_swept[31:0] >= 32w256 ? meta.f_1_swept[63:32] : 32w0) || meta.f_1_held == (meta.f_1_own_cursor[31:0] >= 32w256 ? meta.f_1_own_cursor[63:32] : 32w0)) {
-                    if (meta.f_1_haskey == 1w1) {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_total_odd.read(ffpf_old, 32w0);
-                            bit<64> ffpf_new = ffpf_old + 64w1;
-                            f_1_total_odd.write(32w0, ffpf_new);
-                            meta.f_1_total = ffpf_new;
-                        }
-                        {
-                            bit<64> ffpf_old;
-                            f_1_row0_odd.read(ffpf_old, meta.f_1_pos0);
-                            bit<64> ffpf_new = ffpf_old + 64w1;
-                            f_1_row0_odd.write(meta.f_1_pos0, ffpf_new);
-                            meta.f_1_cell0 = ffpf_new;
-                        }
-                        meta.f_1_min = meta.f_1_cell0;
-                        {
-                            bit<64> ffpf_old;
-                            f_1_row1_odd.read(ffpf_old, meta.f_1_pos1);
-                            bit<64> ffpf_new = ffpf_old + 64w1;
-                            f_1_row1_odd.write(meta.f_1_pos1, ffpf_new);
-                            meta.f_1_cell1 = ffpf_new;
-                        }
-                        meta.f_1_min = meta.f_1_cell1 < meta.f_1_min ? meta.f_1_cell1 : meta.f_1_min;
-                    } else {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_nokey_packets_odd.read(ffpf_old, 32w0);
-                            bit<64> ffpf_new = ffpf_old + 64w1;
-                            f_1_nokey_packets_odd.write(32w0, ffpf_new);
-                        }
-                        {
-                            bit<64> ffpf_old;
-                            f_1_total_odd.read(ffpf_old, 32w0);
-                            bit<64> ffpf_new = ffpf_old;
-                            f_1_total_odd.write(32w0, ffpf_new);
-                            meta.f_1_total = ffpf_new;
-                        }
-                    }
-                } else {
-                    f_1_lost.count(32w0);
-                    meta.f_1_pos = meta.f_1_own_cursor[63:32] != meta.f_1_drained1 ? 32w0 : meta.f_1_own_cursor[31:0];
-                    if (meta.f_1_own == 1w1 && meta.f_1_pos < 32w1) {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_nokey_packets_odd.read(ffpf_old, meta.f_1_pos);
-                            bit<64> ffpf_new = 64w0;
-                            f_1_nokey_packets_odd.write(meta.f_1_pos, ffpf_new);
-                        }
-                    }
-                    if (meta.f_1_own == 1w1 && meta.f_1_pos < 32w1) {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_total_odd.read(ffpf_old, meta.f_1_pos);
-                            bit<64> ffpf_new = 64w0;
-                            f_1_total_odd.write(meta.f_1_pos, ffpf_new);
-                        }
-                    }
-                    if (meta.f_1_own == 1w1 && meta.f_1_pos < 32w256) {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_row0_odd.read(ffpf_old, meta.f_1_pos);
-                            bit<64> ffpf_new = 64w0;
-                            f_1_row0_odd.write(meta.f_1_pos, ffpf_new);
-                        }
-                    }
-                    if (meta.f_1_own == 1w1 && meta.f_1_pos < 32w256) {
-                        {
-                            bit<64> ffpf_old;
-                            f_1_row1_odd.read(ffpf_old, meta.f_1_pos);
-                            bit<64> ffpf_new = 64w0;
-                            f_1_row1_odd.write(meta.f_1_pos, ffpf_new);
-                        }
-                    }
-                }
-                {
-                    bit<32> ffpf_old;
-                    f_1_state_even.read(ffpf_old, 32w0);
-                    bit<32> ffpf_new = ffpf_old;
-                    f_1_state_even.write(32w0, ffpf_new);
-                    meta.f_1_held_other = ffpf_old;
-                }
-                {
-                    bit<64> ffpf_old;
-                    f_1_sweep_even.read(ffpf_old, 32w0);
-                    bit<64> ffpf_new = meta.f_1_drained0 != 32w0 && meta.f_1_held_other == meta.f_1_drained0 && !(ffpf_old[63:32] == meta.f_1_drained0 && ffpf_old[31:0] >= 32w256) ? (ffpf_old[63:32] != meta.f_1_drained0 ? (bit<64>)meta.f_1_drained0 << 64w32 | (bit<64>)32w1 : (ffpf_old[31:0] < 32w256 ? (bit<64>)ffpf_old[63:32] << 64w32 | (bit<64>)(ffpf_old[31:0] + 32w1) : ffpf_old)) : ffpf_old;
-                    f_1_sweep_even.write(32w0, ffpf_new);
-                    meta.f_1_swept = ffpf_old;
-                }
-                meta.f_1_pos = meta.f_1_swept[63:32] != meta.f_1_drained0 ? 32w0 : meta.f_1_swept[31:0];
-                if (meta.f_1_drained0 != 32w0 && meta.f_1_held_other == meta.f_1_drained0 && !(meta.f_1_swept[63:32] == meta.f_1_drained0 && meta.f_1_swept[31:0] >= 32w256) && meta.f_1_pos < 32w1) {
-                    {
-                        bit<64> ffpf_old;
-                        f_1_nokey_packets_even.read(ffpf_old, meta.f_1_pos);
-                        bit<64> ffpf_new = 64w0;
-                        f_1_nokey_packets_even.write(meta.f_1_pos, ffpf_new);
-                    }
-                }
-                if (meta.f_1_drained0 != 32w0 && meta.f_1_held_other == meta.f_1_drained0 && !(meta.f_1_swept[63:32] == meta.f_1_drained0 && meta.f_1_swept[31:0] >= 32w256) && meta.f_1_pos < 32w1) {
-                    {
-                        bit<64> ffpf_old;
-                        f_1_total_even.read(ffpf_old, meta.f_1_pos);
-                        bit<64> ffpf_new = 64w0;
-                        f_1_total_even.write(meta.f_1_pos, ffpf_new);
-                    }
-                }
-                if (meta.f_1_drained0 != 32w0 && meta.f_1_held_other == meta.f_1_drained0 && !(meta.f_1_swept[63:32] == meta.f_1_drained0 && meta.f_1_swept[31:0] >= 32w256) && meta.f_1_pos < 32w256) {
-                    {
-                        bit<64> ffpf_old;
-                        f_1_row0_even.read(ffpf_old, meta.f_1_pos);
-                        bit<64> ffpf_new = 64w0;
-                        f_1_row0_even.write(meta.f_1_pos, ffpf_new);
-                    }
-                }
-                if (meta.f_1_drained0 != 32w0 && meta.f_1_held_other == meta.f_1_drained0 && !(meta.f_1_swept[63:32] == meta.f_1_drained0 && meta.f_1_swept[31:0] >= 32w256) && meta.f_1_pos < 32w256) {
-                    {
-                        bit<64> ffpf_old;
-                        f_1_row1_even.read(ffpf_old, meta.f_1_pos);
-                        bit<64> ffpf_new = 64w0;
-                        f_1_row1_even.write(meta.f_1_pos, ffpf_new);
-                    }
-                }
-            }
-            meta.f_1_out = (bit<1>)true;
-        }
-        if (meta.f_1_out == 1w1) {
             standard_metadata.egress_spec = 9w1;
         } else {
             mark_to_drop(standard_metadata);

@@ -354,7 +354,6 @@ struct headers_t {
 }
 
 struct metadata_t {
-    bit<1> f_1_out;
     bit<64> f_1_value;
 }
 
@@ -875,20 +874,16 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
     counter(32w1, CounterType.packets_and_bytes) f_1_totals;
 
     apply {
-        meta.f_1_out = 1w0;
-        if (true) {
-            meta.f_1_value = 64w0;
-            f_1_totals.count(32w0);
-            {
-                bit<64> ffpf_old;
-                f_1_value.read(ffpf_old, 32w0);
-                bit<64> ffpf_new = ffpf_old + (bit<64>)standard_metadata.packet_length;
-                f_1_value.write(32w0, ffpf_new);
-                meta.f_1_value = ffpf_new;
-            }
-            meta.f_1_out = (bit<1>)true;
+        meta.f_1_value = 64w0;
+        f_1_totals.count(32w0);
+        {
+            bit<64> ffpf_old;
+            f_1_value.read(ffpf_old, 32w0);
+            bit<64> ffpf_new = ffpf_old + (bit<64>)standard_metadata.packet_length;
+            f_1_value.write(32w0, ffpf_new);
+            meta.f_1_value = ffpf_new;
         }
-        if (meta.f_1_out == 1w1) {
+        if (true) {
             standard_metadata.egress_spec = 9w1;
         } else {
             mark_to_drop(standard_metadata);

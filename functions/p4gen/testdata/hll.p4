@@ -354,16 +354,9 @@ struct headers_t {
 }
 
 struct metadata_t {
-    bit<1> f_1_out;
-    bit<8> ffpf_ver;
-    bit<8> ffpf_proto;
-    bit<1> ffpf_l4;
-    bit<32> ffpf_l4len;
+    bit<1> ffpf_v4;
+    bit<1> ffpf_v6;
     bit<32> ffpf_l3;
-    bit<32> ffpf_lim;
-    bit<32> ffpf_p;
-    bit<8> ffpf_nh;
-    bit<2> ffpf_walk;
     bit<1> f_1_haskey;
     bit<64> f_1_key0;
     bit<64> f_1_key1;
@@ -932,263 +925,29 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
     }
 
     apply {
-        meta.ffpf_ver = 8w0;
-        meta.ffpf_proto = 8w0;
-        meta.ffpf_l4 = 1w0;
-        meta.ffpf_l4len = 32w0;
-        meta.ffpf_p = 32w0;
-        meta.ffpf_nh = 8w0;
-        meta.ffpf_walk = 2w0;
-        meta.ffpf_l3 = 32w14;
-        if (hdr.vlan0_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
+        meta.ffpf_v4 = (bit<1>)(hdr.ipv4_dst_2.isValid() && hdr.ipv4_vihl.version == 4w4 && hdr.ipv4_vihl.ihl >= 4w5 && (hdr.ipv4_len.total_len == 16w0 || hdr.ipv4_len.total_len >= (bit<16>)hdr.ipv4_vihl.ihl << 16w2));
+        meta.ffpf_v6 = (bit<1>)(hdr.ipv6_dst_4.isValid() && hdr.ipv6_vtf.version == 4w6);
+        meta.ffpf_l3 = 32w14 + (hdr.vlan0_type.isValid() ? 32w4 : 32w0) + (hdr.vlan1_type.isValid() ? 32w4 : 32w0) + (hdr.vlan2_type.isValid() ? 32w4 : 32w0) + (hdr.vlan3_type.isValid() ? 32w4 : 32w0);
+        meta.f_1_haskey = (bit<1>)(hdr.eth_type.isValid() && (meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) != 8w0);
+        meta.f_1_key0 = (bit<64>)(meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) << 64w0;
+        meta.f_1_key1 = (meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) == 8w4 ? (bit<64>)((bit<32>)hdr.ipv4_dst_0.dst_0 << 32w24 | (bit<32>)hdr.ipv4_dst_1.dst_1 << 32w16 | (bit<32>)hdr.ipv4_dst_2.dst_2) << 64w32 & 64w18446744069414584320 : ((meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) == 8w6 ? ((bit<64>)hdr.ipv6_dst_0.dst_0 << 64w56 | (bit<64>)hdr.ipv6_dst_1.dst_1 << 64w32 | (bit<64>)hdr.ipv6_dst_2.dst_2) & 64w18446744073709551615 : 64w0);
+        meta.f_1_key2 = (meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) == 8w6 ? ((bit<64>)hdr.ipv6_dst_3.dst_3 << 64w32 | (bit<64>)hdr.ipv6_dst_4.dst_4) & 64w18446744073709551615 : 64w0;
+        hash(meta.f_1_h1, HashAlgorithm.crc32, 32w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2}, 33w4294967296);
+        hash(meta.f_1_h2, HashAlgorithm.crc16, 16w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2}, 17w65536);
+        meta.f_1_j = (bit<32>)meta.f_1_h1[31:22];
+        meta.f_1_w = meta.f_1_h1 << 32w10 | 32w512;
+        f_1_rank.apply();
+        if (meta.f_1_haskey == 1w1) {
+            {
+                bit<8> ffpf_old;
+                f_1_registers.read(ffpf_old, meta.f_1_j);
+                bit<8> ffpf_new = ffpf_old < meta.f_1_rho ? meta.f_1_rho : ffpf_old;
+                f_1_registers.write(meta.f_1_j, ffpf_new);
+            }
+        } else {
+            f_1_nokey.count(32w0);
         }
-        if (hdr.vlan1_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
-        }
-        if (hdr.vlan2_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
-        }
-        if (hdr.vlan3_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
-        }
-        if (hdr.ipv4_dst_2.isValid() && hdr.ipv4_vihl.version == 4w4 && hdr.ipv4_vihl.ihl >= 4w5 && (hdr.ipv4_len.total_len == 16w0 || hdr.ipv4_len.total_len >= (bit<16>)hdr.ipv4_vihl.ihl << 16w2)) {
-            meta.ffpf_ver = 8w4;
-            meta.ffpf_proto = hdr.ipv4_proto.protocol;
-            meta.ffpf_lim = hdr.ipv4_len.total_len == 16w0 ? standard_metadata.packet_length - meta.ffpf_l3 : (bit<32>)hdr.ipv4_len.total_len;
-            if (meta.ffpf_lim > standard_metadata.packet_length - meta.ffpf_l3) {
-                meta.ffpf_lim = standard_metadata.packet_length - meta.ffpf_l3;
-            }
-            if (hdr.ipv4_frag.frag_offset == 13w0) {
-                meta.ffpf_l4 = 1w1;
-                meta.ffpf_l4len = meta.ffpf_lim >= (bit<32>)hdr.ipv4_vihl.ihl << 32w2 ? meta.ffpf_lim - ((bit<32>)hdr.ipv4_vihl.ihl << 32w2) : 32w0;
-            }
-        }
-        if (hdr.ipv6_dst_4.isValid() && hdr.ipv6_vtf.version == 4w6) {
-            meta.ffpf_ver = 8w6;
-            meta.ffpf_lim = hdr.ipv6_plen.payload_len != 16w0 ? (bit<32>)hdr.ipv6_plen.payload_len + 32w40 : standard_metadata.packet_length - meta.ffpf_l3;
-            if (meta.ffpf_lim > standard_metadata.packet_length - meta.ffpf_l3) {
-                meta.ffpf_lim = standard_metadata.packet_length - meta.ffpf_l3;
-            }
-            meta.ffpf_p = 32w40;
-            meta.ffpf_nh = hdr.ipv6_nh.next_hdr;
-            meta.ffpf_walk = 2w1;
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext0_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext0_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext0_nh.next_hdr;
-                        if (hdr.ext0_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext1_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext1_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext1_nh.next_hdr;
-                        if (hdr.ext1_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext2_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext2_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext2_nh.next_hdr;
-                        if (hdr.ext2_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext3_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext3_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext3_nh.next_hdr;
-                        if (hdr.ext3_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext4_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext4_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext4_nh.next_hdr;
-                        if (hdr.ext4_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext5_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext5_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext5_nh.next_hdr;
-                        if (hdr.ext5_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext6_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext6_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext6_nh.next_hdr;
-                        if (hdr.ext6_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext7_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext7_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext7_nh.next_hdr;
-                        if (hdr.ext7_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1 && !(meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) && meta.ffpf_nh != 8w44) {
-                meta.ffpf_walk = 2w2;
-            }
-            meta.ffpf_proto = meta.ffpf_nh;
-            if (meta.ffpf_walk == 2w2) {
-                meta.ffpf_l4 = 1w1;
-                meta.ffpf_l4len = meta.ffpf_lim >= meta.ffpf_p ? meta.ffpf_lim - meta.ffpf_p : 32w0;
-            }
-        }
-        meta.f_1_out = 1w0;
         if (true) {
-            if (hdr.eth_type.isValid() && meta.ffpf_ver != 8w0) {
-                meta.f_1_haskey = 1w1;
-                meta.f_1_key0 = (bit<64>)meta.ffpf_ver << 64w0;
-                meta.f_1_key1 = meta.ffpf_ver == 8w4 ? (bit<64>)((bit<32>)hdr.ipv4_dst_0.dst_0 << 32w24 | (bit<32>)hdr.ipv4_dst_1.dst_1 << 32w16 | (bit<32>)hdr.ipv4_dst_2.dst_2) << 64w32 & 64w18446744069414584320 : (meta.ffpf_ver == 8w6 ? ((bit<64>)hdr.ipv6_dst_0.dst_0 << 64w56 | (bit<64>)hdr.ipv6_dst_1.dst_1 << 64w32 | (bit<64>)hdr.ipv6_dst_2.dst_2) & 64w18446744073709551615 : 64w0);
-                meta.f_1_key2 = meta.ffpf_ver == 8w6 ? ((bit<64>)hdr.ipv6_dst_3.dst_3 << 64w32 | (bit<64>)hdr.ipv6_dst_4.dst_4) & 64w18446744073709551615 : 64w0;
-            } else {
-                meta.f_1_haskey = 1w0;
-                meta.f_1_key0 = 64w0;
-                meta.f_1_key1 = 64w0;
-                meta.f_1_key2 = 64w0;
-            }
-            hash(meta.f_1_h1, HashAlgorithm.crc32, 32w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2}, 33w4294967296);
-            hash(meta.f_1_h2, HashAlgorithm.crc16, 16w0, {meta.f_1_key0, meta.f_1_key1, meta.f_1_key2}, 17w65536);
-            meta.f_1_j = (bit<32>)meta.f_1_h1[31:22];
-            meta.f_1_w = meta.f_1_h1 << 32w10 | 32w512;
-            f_1_rank.apply();
-            if (meta.f_1_haskey == 1w1) {
-                {
-                    bit<8> ffpf_old;
-                    f_1_registers.read(ffpf_old, meta.f_1_j);
-                    bit<8> ffpf_new = ffpf_old < meta.f_1_rho ? meta.f_1_rho : ffpf_old;
-                    f_1_registers.write(meta.f_1_j, ffpf_new);
-                }
-            } else {
-                f_1_nokey.count(32w0);
-            }
-            meta.f_1_out = (bit<1>)true;
-        }
-        if (meta.f_1_out == 1w1) {
             standard_metadata.egress_spec = 9w1;
         } else {
             mark_to_drop(standard_metadata);

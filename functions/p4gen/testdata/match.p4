@@ -354,16 +354,81 @@ struct headers_t {
 }
 
 struct metadata_t {
-    bit<1> f_1_out;
-    bit<8> ffpf_ver;
-    bit<8> ffpf_proto;
-    bit<1> ffpf_l4;
-    bit<32> ffpf_l4len;
+    bit<1> ffpf_v4;
+    bit<1> ffpf_v6;
     bit<32> ffpf_l3;
-    bit<32> ffpf_lim;
-    bit<32> ffpf_p;
-    bit<8> ffpf_nh;
-    bit<2> ffpf_walk;
+    bit<32> ffpf_cap;
+    bit<32> ffpf_lim4;
+    bit<32> ffpf_l4len4;
+    bit<32> ffpf_lim6;
+    bit<8> ffpf_proto6;
+    bit<1> ffpf_l4ok6;
+    bit<32> ffpf_l4len6;
+    bit<1> ffpf_ext0;
+    bit<1> ffpf_frag0;
+    bit<1> ffpf_later0;
+    bit<32> ffpf_sz0;
+    bit<32> ffpf_a0;
+    bit<32> ffpf_b0;
+    bit<32> ffpf_c0;
+    bit<1> ffpf_bad0;
+    bit<1> ffpf_ext1;
+    bit<1> ffpf_frag1;
+    bit<1> ffpf_later1;
+    bit<32> ffpf_sz1;
+    bit<32> ffpf_a1;
+    bit<32> ffpf_b1;
+    bit<32> ffpf_c1;
+    bit<1> ffpf_bad1;
+    bit<1> ffpf_ext2;
+    bit<1> ffpf_frag2;
+    bit<1> ffpf_later2;
+    bit<32> ffpf_sz2;
+    bit<32> ffpf_a2;
+    bit<32> ffpf_b2;
+    bit<32> ffpf_c2;
+    bit<1> ffpf_bad2;
+    bit<1> ffpf_ext3;
+    bit<1> ffpf_frag3;
+    bit<1> ffpf_later3;
+    bit<32> ffpf_sz3;
+    bit<32> ffpf_a3;
+    bit<32> ffpf_b3;
+    bit<32> ffpf_c3;
+    bit<1> ffpf_bad3;
+    bit<1> ffpf_ext4;
+    bit<1> ffpf_frag4;
+    bit<1> ffpf_later4;
+    bit<32> ffpf_sz4;
+    bit<32> ffpf_a4;
+    bit<32> ffpf_b4;
+    bit<32> ffpf_c4;
+    bit<1> ffpf_bad4;
+    bit<1> ffpf_ext5;
+    bit<1> ffpf_frag5;
+    bit<1> ffpf_later5;
+    bit<32> ffpf_sz5;
+    bit<32> ffpf_a5;
+    bit<32> ffpf_b5;
+    bit<32> ffpf_c5;
+    bit<1> ffpf_bad5;
+    bit<1> ffpf_ext6;
+    bit<1> ffpf_frag6;
+    bit<1> ffpf_later6;
+    bit<32> ffpf_sz6;
+    bit<32> ffpf_a6;
+    bit<32> ffpf_b6;
+    bit<32> ffpf_c6;
+    bit<1> ffpf_bad6;
+    bit<1> ffpf_ext7;
+    bit<1> ffpf_frag7;
+    bit<1> ffpf_later7;
+    bit<32> ffpf_sz7;
+    bit<32> ffpf_a7;
+    bit<32> ffpf_b7;
+    bit<32> ffpf_c7;
+    bit<1> ffpf_bad7;
+    bit<1> ffpf_ext8;
     bit<1> f_1_pass;
 }
 
@@ -880,239 +945,326 @@ control ffpf_verify(inout headers_t hdr, inout metadata_t meta) {
 }
 
 control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
+    action ffpf_upper0() {
+        meta.ffpf_proto6 = hdr.ipv6_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w1;
+        meta.ffpf_l4len6 = meta.ffpf_lim6 >= 32w40 ? meta.ffpf_lim6 - 32w40 : 32w0;
+    }
+
+    action ffpf_stop0() {
+        meta.ffpf_proto6 = hdr.ipv6_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_later0() {
+        meta.ffpf_proto6 = hdr.ext0_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_upper1() {
+        meta.ffpf_proto6 = hdr.ext0_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w1;
+        meta.ffpf_l4len6 = meta.ffpf_lim6 >= meta.ffpf_c0 + 32w40 ? meta.ffpf_lim6 - (meta.ffpf_c0 + 32w40) : 32w0;
+    }
+
+    action ffpf_stop1() {
+        meta.ffpf_proto6 = hdr.ext0_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_later1() {
+        meta.ffpf_proto6 = hdr.ext1_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_upper2() {
+        meta.ffpf_proto6 = hdr.ext1_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w1;
+        meta.ffpf_l4len6 = meta.ffpf_lim6 >= meta.ffpf_c1 + 32w40 ? meta.ffpf_lim6 - (meta.ffpf_c1 + 32w40) : 32w0;
+    }
+
+    action ffpf_stop2() {
+        meta.ffpf_proto6 = hdr.ext1_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_later2() {
+        meta.ffpf_proto6 = hdr.ext2_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_upper3() {
+        meta.ffpf_proto6 = hdr.ext2_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w1;
+        meta.ffpf_l4len6 = meta.ffpf_lim6 >= meta.ffpf_c2 + 32w40 ? meta.ffpf_lim6 - (meta.ffpf_c2 + 32w40) : 32w0;
+    }
+
+    action ffpf_stop3() {
+        meta.ffpf_proto6 = hdr.ext2_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_later3() {
+        meta.ffpf_proto6 = hdr.ext3_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_upper4() {
+        meta.ffpf_proto6 = hdr.ext3_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w1;
+        meta.ffpf_l4len6 = meta.ffpf_lim6 >= meta.ffpf_c3 + 32w40 ? meta.ffpf_lim6 - (meta.ffpf_c3 + 32w40) : 32w0;
+    }
+
+    action ffpf_stop4() {
+        meta.ffpf_proto6 = hdr.ext3_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_later4() {
+        meta.ffpf_proto6 = hdr.ext4_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_upper5() {
+        meta.ffpf_proto6 = hdr.ext4_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w1;
+        meta.ffpf_l4len6 = meta.ffpf_lim6 >= meta.ffpf_c4 + 32w40 ? meta.ffpf_lim6 - (meta.ffpf_c4 + 32w40) : 32w0;
+    }
+
+    action ffpf_stop5() {
+        meta.ffpf_proto6 = hdr.ext4_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_later5() {
+        meta.ffpf_proto6 = hdr.ext5_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_upper6() {
+        meta.ffpf_proto6 = hdr.ext5_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w1;
+        meta.ffpf_l4len6 = meta.ffpf_lim6 >= meta.ffpf_c5 + 32w40 ? meta.ffpf_lim6 - (meta.ffpf_c5 + 32w40) : 32w0;
+    }
+
+    action ffpf_stop6() {
+        meta.ffpf_proto6 = hdr.ext5_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_later6() {
+        meta.ffpf_proto6 = hdr.ext6_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_upper7() {
+        meta.ffpf_proto6 = hdr.ext6_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w1;
+        meta.ffpf_l4len6 = meta.ffpf_lim6 >= meta.ffpf_c6 + 32w40 ? meta.ffpf_lim6 - (meta.ffpf_c6 + 32w40) : 32w0;
+    }
+
+    action ffpf_stop7() {
+        meta.ffpf_proto6 = hdr.ext6_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_later7() {
+        meta.ffpf_proto6 = hdr.ext7_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    action ffpf_upper8() {
+        meta.ffpf_proto6 = hdr.ext7_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w1;
+        meta.ffpf_l4len6 = meta.ffpf_lim6 >= meta.ffpf_c7 + 32w40 ? meta.ffpf_lim6 - (meta.ffpf_c7 + 32w40) : 32w0;
+    }
+
+    action ffpf_stop8() {
+        meta.ffpf_proto6 = hdr.ext7_nh.next_hdr;
+        meta.ffpf_l4ok6 = 1w0;
+        meta.ffpf_l4len6 = 32w0;
+    }
+
+    table ffpf_walk {
+        key = {
+            meta.ffpf_ext0: ternary;
+            meta.ffpf_ext1: ternary;
+            meta.ffpf_ext2: ternary;
+            meta.ffpf_ext3: ternary;
+            meta.ffpf_ext4: ternary;
+            meta.ffpf_ext5: ternary;
+            meta.ffpf_ext6: ternary;
+            meta.ffpf_ext7: ternary;
+            meta.ffpf_ext8: ternary;
+            meta.ffpf_bad0: ternary;
+            meta.ffpf_later0: ternary;
+            meta.ffpf_bad1: ternary;
+            meta.ffpf_later1: ternary;
+            meta.ffpf_bad2: ternary;
+            meta.ffpf_later2: ternary;
+            meta.ffpf_bad3: ternary;
+            meta.ffpf_later3: ternary;
+            meta.ffpf_bad4: ternary;
+            meta.ffpf_later4: ternary;
+            meta.ffpf_bad5: ternary;
+            meta.ffpf_later5: ternary;
+            meta.ffpf_bad6: ternary;
+            meta.ffpf_later6: ternary;
+            meta.ffpf_bad7: ternary;
+            meta.ffpf_later7: ternary;
+        }
+        actions = {
+            ffpf_upper0;
+            ffpf_stop0;
+            ffpf_later0;
+            ffpf_upper1;
+            ffpf_stop1;
+            ffpf_later1;
+            ffpf_upper2;
+            ffpf_stop2;
+            ffpf_later2;
+            ffpf_upper3;
+            ffpf_stop3;
+            ffpf_later3;
+            ffpf_upper4;
+            ffpf_stop4;
+            ffpf_later4;
+            ffpf_upper5;
+            ffpf_stop5;
+            ffpf_later5;
+            ffpf_upper6;
+            ffpf_stop6;
+            ffpf_later6;
+            ffpf_upper7;
+            ffpf_stop7;
+            ffpf_later7;
+            ffpf_upper8;
+            ffpf_stop8;
+        }
+        default_action = ffpf_upper0();
+        size = 27;
+        const entries = {
+            (1w0, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): ffpf_upper0();
+            (1w1, _, _, _, _, _, _, _, _, 1w1, _, _, _, _, _, _, _, _, _, _, _, _, _, _, _): ffpf_stop0();
+            (1w1, _, _, _, _, _, _, _, _, 1w0, 1w1, _, _, _, _, _, _, _, _, _, _, _, _, _, _): ffpf_later0();
+            (1w1, 1w0, _, _, _, _, _, _, _, 1w0, 1w0, _, _, _, _, _, _, _, _, _, _, _, _, _, _): ffpf_upper1();
+            (1w1, 1w1, _, _, _, _, _, _, _, 1w0, 1w0, 1w1, _, _, _, _, _, _, _, _, _, _, _, _, _): ffpf_stop1();
+            (1w1, 1w1, _, _, _, _, _, _, _, 1w0, 1w0, 1w0, 1w1, _, _, _, _, _, _, _, _, _, _, _, _): ffpf_later1();
+            (1w1, 1w1, 1w0, _, _, _, _, _, _, 1w0, 1w0, 1w0, 1w0, _, _, _, _, _, _, _, _, _, _, _, _): ffpf_upper2();
+            (1w1, 1w1, 1w1, _, _, _, _, _, _, 1w0, 1w0, 1w0, 1w0, 1w1, _, _, _, _, _, _, _, _, _, _, _): ffpf_stop2();
+            (1w1, 1w1, 1w1, _, _, _, _, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w1, _, _, _, _, _, _, _, _, _, _): ffpf_later2();
+            (1w1, 1w1, 1w1, 1w0, _, _, _, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, _, _, _, _, _, _, _, _, _, _): ffpf_upper3();
+            (1w1, 1w1, 1w1, 1w1, _, _, _, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w1, _, _, _, _, _, _, _, _, _): ffpf_stop3();
+            (1w1, 1w1, 1w1, 1w1, _, _, _, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w1, _, _, _, _, _, _, _, _): ffpf_later3();
+            (1w1, 1w1, 1w1, 1w1, 1w0, _, _, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, _, _, _, _, _, _, _, _): ffpf_upper4();
+            (1w1, 1w1, 1w1, 1w1, 1w1, _, _, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w1, _, _, _, _, _, _, _): ffpf_stop4();
+            (1w1, 1w1, 1w1, 1w1, 1w1, _, _, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w1, _, _, _, _, _, _): ffpf_later4();
+            (1w1, 1w1, 1w1, 1w1, 1w1, 1w0, _, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, _, _, _, _, _, _): ffpf_upper5();
+            (1w1, 1w1, 1w1, 1w1, 1w1, 1w1, _, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w1, _, _, _, _, _): ffpf_stop5();
+            (1w1, 1w1, 1w1, 1w1, 1w1, 1w1, _, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w1, _, _, _, _): ffpf_later5();
+            (1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w0, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, _, _, _, _): ffpf_upper6();
+            (1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w1, _, _, _): ffpf_stop6();
+            (1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, _, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w1, _, _): ffpf_later6();
+            (1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w0, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, _, _): ffpf_upper7();
+            (1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w1, _): ffpf_stop7();
+            (1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, _, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w1): ffpf_later7();
+            (1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0): ffpf_upper8();
+            (1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w1, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0, 1w0): ffpf_stop8();
+        }
+    }
+
     apply {
-        meta.ffpf_ver = 8w0;
-        meta.ffpf_proto = 8w0;
-        meta.ffpf_l4 = 1w0;
-        meta.ffpf_l4len = 32w0;
-        meta.ffpf_p = 32w0;
-        meta.ffpf_nh = 8w0;
-        meta.ffpf_walk = 2w0;
-        meta.ffpf_l3 = 32w14;
-        if (hdr.vlan0_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
-        }
-        if (hdr.vlan1_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
-        }
-        if (hdr.vlan2_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
-        }
-        if (hdr.vlan3_type.isValid()) {
-            meta.ffpf_l3 = meta.ffpf_l3 + 32w4;
-        }
-        if (hdr.ipv4_dst_2.isValid() && hdr.ipv4_vihl.version == 4w4 && hdr.ipv4_vihl.ihl >= 4w5 && (hdr.ipv4_len.total_len == 16w0 || hdr.ipv4_len.total_len >= (bit<16>)hdr.ipv4_vihl.ihl << 16w2)) {
-            meta.ffpf_ver = 8w4;
-            meta.ffpf_proto = hdr.ipv4_proto.protocol;
-            meta.ffpf_lim = hdr.ipv4_len.total_len == 16w0 ? standard_metadata.packet_length - meta.ffpf_l3 : (bit<32>)hdr.ipv4_len.total_len;
-            if (meta.ffpf_lim > standard_metadata.packet_length - meta.ffpf_l3) {
-                meta.ffpf_lim = standard_metadata.packet_length - meta.ffpf_l3;
-            }
-            if (hdr.ipv4_frag.frag_offset == 13w0) {
-                meta.ffpf_l4 = 1w1;
-                meta.ffpf_l4len = meta.ffpf_lim >= (bit<32>)hdr.ipv4_vihl.ihl << 32w2 ? meta.ffpf_lim - ((bit<32>)hdr.ipv4_vihl.ihl << 32w2) : 32w0;
-            }
-        }
-        if (hdr.ipv6_dst_4.isValid() && hdr.ipv6_vtf.version == 4w6) {
-            meta.ffpf_ver = 8w6;
-            meta.ffpf_lim = hdr.ipv6_plen.payload_len != 16w0 ? (bit<32>)hdr.ipv6_plen.payload_len + 32w40 : standard_metadata.packet_length - meta.ffpf_l3;
-            if (meta.ffpf_lim > standard_metadata.packet_length - meta.ffpf_l3) {
-                meta.ffpf_lim = standard_metadata.packet_length - meta.ffpf_l3;
-            }
-            meta.ffpf_p = 32w40;
-            meta.ffpf_nh = hdr.ipv6_nh.next_hdr;
-            meta.ffpf_walk = 2w1;
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext0_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext0_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext0_nh.next_hdr;
-                        if (hdr.ext0_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext1_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext1_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext1_nh.next_hdr;
-                        if (hdr.ext1_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext2_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext2_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext2_nh.next_hdr;
-                        if (hdr.ext2_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext3_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext3_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext3_nh.next_hdr;
-                        if (hdr.ext3_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext4_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext4_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext4_nh.next_hdr;
-                        if (hdr.ext4_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext5_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext5_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext5_nh.next_hdr;
-                        if (hdr.ext5_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext6_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext6_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext6_nh.next_hdr;
-                        if (hdr.ext6_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1) {
-                if (meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) {
-                    if (meta.ffpf_p + 32w2 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + ((bit<32>)hdr.ext7_len.hdr_ext_len + 32w1 << 32w3);
-                        meta.ffpf_nh = hdr.ext7_nh.next_hdr;
-                    }
-                } else if (meta.ffpf_nh == 8w44) {
-                    if (meta.ffpf_p + 32w8 > meta.ffpf_lim) {
-                        meta.ffpf_walk = 2w0;
-                    } else {
-                        meta.ffpf_p = meta.ffpf_p + 32w8;
-                        meta.ffpf_nh = hdr.ext7_nh.next_hdr;
-                        if (hdr.ext7_frag.frag_offset != 13w0) {
-                            meta.ffpf_walk = 2w0;
-                        }
-                    }
-                } else {
-                    meta.ffpf_walk = 2w2;
-                }
-            }
-            if (meta.ffpf_walk == 2w1 && !(meta.ffpf_nh == 8w0 || meta.ffpf_nh == 8w43 || meta.ffpf_nh == 8w60) && meta.ffpf_nh != 8w44) {
-                meta.ffpf_walk = 2w2;
-            }
-            meta.ffpf_proto = meta.ffpf_nh;
-            if (meta.ffpf_walk == 2w2) {
-                meta.ffpf_l4 = 1w1;
-                meta.ffpf_l4len = meta.ffpf_lim >= meta.ffpf_p ? meta.ffpf_lim - meta.ffpf_p : 32w0;
-            }
-        }
-        meta.f_1_out = 1w0;
-        if (true) {
-            meta.f_1_pass = (bit<1>)(meta.ffpf_l4 == 1w1 && (meta.ffpf_ver != 8w0 && meta.ffpf_proto == 8w6) && meta.ffpf_l4len >= 32w4 && (bit<64>)hdr.l4_dport.dst_port == 64w443 && (meta.ffpf_ver == 8w4 && (bit<64>)((bit<32>)hdr.ipv4_src_0.src_0 << 32w24 | (bit<32>)hdr.ipv4_src_1.src_1 << 32w16 | (bit<32>)hdr.ipv4_src_2.src_2) == (bit<64>)((bit<32>)hdr.ipv4_src_0.src_0 << 32w24 | (bit<32>)hdr.ipv4_src_1.src_1 << 32w16 | (bit<32>)hdr.ipv4_src_2.src_2) & 64w4294967295 && (bit<64>)((bit<32>)hdr.ipv4_src_0.src_0 << 32w24 | (bit<32>)hdr.ipv4_src_1.src_1 << 32w16 | (bit<32>)hdr.ipv4_src_2.src_2) & 64w4278190080 == 64w167772160) || meta.ffpf_l4 == 1w1 && (meta.ffpf_ver != 8w0 && meta.ffpf_proto == 8w17) && meta.ffpf_l4len >= 32w6 && (bit<64>)hdr.udp_len.length > 64w100);
-            meta.f_1_out = (bit<1>)(meta.f_1_pass == 1w1);
-        }
-        if (meta.f_1_out == 1w1) {
+        meta.ffpf_v4 = (bit<1>)(hdr.ipv4_dst_2.isValid() && hdr.ipv4_vihl.version == 4w4 && hdr.ipv4_vihl.ihl >= 4w5 && (hdr.ipv4_len.total_len == 16w0 || hdr.ipv4_len.total_len >= (bit<16>)hdr.ipv4_vihl.ihl << 16w2));
+        meta.ffpf_v6 = (bit<1>)(hdr.ipv6_dst_4.isValid() && hdr.ipv6_vtf.version == 4w6);
+        meta.ffpf_l3 = 32w14 + (hdr.vlan0_type.isValid() ? 32w4 : 32w0) + (hdr.vlan1_type.isValid() ? 32w4 : 32w0) + (hdr.vlan2_type.isValid() ? 32w4 : 32w0) + (hdr.vlan3_type.isValid() ? 32w4 : 32w0);
+        meta.ffpf_ext0 = (bit<1>)(hdr.ipv6_nh.next_hdr == 8w0 || hdr.ipv6_nh.next_hdr == 8w43 || hdr.ipv6_nh.next_hdr == 8w60 || hdr.ipv6_nh.next_hdr == 8w44);
+        meta.ffpf_frag0 = (bit<1>)(hdr.ipv6_nh.next_hdr == 8w44);
+        meta.ffpf_later0 = (bit<1>)(hdr.ext0_frag.isValid() && hdr.ext0_frag.frag_offset != 13w0);
+        meta.ffpf_sz0 = hdr.ipv6_nh.next_hdr == 8w44 ? 32w8 : (bit<32>)hdr.ext0_len.hdr_ext_len + 32w1 << 32w3;
+        meta.ffpf_ext1 = (bit<1>)(hdr.ext0_nh.next_hdr == 8w0 || hdr.ext0_nh.next_hdr == 8w43 || hdr.ext0_nh.next_hdr == 8w60 || hdr.ext0_nh.next_hdr == 8w44);
+        meta.ffpf_frag1 = (bit<1>)(hdr.ext0_nh.next_hdr == 8w44);
+        meta.ffpf_later1 = (bit<1>)(hdr.ext1_frag.isValid() && hdr.ext1_frag.frag_offset != 13w0);
+        meta.ffpf_sz1 = hdr.ext0_nh.next_hdr == 8w44 ? 32w8 : (bit<32>)hdr.ext1_len.hdr_ext_len + 32w1 << 32w3;
+        meta.ffpf_ext2 = (bit<1>)(hdr.ext1_nh.next_hdr == 8w0 || hdr.ext1_nh.next_hdr == 8w43 || hdr.ext1_nh.next_hdr == 8w60 || hdr.ext1_nh.next_hdr == 8w44);
+        meta.ffpf_frag2 = (bit<1>)(hdr.ext1_nh.next_hdr == 8w44);
+        meta.ffpf_later2 = (bit<1>)(hdr.ext2_frag.isValid() && hdr.ext2_frag.frag_offset != 13w0);
+        meta.ffpf_sz2 = hdr.ext1_nh.next_hdr == 8w44 ? 32w8 : (bit<32>)hdr.ext2_len.hdr_ext_len + 32w1 << 32w3;
+        meta.ffpf_ext3 = (bit<1>)(hdr.ext2_nh.next_hdr == 8w0 || hdr.ext2_nh.next_hdr == 8w43 || hdr.ext2_nh.next_hdr == 8w60 || hdr.ext2_nh.next_hdr == 8w44);
+        meta.ffpf_frag3 = (bit<1>)(hdr.ext2_nh.next_hdr == 8w44);
+        meta.ffpf_later3 = (bit<1>)(hdr.ext3_frag.isValid() && hdr.ext3_frag.frag_offset != 13w0);
+        meta.ffpf_sz3 = hdr.ext2_nh.next_hdr == 8w44 ? 32w8 : (bit<32>)hdr.ext3_len.hdr_ext_len + 32w1 << 32w3;
+        meta.ffpf_ext4 = (bit<1>)(hdr.ext3_nh.next_hdr == 8w0 || hdr.ext3_nh.next_hdr == 8w43 || hdr.ext3_nh.next_hdr == 8w60 || hdr.ext3_nh.next_hdr == 8w44);
+        meta.ffpf_frag4 = (bit<1>)(hdr.ext3_nh.next_hdr == 8w44);
+        meta.ffpf_later4 = (bit<1>)(hdr.ext4_frag.isValid() && hdr.ext4_frag.frag_offset != 13w0);
+        meta.ffpf_sz4 = hdr.ext3_nh.next_hdr == 8w44 ? 32w8 : (bit<32>)hdr.ext4_len.hdr_ext_len + 32w1 << 32w3;
+        meta.ffpf_ext5 = (bit<1>)(hdr.ext4_nh.next_hdr == 8w0 || hdr.ext4_nh.next_hdr == 8w43 || hdr.ext4_nh.next_hdr == 8w60 || hdr.ext4_nh.next_hdr == 8w44);
+        meta.ffpf_frag5 = (bit<1>)(hdr.ext4_nh.next_hdr == 8w44);
+        meta.ffpf_later5 = (bit<1>)(hdr.ext5_frag.isValid() && hdr.ext5_frag.frag_offset != 13w0);
+        meta.ffpf_sz5 = hdr.ext4_nh.next_hdr == 8w44 ? 32w8 : (bit<32>)hdr.ext5_len.hdr_ext_len + 32w1 << 32w3;
+        meta.ffpf_ext6 = (bit<1>)(hdr.ext5_nh.next_hdr == 8w0 || hdr.ext5_nh.next_hdr == 8w43 || hdr.ext5_nh.next_hdr == 8w60 || hdr.ext5_nh.next_hdr == 8w44);
+        meta.ffpf_frag6 = (bit<1>)(hdr.ext5_nh.next_hdr == 8w44);
+        meta.ffpf_later6 = (bit<1>)(hdr.ext6_frag.isValid() && hdr.ext6_frag.frag_offset != 13w0);
+        meta.ffpf_sz6 = hdr.ext5_nh.next_hdr == 8w44 ? 32w8 : (bit<32>)hdr.ext6_len.hdr_ext_len + 32w1 << 32w3;
+        meta.ffpf_ext7 = (bit<1>)(hdr.ext6_nh.next_hdr == 8w0 || hdr.ext6_nh.next_hdr == 8w43 || hdr.ext6_nh.next_hdr == 8w60 || hdr.ext6_nh.next_hdr == 8w44);
+        meta.ffpf_frag7 = (bit<1>)(hdr.ext6_nh.next_hdr == 8w44);
+        meta.ffpf_later7 = (bit<1>)(hdr.ext7_frag.isValid() && hdr.ext7_frag.frag_offset != 13w0);
+        meta.ffpf_sz7 = hdr.ext6_nh.next_hdr == 8w44 ? 32w8 : (bit<32>)hdr.ext7_len.hdr_ext_len + 32w1 << 32w3;
+        meta.ffpf_ext8 = (bit<1>)(hdr.ext7_nh.next_hdr == 8w0 || hdr.ext7_nh.next_hdr == 8w43 || hdr.ext7_nh.next_hdr == 8w60 || hdr.ext7_nh.next_hdr == 8w44);
+        meta.ffpf_cap = standard_metadata.packet_length - meta.ffpf_l3;
+        meta.ffpf_a0 = meta.ffpf_sz0;
+        meta.ffpf_a1 = meta.ffpf_sz1 + meta.ffpf_sz0;
+        meta.ffpf_a2 = meta.ffpf_sz2 + meta.ffpf_sz1;
+        meta.ffpf_a3 = meta.ffpf_sz3 + meta.ffpf_sz2;
+        meta.ffpf_a4 = meta.ffpf_sz4 + meta.ffpf_sz3;
+        meta.ffpf_a5 = meta.ffpf_sz5 + meta.ffpf_sz4;
+        meta.ffpf_a6 = meta.ffpf_sz6 + meta.ffpf_sz5;
+        meta.ffpf_a7 = meta.ffpf_sz7 + meta.ffpf_sz6;
+        meta.ffpf_lim4 = hdr.ipv4_len.total_len == 16w0 || (bit<32>)hdr.ipv4_len.total_len > meta.ffpf_cap ? meta.ffpf_cap : (bit<32>)hdr.ipv4_len.total_len;
+        meta.ffpf_lim6 = hdr.ipv6_plen.payload_len != 16w0 && (bit<32>)hdr.ipv6_plen.payload_len + 32w40 < meta.ffpf_cap ? (bit<32>)hdr.ipv6_plen.payload_len + 32w40 : meta.ffpf_cap;
+        meta.ffpf_b0 = meta.ffpf_a0;
+        meta.ffpf_b1 = meta.ffpf_a1;
+        meta.ffpf_b2 = meta.ffpf_a2 + meta.ffpf_a0;
+        meta.ffpf_b3 = meta.ffpf_a3 + meta.ffpf_a1;
+        meta.ffpf_b4 = meta.ffpf_a4 + meta.ffpf_a2;
+        meta.ffpf_b5 = meta.ffpf_a5 + meta.ffpf_a3;
+        meta.ffpf_b6 = meta.ffpf_a6 + meta.ffpf_a4;
+        meta.ffpf_b7 = meta.ffpf_a7 + meta.ffpf_a5;
+        meta.ffpf_c0 = meta.ffpf_b0;
+        meta.ffpf_c1 = meta.ffpf_b1;
+        meta.ffpf_c2 = meta.ffpf_b2;
+        meta.ffpf_c3 = meta.ffpf_b3;
+        meta.ffpf_c4 = meta.ffpf_b4 + meta.ffpf_b0;
+        meta.ffpf_c5 = meta.ffpf_b5 + meta.ffpf_b1;
+        meta.ffpf_c6 = meta.ffpf_b6 + meta.ffpf_b2;
+        meta.ffpf_c7 = meta.ffpf_b7 + meta.ffpf_b3;
+        meta.ffpf_bad0 = (bit<1>)(32w40 + (meta.ffpf_frag0 == 1w1 ? 32w8 : 32w2) > meta.ffpf_lim6);
+        meta.ffpf_bad1 = (bit<1>)(meta.ffpf_c0 + 32w40 + (meta.ffpf_frag1 == 1w1 ? 32w8 : 32w2) > meta.ffpf_lim6);
+        meta.ffpf_bad2 = (bit<1>)(meta.ffpf_c1 + 32w40 + (meta.ffpf_frag2 == 1w1 ? 32w8 : 32w2) > meta.ffpf_lim6);
+        meta.ffpf_bad3 = (bit<1>)(meta.ffpf_c2 + 32w40 + (meta.ffpf_frag3 == 1w1 ? 32w8 : 32w2) > meta.ffpf_lim6);
+        meta.ffpf_bad4 = (bit<1>)(meta.ffpf_c3 + 32w40 + (meta.ffpf_frag4 == 1w1 ? 32w8 : 32w2) > meta.ffpf_lim6);
+        meta.ffpf_bad5 = (bit<1>)(meta.ffpf_c4 + 32w40 + (meta.ffpf_frag5 == 1w1 ? 32w8 : 32w2) > meta.ffpf_lim6);
+        meta.ffpf_bad6 = (bit<1>)(meta.ffpf_c5 + 32w40 + (meta.ffpf_frag6 == 1w1 ? 32w8 : 32w2) > meta.ffpf_lim6);
+        meta.ffpf_bad7 = (bit<1>)(meta.ffpf_c6 + 32w40 + (meta.ffpf_frag7 == 1w1 ? 32w8 : 32w2) > meta.ffpf_lim6);
+        meta.ffpf_l4len4 = meta.ffpf_lim4 >= (bit<32>)hdr.ipv4_vihl.ihl << 32w2 ? meta.ffpf_lim4 - ((bit<32>)hdr.ipv4_vihl.ihl << 32w2) : 32w0;
+        ffpf_walk.apply();
+        meta.f_1_pass = (bit<1>)((meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) != 8w0 && (meta.ffpf_v4 == 1w1 ? hdr.ipv4_frag.frag_offset == 13w0 : meta.ffpf_l4ok6 == 1w1) && ((meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) != 8w0 && (meta.ffpf_v4 == 1w1 ? hdr.ipv4_proto.protocol : meta.ffpf_proto6) == 8w6) && (meta.ffpf_v4 == 1w1 ? meta.ffpf_l4len4 : meta.ffpf_l4len6) >= 32w4 && (bit<64>)hdr.l4_dport.dst_port == 64w443 && ((meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) == 8w4 && (bit<64>)((bit<32>)hdr.ipv4_src_0.src_0 << 32w24 | (bit<32>)hdr.ipv4_src_1.src_1 << 32w16 | (bit<32>)hdr.ipv4_src_2.src_2) == (bit<64>)((bit<32>)hdr.ipv4_src_0.src_0 << 32w24 | (bit<32>)hdr.ipv4_src_1.src_1 << 32w16 | (bit<32>)hdr.ipv4_src_2.src_2) & 64w4294967295 && (bit<64>)((bit<32>)hdr.ipv4_src_0.src_0 << 32w24 | (bit<32>)hdr.ipv4_src_1.src_1 << 32w16 | (bit<32>)hdr.ipv4_src_2.src_2) & 64w4278190080 == 64w167772160) || (meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) != 8w0 && (meta.ffpf_v4 == 1w1 ? hdr.ipv4_frag.frag_offset == 13w0 : meta.ffpf_l4ok6 == 1w1) && ((meta.ffpf_v4 == 1w1 ? 8w4 : (meta.ffpf_v6 == 1w1 ? 8w6 : 8w0)) != 8w0 && (meta.ffpf_v4 == 1w1 ? hdr.ipv4_proto.protocol : meta.ffpf_proto6) == 8w17) && (meta.ffpf_v4 == 1w1 ? meta.ffpf_l4len4 : meta.ffpf_l4len6) >= 32w6 && (bit<64>)hdr.udp_len.length > 64w100);
+        if (true && meta.f_1_pass == 1w1) {
             standard_metadata.egress_spec = 9w1;
         } else {
             mark_to_drop(standard_metadata);

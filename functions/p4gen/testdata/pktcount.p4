@@ -354,7 +354,6 @@ struct headers_t {
 }
 
 struct metadata_t {
-    bit<1> f_1_out;
 }
 
 parser ffpf_parser(packet_in packet, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
@@ -873,12 +872,8 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
     counter(32w1, CounterType.packets) f_1_packets;
 
     apply {
-        meta.f_1_out = 1w0;
+        f_1_packets.count(32w0);
         if (true) {
-            f_1_packets.count(32w0);
-            meta.f_1_out = (bit<1>)true;
-        }
-        if (meta.f_1_out == 1w1) {
             standard_metadata.egress_spec = 9w1;
         } else {
             mark_to_drop(standard_metadata);

@@ -354,7 +354,6 @@ struct headers_t {
 }
 
 struct metadata_t {
-    bit<1> f_1_out;
     bit<1> f_1_pass;
     bit<32> f_1_n;
 }
@@ -877,23 +876,19 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
     counter(32w1, CounterType.packets) f_1_sampled;
 
     apply {
-        meta.f_1_out = 1w0;
-        if (true) {
-            f_1_seen.count(32w0);
-            {
-                bit<32> ffpf_old;
-                f_1_n.read(ffpf_old, 32w0);
-                bit<32> ffpf_new = ffpf_old + 32w1 == 32w10 ? 32w0 : ffpf_old + 32w1;
-                f_1_n.write(32w0, ffpf_new);
-                meta.f_1_n = ffpf_old;
-            }
-            meta.f_1_pass = (bit<1>)(meta.f_1_n == 32w0);
-            if (meta.f_1_pass == 1w1) {
-                f_1_sampled.count(32w0);
-            }
-            meta.f_1_out = (bit<1>)(meta.f_1_pass == 1w1);
+        f_1_seen.count(32w0);
+        {
+            bit<32> ffpf_old;
+            f_1_n.read(ffpf_old, 32w0);
+            bit<32> ffpf_new = ffpf_old + 32w1 == 32w10 ? 32w0 : ffpf_old + 32w1;
+            f_1_n.write(32w0, ffpf_new);
+            meta.f_1_n = ffpf_old;
         }
-        if (meta.f_1_out == 1w1) {
+        meta.f_1_pass = (bit<1>)(meta.f_1_n == 32w0);
+        if (meta.f_1_pass == 1w1) {
+            f_1_sampled.count(32w0);
+        }
+        if (true && meta.f_1_pass == 1w1) {
             standard_metadata.egress_spec = 9w1;
         } else {
             mark_to_drop(standard_metadata);

@@ -354,7 +354,6 @@ struct headers_t {
 }
 
 struct metadata_t {
-    bit<1> f_1_out;
     bit<1> f_1_pass;
     bit<32> f_1_rand;
 }
@@ -876,17 +875,13 @@ control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_
     counter(32w1, CounterType.packets) f_1_sampled;
 
     apply {
-        meta.f_1_out = 1w0;
-        if (true) {
-            f_1_seen.count(32w0);
-            random(meta.f_1_rand, 32w0, 32w4294967295);
-            meta.f_1_pass = (bit<1>)((bit<33>)meta.f_1_rand < 33w1073741824);
-            if (meta.f_1_pass == 1w1) {
-                f_1_sampled.count(32w0);
-            }
-            meta.f_1_out = (bit<1>)(meta.f_1_pass == 1w1);
+        f_1_seen.count(32w0);
+        random(meta.f_1_rand, 32w0, 32w4294967295);
+        meta.f_1_pass = (bit<1>)((bit<33>)meta.f_1_rand < 33w1073741824);
+        if (meta.f_1_pass == 1w1) {
+            f_1_sampled.count(32w0);
         }
-        if (meta.f_1_out == 1w1) {
+        if (true && meta.f_1_pass == 1w1) {
             standard_metadata.egress_spec = 9w1;
         } else {
             mark_to_drop(standard_metadata);

@@ -354,7 +354,6 @@ struct headers_t {
 }
 
 struct metadata_t {
-    bit<1> f_1_out;
     bit<64> f_1_ts;
 }
 
@@ -872,12 +871,8 @@ control ffpf_verify(inout headers_t hdr, inout metadata_t meta) {
 
 control ffpf_ingress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
     apply {
-        meta.f_1_out = 1w0;
+        meta.f_1_ts = ((bit<64>)standard_metadata.ingress_global_timestamp << 64w10) - ((bit<64>)standard_metadata.ingress_global_timestamp << 64w4) - ((bit<64>)standard_metadata.ingress_global_timestamp << 64w3);
         if (true) {
-            meta.f_1_ts = ((bit<64>)standard_metadata.ingress_global_timestamp << 64w10) - ((bit<64>)standard_metadata.ingress_global_timestamp << 64w4) - ((bit<64>)standard_metadata.ingress_global_timestamp << 64w3);
-            meta.f_1_out = (bit<1>)true;
-        }
-        if (meta.f_1_out == 1w1) {
             standard_metadata.egress_spec = 9w1;
         } else {
             mark_to_drop(standard_metadata);
