@@ -9,8 +9,9 @@ package p4
 // reports the window exactly as it would in userspace and starts the next
 // empty; a window the switch could not measure (its half was not clean:
 // its packets are the function's dropped) is reported empty. Then the
-// controller writes the drained table, which lets the packets clear the
-// half. At the end the open window is read and the Go half flushed.
+// controller zeroes the half's counters and writes the drained table,
+// which lets the packets clear its registers. At the end the open window
+// is read and the Go half flushed.
 //
 // Time: the Go half's packet clock is the switch's clock in ns (a window
 // of 2^k µs starts at number·2^k µs), so its windows are the switch's.
@@ -209,6 +210,16 @@ func (ws *windows) read(f *windowed, m uint64, final bool) {
 	}
 	if !measured {
 		return
+	}
+	// The packets clear the half's registers; its counters are the
+	// controller's to zero, before it lets the packets at the half.
+	for _, ct := range ws.asm.Prog.Counters {
+		if ct.Owner == f.low.Node.ID && ct.Half == []p4gen.Half{p4gen.HalfEven, p4gen.HalfOdd}[h] {
+			if err := ws.c.ZeroCounter(ws.out.Printed.Name(ct)); err != nil {
+				fail(err)
+				return
+			}
+		}
 	}
 	f.drained[h] = m
 	if err := ws.drain(f); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,30 @@ import (
 // the same sketch keeps in userspace on the same packets at the same
 // times, and the switch measured every packet.
 func TestRunWindows(t *testing.T) {
+	user, got := runWindowed(t, `(cms,key=5tuple,width=16,depth=2,window=1024us)`, "cms", "")
+	for _, k := range []string{"total", "nokey"} {
+		if got.State[k] != user.State[k] || got.State[k] == nil {
+			t.Errorf("the last window's %s: %v on the switch, %v in userspace", k, got.State[k], user.State[k])
+		}
+	}
+	if fmt.Sprint(got.State["total"]) != fmt.Sprint(40) {
+		t.Errorf("the last window's total %v, want its 40 packets", got.State["total"])
+	}
+}
+
+// A counter with window= and report= on the switch: its Go half reports
+// each window from the half the controller read, and the records are
+// those the same counter writes in userspace.
+func TestRunWindowReports(t *testing.T) {
+	runWindowed(t, `(counter,window=1024us,report=1) > (export,file=%s,format=jsonl)`, "counter", "jsonl")
+}
+
+// runWindowed runs expr on packets over six windows in userspace and on
+// the switch, checks that the switch measured every packet and, when
+// expr exports to a file (its name a %s, of extension ext), that both
+// exported the same, and returns the function of class's state in both.
+func runWindowed(t *testing.T, expr, class, ext string) (user, got flowgraph.FunctionState) {
+	t.Helper()
 	dir := t.TempDir()
 	const (
 		window  = 1024 // µs: window=1024us
@@ -40,7 +65,6 @@ func TestRunWindows(t *testing.T) {
 			pkts = append(pkts, pkt{frame(protos[(w+i)%len(protos)], byte(i%3), 60+i), uint64(w*window + 3 + i*20)})
 		}
 	}
-	expr := `(cms,key=5tuple,width=16,depth=2,window=1024us) > (export,file=%s)`
 
 	// Userspace, on a capture file of the packets at their times.
 	trace := filepath.Join(dir, "t.pcap")
@@ -54,9 +78,9 @@ func TestRunWindows(t *testing.T) {
 		pw.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(0, int64(p.us)*1000), CaptureLength: len(p.data), Length: len(p.data)}, p.data)
 	}
 	f.Close()
-	userOut := filepath.Join(dir, "user.pcap")
+	userOut := filepath.Join(dir, "user."+ext)
 	rt := flowgraph.New(flowgraph.Config{})
-	ureq, err := rt.Populate(fmt.Sprintf(expr, userOut), flowgraph.RequestOptions{DefaultSource: "(pcap,file=" + trace + ")"})
+	ureq, err := rt.Populate(withFile(expr, userOut), flowgraph.RequestOptions{DefaultSource: "(pcap,file=" + trace + ")"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,22 +93,22 @@ func TestRunWindows(t *testing.T) {
 	if err := rt.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	user := state(ureq, "cms")
+	user = state(ureq, class)
 	rt.Close()
 
 	// The switch, packets in at the same times on its clock.
 	m := startModel(t, 1, p4gen.Tofino1())
 	root, sw := switchUnder(t, m.addr, 1)
-	swOut := filepath.Join(dir, "switch.pcap")
+	swOut := filepath.Join(dir, "switch."+ext)
 	rt = flowgraph.New(flowgraph.Config{Hierarchy: root})
 	defer rt.Close()
-	req, err := rt.Populate(fmt.Sprintf(expr, swOut), flowgraph.RequestOptions{DefaultSource: "(dev,swp1)"})
+	req, err := rt.Populate(withFile(expr, swOut), flowgraph.RequestOptions{DefaultSource: "(dev,swp1)"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, fn := range rt.Plan().Functions {
-		if fn.Class == "cms" && fn.Flowspace != "tor" {
-			t.Fatalf("the windowed cms runs in %s, not on the switch: %v", fn.Flowspace, fn.PassedOver)
+		if fn.Class == class && fn.Flowspace != "tor" {
+			t.Fatalf("the windowed %s runs in %s, not on the switch: %v", class, fn.Flowspace, fn.PassedOver)
 		}
 	}
 	if err := rt.Instantiate(); err != nil {
@@ -107,21 +131,30 @@ func TestRunWindows(t *testing.T) {
 	}
 	cancel()
 	rt.Stop()
-	got := state(req, "cms")
+	got = state(req, class)
 	if got.Dropped != 0 || got.In != uint64(len(pkts)) {
-		t.Errorf("cms on the switch: in %d, not measured %d; want %d and 0", got.In, got.Dropped, len(pkts))
+		t.Errorf("%s on the switch: in %d, not measured %d; want %d and 0", class, got.In, got.Dropped, len(pkts))
 	}
 	if sw.wins.Load() != nil {
 		t.Error("the windows are still followed after the run")
 	}
-	for _, k := range []string{"total", "nokey"} {
-		if got.State[k] != user.State[k] || got.State[k] == nil {
-			t.Errorf("the last window's %s: %v on the switch, %v in userspace", k, got.State[k], user.State[k])
-		}
+	if ext == "" {
+		return user, got
 	}
-	if fmt.Sprint(got.State["total"]) != fmt.Sprint(per) {
-		t.Errorf("the last window's total %v, want its %d packets", got.State["total"], per)
+	a, errA := os.ReadFile(userOut)
+	b, errB := os.ReadFile(swOut)
+	if errA != nil || errB != nil || string(a) != string(b) || len(a) == 0 {
+		t.Errorf("exported in userspace (%v):\n%s\non the switch (%v):\n%s", errA, a, errB, b)
 	}
+	return user, got
+}
+
+// withFile puts file into expr where it has a %s.
+func withFile(expr, file string) string {
+	if strings.Contains(expr, "%s") {
+		return fmt.Sprintf(expr, file)
+	}
+	return expr
 }
 
 func state(req *flowgraph.Request, class string) flowgraph.FunctionState {
