@@ -343,6 +343,17 @@ func (b *builder) linkTypes(order []*lnode, snaplen int) error {
 		if producer {
 			ctx.Output = functions.LinkRecord
 		}
+		// A file a function reads is a regular file or a FIFO: a
+		// directory or a device (/dev/zero) is refused here, at once.
+		var bad error
+		n.params.Files(func(path string, use functions.FileUse) {
+			if use == functions.FileRead && bad == nil {
+				bad = functions.CheckStream(path)
+			}
+		})
+		if bad != nil {
+			return b.errorf(n.argPos, "%s: %v", n.name(), bad)
+		}
 		if n.class.Validate != nil {
 			if err := n.class.Validate(ctx); err != nil {
 				return b.errorf(n.argPos, "%v", err)

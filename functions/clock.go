@@ -51,7 +51,8 @@ func AlignUp(t, interval int64) int64 {
 // are deleted. It calls Drain for every epoch in order, from the
 // goroutine that reads the flowspace's state, under the Go half's lock;
 // after a stall of more than two epochs, the epochs whose packets found
-// their map not ready (counted as dropped) are passed over.
+// their map not ready (counted as dropped) are passed over. When the
+// capture stops, the epoch it stopped in is drained too, before Flush.
 type Drainer interface {
 	Drain(e int64, keys, values []byte, n, cpus int)
 }

@@ -11,6 +11,12 @@
 // flowspace instantiates it (Class.New or Class.NewSource); the flowgraph
 // then checks the function keeps the state its class declares (Class.State).
 //
+// Files of input: a parameter that names a file is declared so (Param.File),
+// and the flowgraph refuses one that names a directory or a device
+// (CheckStream) when the request is checked. A file read whole (a file of
+// events, a program, a file of sums, a hierarchy) is read with ReadFile: a
+// regular file of at most MaxFileSize bytes, anything else refused at once.
+//
 // The one rule for implementations: Process runs on the datapath. It gets a
 // batch, compacts it in place and must not allocate, block or call anything
 // per packet that it could call per batch.

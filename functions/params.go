@@ -55,6 +55,11 @@ type Param struct {
 	// so that the flowgraph can refuse a graph that writes over its own
 	// input, or writes one file twice.
 	File FileUse
+	// With names the parameter this one has an effect with: given without
+	// it (a Bool one: not true), it would change nothing, and Bind refuses
+	// it rather than let the user believe it did (sample's seed= is for
+	// rate=, not every=).
+	With string
 }
 
 // FileUse is what a function does with a file a parameter names.
@@ -151,6 +156,7 @@ func (e *BindError) Error() string { return e.Msg }
 // parameters with defaults filled in.
 func (c *Class) Bind(args []Arg) (Params, error) {
 	p := Params{class: c, vals: make([]Value, len(c.Params))}
+	given := make([]int, len(c.Params)) // the argument that gave it, +1
 	for i, a := range args {
 		key := a.Key
 		if key == "" {
@@ -171,6 +177,7 @@ func (c *Class) Bind(args []Arg) (Params, error) {
 			return p, &BindError{i, fmt.Sprintf("parameter %s of class %s: %v", key, c.Name, err)}
 		}
 		p.vals[j] = v
+		given[j] = i + 1
 	}
 	for j, par := range c.Params {
 		if p.vals[j].Set {
@@ -186,6 +193,18 @@ func (c *Class) Bind(args []Arg) (Params, error) {
 				return p, &BindError{-1, fmt.Sprintf("class %s parameter %s: bad default: %v", c.Name, par.Name, err)}
 			}
 			p.vals[j] = v
+		}
+	}
+	for j, par := range c.Params {
+		if par.With == "" || given[j] == 0 {
+			continue
+		}
+		if w := p.Get(par.With); !w.Set || w.Type == Bool && !w.Bool {
+			want := par.With + "="
+			if w.Type == Bool {
+				want = par.With + "=true"
+			}
+			return p, &BindError{given[j] - 1, fmt.Sprintf("parameter %s of class %s has an effect only with %s; without it, leave it out", par.Name, c.Name, want)}
 		}
 	}
 	return p, nil

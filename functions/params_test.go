@@ -83,6 +83,7 @@ func TestRegisterRejectsMalformedClasses(t *testing.T) {
 		{Name: "both", New: func(*Context) (Function, error) { return nil, nil }, NewSource: func(*Context) (Source, error) { return nil, nil }},
 		{Name: "src", MaxInputs: 1, NewSource: func(*Context) (Source, error) { return nil, nil }},
 		{Name: "baddefault", New: func(*Context) (Function, error) { return nil, nil }, Params: []Param{{Name: "n", Type: Int, Default: "x"}}},
+		{Name: "badwith", New: func(*Context) (Function, error) { return nil, nil }, Params: []Param{{Name: "n", Type: Int, With: "m"}}},
 	} {
 		if err := r.Register(c); err == nil {
 			t.Errorf("registered %s", c.Name)
@@ -100,6 +101,38 @@ func TestRegisterRejectsMalformedClasses(t *testing.T) {
 	}
 }
 
+// With gives a registry where its classes replace or join the others,
+// checks them, and leaves the registry it copies alone.
+func TestRegistryWith(t *testing.T) {
+	newFn := func(*Context) (Function, error) { return nil, nil }
+	a, b := &Class{Name: "a", New: newFn}, &Class{Name: "b", New: newFn}
+	r := NewRegistry()
+	for _, c := range []*Class{a, b} {
+		if err := r.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b2, c := &Class{Name: "b", New: newFn}, &Class{Name: "c", New: newFn}
+	w, err := r.With(b2, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]*Class{"a": a, "b": b2, "c": c} {
+		if got, _ := w.Lookup(name); got != want {
+			t.Errorf("With: %s is %p, want %p", name, got, want)
+		}
+	}
+	if got, _ := r.Lookup("b"); got != b {
+		t.Error("With changed the registry it copies")
+	}
+	if _, found := r.Lookup("c"); found {
+		t.Error("With added to the registry it copies")
+	}
+	if _, err := r.With(&Class{Name: "Bad", New: newFn}); err == nil {
+		t.Error("With took a malformed class")
+	}
+}
+
 // A NUL byte would end the string where C code (libpcap) reads it, so a
 // filter "tcp\x00 or udp" would silently mean "tcp".
 func TestBindRefusesNUL(t *testing.T) {
@@ -110,6 +143,45 @@ func TestBindRefusesNUL(t *testing.T) {
 		var be *BindError
 		if !errors.As(err, &be) || be.Arg != 0 || !strings.Contains(err.Error(), "NUL") {
 			t.Errorf("Bind(%q) = %v, want a BindError on argument 0 naming the NUL byte", raw.Text, err)
+		}
+	}
+}
+
+// A parameter with no effect without another (With) is refused when given
+// without it, by name, at the argument; its default alone is no error.
+func TestBindRefusesParametersWithoutEffect(t *testing.T) {
+	c := &Class{Name: "w", MinInputs: 1, MaxInputs: 1, New: func(*Context) (Function, error) { return nil, nil },
+		Params: []Param{
+			{Name: "rate", Type: Float},
+			{Name: "seed", Type: Int, Default: "1", With: "rate"},
+			{Name: "counting", Type: Bool},
+			{Name: "value", Type: String, With: "counting"},
+		}}
+	if err := NewRegistry().Register(c); err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range [][]Arg{
+		nil,
+		{{Key: "rate", Value: num("0.5", "")}, {Key: "seed", Value: num("3", "")}},
+		{{Key: "counting", Value: Raw{Text: "true"}}, {Key: "value", Value: Raw{Text: "bytes"}}},
+	} {
+		if _, err := c.Bind(ok); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
+	}
+	for _, bad := range []struct {
+		args []Arg
+		at   int
+		want string
+	}{
+		{[]Arg{{Key: "seed", Value: num("3", "")}}, 0, "parameter seed of class w has an effect only with rate=; without it, leave it out"},
+		{[]Arg{{Key: "counting", Value: Raw{Text: "false"}}, {Key: "value", Value: Raw{Text: "bytes"}}}, 1,
+			"parameter value of class w has an effect only with counting=true; without it, leave it out"},
+	} {
+		_, err := c.Bind(bad.args)
+		var be *BindError
+		if !errors.As(err, &be) || be.Error() != bad.want || be.Arg != bad.at {
+			t.Errorf("%v: %v (%+v), want %q at argument %d", bad.args, err, be, bad.want, bad.at)
 		}
 	}
 }

@@ -337,6 +337,11 @@ func (r *Registry) Register(c *Class) error {
 			}
 		}
 	}
+	for _, p := range c.Params {
+		if p.With != "" && (!seen[p.With] || p.With == p.Name) {
+			return fmt.Errorf("functions: class %s parameter %s has an effect with %q, which it does not declare", c.Name, p.Name, p.With)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.classes[c.Name]; dup {
@@ -344,6 +349,26 @@ func (r *Registry) Register(c *Class) error {
 	}
 	r.classes[c.Name] = c
 	return nil
+}
+
+// With returns a registry of r's classes in which cs take the place of
+// the classes of their names, or join them. Only cs are checked: r's were
+// when they were registered, and a run that binds two classes to its
+// streams (the CLI) need not check every class again.
+func (r *Registry) With(cs ...*Class) (*Registry, error) {
+	out := NewRegistry()
+	r.mu.RLock()
+	for name, c := range r.classes {
+		out.classes[name] = c
+	}
+	r.mu.RUnlock()
+	for _, c := range cs {
+		delete(out.classes, c.Name)
+		if err := out.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Lookup returns the class named name (case-insensitive).

@@ -88,24 +88,24 @@ for T in "$F" "$S"; do
 done
 
 echo
-echo "== 3b. start-up: a one-packet file, median of 20 runs"
+STARTUP_RUNS=${STARTUP_RUNS:-41}
+echo "== 3b. start-up: a one-packet file, $STARTUP_RUNS paired runs (each round runs every command once, in turn)"
 ONE="$OUT/one.pcap"
 [ -f "$ONE" ] || $BIN gen -o "$ONE" --packets 1 --seed 1
-median() { # median wall time in ms (one decimal) of 20 runs of "$@"
-	for _ in $(seq 20); do
-		local t0 t1
-		t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N)
-		echo $(( (t1 - t0) / 100000 ))
-	done | sort -n | sed -n 10p | awk '{ printf "%.1f", $1 / 10 }'
-}
-one_ffpf=$(median $BIN run --progress=false -r "$ONE" '(pktcount)')
-one_tcpd=$(median "$TCPDUMP" -r "$ONE")
-one_hier=$(median $BIN hierarchy)
-echo "   ffpf run -r one.pcap '(pktcount)'   ${one_ffpf} ms"
-echo "   tcpdump -r one.pcap                 ${one_tcpd} ms"
-echo "   ffpf hierarchy (probes eBPF)        ${one_hier} ms   (a run with only file or gen sources does not probe)"
+$GO run scripts/paired.go -n "$STARTUP_RUNS" \
+	-- $BIN run -r "$ONE" '(bpf,"tcp") > [(pktcount)|(bytecount)]' \
+	-- $BIN run -r "$ONE" '(pktcount)' \
+	-- $BIN hierarchy \
+	-- "$TCPDUMP" -r "$ONE" -w /dev/null > "$OUT/startup.txt"
+awk '/^cmd/ { ms[$2]=$4; r[$2]=$6 } /^load/ { before=$2; after=$3 }
+     END {
+       printf "   %-66s %6.2f ms   %.2f of tcpdump (target <= 1.20)\n", "ffpf run -r one.pcap '\''(bpf,\"tcp\") > [(pktcount)|(bytecount)]'\''", ms[0], r[0]
+       printf "   %-66s %6.2f ms   %.2f of tcpdump\n", "ffpf run -r one.pcap '\''(pktcount)'\'' (no filter)", ms[1], r[1]
+       printf "   %-66s %6.2f ms   %.2f of tcpdump\n", "ffpf hierarchy (probes eBPF; a run of files only does not)", ms[2], r[2]
+       printf "   %-66s %6.2f ms\n", "tcpdump -r one.pcap -w /dev/null", ms[3]
+       printf "   (medians; \"of tcpdump\" is the median of the ratios within a round; load average %s before, %s after)\n", before, after
+     }' "$OUT/startup.txt"
 
-echo
 echo "== 4. control plane: parse + place + instantiate a 1,000-function graph on a four-level hierarchy"
 $GO test -run '^$' -bench 'BenchmarkPlace1000' -benchtime 50x -count "$COUNT" ./flowgraph/ > "$OUT/place.txt"
 awk '/^BenchmarkPlace1000/ { for (i=1;i<=NF;i++) if ($(i+1)=="ms/graph") { s+=$i; n++; if (min==""||$i<min) min=$i; if ($i>max) max=$i } }

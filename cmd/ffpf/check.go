@@ -71,16 +71,14 @@ func readable(rt *flowgraph.Runtime) error {
 			if par.File != functions.FileRead || path == "" || path == "-" {
 				continue
 			}
-			// Without blocking: a FIFO with no writer yet is readable.
+			// Without blocking: a FIFO with no writer yet is readable. (A
+			// directory or a device was refused when the request was
+			// populated.)
 			fd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 			if err != nil {
 				return fmt.Errorf("%s: cannot open %s: %v", f.ID, path, functions.PathReason(err))
 			}
-			st, err := fd.Stat()
 			fd.Close()
-			if err == nil && st.IsDir() {
-				return fmt.Errorf("%s: cannot read %s: is a directory", f.ID, path)
-			}
 		}
 	}
 	return nil

@@ -27,6 +27,10 @@ func TestSnaplenZero(t *testing.T) {
 	if r := ffpf(t, "run", "-r", a, "-s", "-1", "(pktcount)"); r.code != 2 {
 		t.Errorf("-s -1: exit %d", r.code)
 	}
+	// past libpcap's largest, as tcpdump's -s: a usage error
+	if r := ffpf(t, "run", "-r", a, "-s", "262145", "(pktcount)"); r.code != 2 || !strings.Contains(r.stderr, "up to 262144") {
+		t.Errorf("-s 262145: exit %d, %q", r.code, r.stderr)
+	}
 }
 
 // run -h shows every flag in its synopsis.
@@ -181,5 +185,29 @@ func TestHierarchyNotAFile(t *testing.T) {
 		if r.code != 2 || r.stderr != "ffpf: cannot read /dev/zero: it is a character device, not a regular file\n" {
 			t.Errorf("%s --hierarchy /dev/zero: exit %d: %q", cmd, r.code, r.stderr)
 		}
+	}
+}
+
+// -Q is the direction of the capture on -i: with -r, as with a gen
+// source, it is refused, not ignored.
+func TestDirectionNeedsAnInterface(t *testing.T) {
+	a, _ := traces(t)
+	for _, args := range [][]string{
+		{"run", "-Q", "in", "-r", a, "(pktcount)"},
+		{"run", "-Q", "in", "(gen,packets=10) > (pktcount)"},
+		{"check", "-Q", "out", "-r", a, "(pktcount)"},
+	} {
+		r := ffpf(t, args...)
+		if r.code != 2 || r.stderr != "ffpf: -Q (--direction) is the direction of the capture on -i IFACE\n" {
+			t.Errorf("ffpf %s: exit %d, %q", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}
+
+// gen -i names an interface that does not exist: exit 2, as run -i.
+func TestGenNoSuchInterface(t *testing.T) {
+	r := ffpf(t, "gen", "-i", "nonexist0", "--packets", "1")
+	if r.code != 2 || r.stderr != "ffpf: nonexist0: No such device exists\n" {
+		t.Errorf("exit %d, %q", r.code, r.stderr)
 	}
 }

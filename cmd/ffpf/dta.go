@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
@@ -53,6 +54,26 @@ func cmdDTA(args []string, stdout, stderr io.Writer) error {
 	return usageErrorf("dta has no command %q (collect, query); see 'ffpf dta -h'", args[0])
 }
 
+// checkHostPort refuses an address that is not HOST:PORT with a port of
+// 0 to 65535 or a service name of network; whether the host resolves is
+// found when the collector listens.
+func checkHostPort(network, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("not HOST:PORT")
+	}
+	if n, err := strconv.ParseUint(port, 10, 64); err == nil {
+		if n > 65535 {
+			return fmt.Errorf("port %d is past 65535", n)
+		}
+		return nil
+	}
+	if _, err := net.LookupPort(network, port); err != nil {
+		return fmt.Errorf("%q is no port number (0 to 65535) nor %s service", port, network)
+	}
+	return nil
+}
+
 func dtaCollect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dta collect", "--listen ADDR [--keywrite SPEC] [--append SPEC] [--keyincrement SPEC] [--postcarding SPEC] [--http ADDR] [--sockets N] [--rcvbuf BYTES]", stderr)
 	listen := fs.String("listen", "", "receive reports on UDP `ADDR` (host:port; DTA's port is 40040)")
@@ -92,6 +113,14 @@ func dtaCollect(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := cfg.Config.Validate(); err != nil {
 		return usageErrorf("%v", err)
+	}
+	if err := cfg.Config.CheckMemory(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	for _, a := range []struct{ flag, addr, net string }{{"--listen", *listen, "udp"}, {"--http", *httpAddr, "tcp"}} {
+		if err := checkHostPort(a.net, a.addr); a.addr != "" && err != nil {
+			return usageErrorf("%s %s: %v", a.flag, a.addr, err)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -143,6 +172,16 @@ func dtaQuery(args []string, stdout, stderr io.Writer) error {
 	}
 	if *server == "" {
 		return usageErrorf("dta query needs --server HTTPADDR")
+	}
+	hostPort := *server
+	if u, err := url.Parse(*server); err == nil && strings.Contains(*server, "://") {
+		hostPort = u.Host // a URL names its host:port too
+		if u.Port() == "" {
+			hostPort = net.JoinHostPort(u.Hostname(), "80")
+		}
+	}
+	if err := checkHostPort("tcp", hostPort); err != nil {
+		return usageErrorf("--server %s: %v", *server, err)
 	}
 	if len(pos) == 0 {
 		return usageErrorf("dta query needs a query: keywrite KEY, append LIST [N], keyincrement KEY or postcarding KEY")

@@ -136,7 +136,17 @@ func TestDTACollectAndQuery(t *testing.T) {
 		{[]string{"dta", "collect", "--listen", "127.0.0.1:0", "--keywrite", "slots=1Mi"}, 2, "power of two"},
 		{[]string{"dta", "collect", "--listen", "127.0.0.1:0", "--keywrite", "slot=1M"}, 2, "no setting \"slot\""},
 		{[]string{"dta", "collect", "--keywrite", "slots=1M"}, 2, "needs --listen"},
-		{[]string{"dta", "collect", "--listen", "nohost:x", "--keywrite", "slots=1M"}, 1, "cannot listen"},
+		// usage and validation errors are 2, as the classes' are
+		{[]string{"dta", "collect", "--listen", "nohost:x", "--keywrite", "slots=1M"}, 2, `--listen nohost:x: "x" is no port number`},
+		{[]string{"dta", "collect", "--listen", "127.0.0.1:99999", "--keywrite", "slots=1M"}, 2, "--listen 127.0.0.1:99999: port 99999 is past 65535"},
+		{[]string{"dta", "collect", "--listen", "127.0.0.1:0", "--http", "127.0.0.1", "--keywrite", "slots=1M"}, 2, "--http 127.0.0.1: not HOST:PORT"},
+		{[]string{"dta", "collect", "--listen", "127.0.0.1:0", "--keywrite", "slots=0"}, 2, "keywrite slots=0: at least 1"},
+		{[]string{"dta", "collect", "--listen", "127.0.0.1:0", "--append", "lists=0,size=10"}, 2, "append lists=0: at least 1"},
+		{[]string{"dta", "collect", "--listen", "127.0.0.1:0", "--append", "lists=1M,size=4G"}, 2, "more than half of this machine's"}, // 16 PB
+		{[]string{"dta", "query", "--server", "127.0.0.1:99999", "keywrite", "1"}, 2, "--server 127.0.0.1:99999: port 99999 is past 65535"},
+		{[]string{"dta", "query", "--server", "localhost", "keywrite", "1"}, 2, "--server localhost: not HOST:PORT"},
+		// a port another collector holds is a runtime error
+		{[]string{"dta", "collect", "--listen", udp, "--keywrite", "slots=1M"}, 1, "cannot listen"},
 		{[]string{"dta", "frobnicate"}, 2, "no command"},
 	} {
 		r := ffpf(t, c.args...)
@@ -197,5 +207,57 @@ func TestDTACollectorReadsCapture(t *testing.T) {
 		if st[k] != v {
 			t.Errorf("%s = %v, want %v (state %v)", k, st[k], v, st)
 		}
+	}
+}
+
+// TestDTALimitsAgree: reporter, translator and collector have one set of
+// limits (functions/dta/layout). What the collector could never take is
+// refused when the request is checked, exit status 2: nine copies of a
+// key, a hop past the eight a chunk holds, a list past 2^20-1, a hashed
+// size that is a power of two. What the limits allow, at their edges,
+// the collector takes: nothing is dropped under redundancy, hop or list.
+func TestDTALimitsAgree(t *testing.T) {
+	for _, c := range []struct{ expr, msg string }{
+		{`(gen) > (dta,op=keywrite,key=ipv4.src,data=pkt.len,redundancy=9,to="127.0.0.1:40040")`, "redundancy=9: a collector takes 1 to 8 copies"},
+		{`(gen) > (dta,op=keyincrement,key=ipv4.src,redundancy=9)`, "redundancy=9: a collector takes 1 to 8 copies"},
+		{`(gen) > (dta,op=postcarding,key=ipv4.src,hop=8,data=1)`, "hop=8 is past 7"},
+		{`(gen) > (dta,op=append,list=1048576,data=1)`, "list=1048576: a collector hosts lists 0 to 1048575"},
+		{`(gen) > (dta,op=keywrite,key=ipv4.src,data=pkt.len) > (dta-translator,slots=1048576)`, "slots=1048576 is a power of two"},
+		{`(gen) > (dta,op=keywrite,key=ipv4.src,data=pkt.len) > (dta-translator,counters=1048576)`, "counters=1048576 is a power of two"},
+		{`(gen) > (dta,op=keywrite,key=ipv4.src,data=pkt.len) > (dta-translator,chunks=65536)`, "chunks=65536 is a power of two"},
+		{`(gen) > (dta,op=keywrite,key=ipv4.src,data=pkt.len) > (dta-translator,copies=9)`, "copies is 1 to 8"},
+		{`(gen) > (dta-collector,keywrite="slots=1048576")`, "slots=1048576 is a power of two"},
+		{`(gen) > (dta-collector,keywrite="slots=1009,redundancy=9")`, "redundancy=9: a collector takes 1 to 8 copies"},
+	} {
+		if r := ffpf(t, "check", c.expr); r.code != 2 || !strings.Contains(r.stderr, c.msg) {
+			t.Errorf("check %s: exit %d, %q; want exit 2, %q", c.expr, r.code, r.stderr, c.msg)
+		}
+	}
+	// The edges, from the reporter to a collector in one graph.
+	src := `(gen,packets=2000) > (bpf,"ip")`
+	r := ffpf(t, "run", "--json", "-e", src+` > (dta,op=keywrite,key=ipv4.src,data=pkt.len,redundancy=8) > (dta-collector,keywrite="slots=100003,redundancy=8")`,
+		"-e", src+` > (dta,op=keyincrement,key=ipv4.dst,redundancy=8) > (dta-collector,keyincrement="slots=100003,redundancy=8")`,
+		"-e", src+` > (dta,op=postcarding,key=ipv4.src,hop=7,data=5) > (dta-collector,postcarding="chunks=10007,hops=8,redundancy=8,values=10")`,
+		"-e", src+` > (dta,op=append,list=1048575,data=ipv4.src) > (dta-collector,append="lists=1Mi,size=4")`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	doc := parseRun(t, r)
+	ingested := 0
+	for _, i := range doc.byClass("dta-collector") {
+		st := doc.Functions[i].State
+		for _, why := range []string{"redundancy", "hop", "list", "value", "disabled", "short", "other"} {
+			if n := stateNum(t, st[why]); n != 0 {
+				t.Errorf("%s: %d reports dropped under %s (state %v)", doc.Functions[i].Params, n, why, st)
+			}
+		}
+		n := stateNum(t, st["keywrite"]) + stateNum(t, st["keyincrement"]) + stateNum(t, st["postcarding"]) + stateNum(t, st["append"])
+		if n == 0 || n != stateNum(t, st["frames"]) {
+			t.Errorf("%v: %d of %d frames ingested", doc.Functions[i].Params, n, stateNum(t, st["frames"]))
+		}
+		ingested++
+	}
+	if ingested != 4 {
+		t.Errorf("%d collectors", ingested)
 	}
 }

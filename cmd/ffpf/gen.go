@@ -8,10 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
-
+	"github.com/ffpf-go/ffpf/functions/dev"
 	"github.com/ffpf-go/ffpf/functions/gen"
 )
 
@@ -76,6 +73,9 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := gen.Config{Seed: *seed, Packets: *packets, Malformed: *malformed, VLAN: *vlan, IPv6: *ipv6, Flows: *flows}
 	if *iface != "" {
+		if err := dev.Exists(*iface); err != nil {
+			return &exitError{2, err} // as run -i says it
+		}
 		return transmit(*iface, *out, cfg, *pps, *tx == "xdp", *pool, stderr)
 	}
 
@@ -116,13 +116,11 @@ func transmit(iface, out string, cfg gen.Config, pps float64, xdp bool, pool int
 		}
 		defer f.Close()
 		bw = bufio.NewWriterSize(f, 1<<20)
-		pw := pcapgo.NewWriter(bw)
-		if err := pw.WriteFileHeader(gen.MaxFrameLen, layers.LinkTypeEthernet); err != nil {
+		pw, err := gen.NewPcapWriter(bw, gen.MaxFrameLen)
+		if err != nil {
 			return err
 		}
-		record = func(b []byte, ts time.Time) error {
-			return pw.WritePacket(gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(b), Length: len(b)}, b)
-		}
+		record = func(b []byte, ts time.Time) error { return pw.Write(b, len(b), ts.UnixNano()) }
 	}
 	start := time.Now()
 	var n, skipped int64

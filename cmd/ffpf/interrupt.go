@@ -19,6 +19,14 @@ import (
 //     run has started: the first signal stops it, the final state is
 //     printed and the exit status is 0. A second signal kills ffpf.
 //
+// The handler is installed and removed beside set-up, not in its way: the
+// runtime updates its signal thread's mask for each signal, a round trip
+// to another thread each time, which on a loaded machine waits for a CPU.
+// Until the handler is there a signal has its default action, which ends
+// ffpf as killed by it (as set-up wants; a signal the shell started ffpf
+// ignoring stays ignored until then), and the run does not start before
+// it is there.
+//
 // Set-up cannot always notice a signal: a cgo call (libpcap compiling a
 // long filter) or open(2) of a FIFO without a writer cannot be interrupted.
 // But until Activate, everything set-up holds is a file descriptor (eBPF
@@ -28,9 +36,10 @@ import (
 // outlives the process: from then on the runtime is stopped and closed,
 // which detaches everything, before ffpf ends.
 type interrupts struct {
-	ctx  context.Context // done at the first signal of the run
-	sigs chan os.Signal
-	once sync.Once
+	ctx       context.Context // done at the first signal of the run
+	sigs      chan os.Signal
+	installed chan struct{} // closed once the handler is installed
+	once      sync.Once
 
 	mu        sync.Mutex
 	settingUp bool
@@ -40,9 +49,10 @@ type interrupts struct {
 // set-up until started.
 func catchInterrupts() *interrupts {
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &interrupts{ctx: ctx, sigs: make(chan os.Signal, 1), settingUp: true}
-	signal.Notify(in.sigs, os.Interrupt, syscall.SIGTERM)
+	in := &interrupts{ctx: ctx, sigs: make(chan os.Signal, 1), installed: make(chan struct{}), settingUp: true}
 	go func() {
+		signal.Notify(in.sigs, os.Interrupt, syscall.SIGTERM)
+		close(in.installed)
 		sig, ok := <-in.sigs
 		if !ok {
 			return
@@ -61,18 +71,25 @@ func catchInterrupts() *interrupts {
 }
 
 // started marks the end of set-up: the caller is about to activate the
-// runtime, after which a signal stops the run instead of ending ffpf.
+// runtime, after which a signal stops the run instead of ending ffpf. It
+// waits for the handler, installed long before in practice.
 func (in *interrupts) started() {
+	<-in.installed
 	in.mu.Lock()
 	in.settingUp = false
 	in.mu.Unlock()
 }
 
-// stop stops watching; signals get their default again.
+// stop stops watching; signals get their default again, soon after it
+// returns (a process about to exit does not wait for it; a later
+// catchInterrupts is unaffected, as os/signal counts who wants a signal).
 func (in *interrupts) stop() {
 	in.once.Do(func() {
-		signal.Stop(in.sigs)
-		close(in.sigs) // Stop returned: nothing is sent on it any more
+		go func() {
+			<-in.installed
+			signal.Stop(in.sigs)
+			close(in.sigs) // Stop returned: nothing is sent on it any more
+		}()
 	})
 }
 

@@ -100,6 +100,13 @@ func startCapture(t *testing.T, ns string, args ...string) *capture {
 func (c *capture) stop(t *testing.T) runJSON {
 	t.Helper()
 	c.cmd.Process.Signal(os.Interrupt)
+	return c.wait(t)
+}
+
+// wait waits for a run interrupted (once: a second signal kills it) to
+// end, and returns its --json document.
+func (c *capture) wait(t *testing.T) runJSON {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- c.cmd.Wait() }()
 	select {

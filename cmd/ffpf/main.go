@@ -26,10 +26,9 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/google/gopacket/pcap"
-
 	"github.com/ffpf-go/ffpf/flowgraph"
 	_ "github.com/ffpf-go/ffpf/functions/builtin"
+	"github.com/ffpf-go/ffpf/internal/libpcap"
 	"github.com/ffpf-go/ffpf/lang"
 )
 
@@ -110,7 +109,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	case "version", "-version", "--version":
-		fmt.Fprintf(stdout, "%s\n%s\n", version(), pcap.Version())
+		fmt.Fprintf(stdout, "%s\n%s\n", version(), libpcap.Version())
 		return 0
 	case "-D", "--list-interfaces":
 		err = listInterfaces(stdout)
@@ -246,7 +245,7 @@ const (
 // listInterfaces prints the devices libpcap can capture on as tcpdump -D
 // does: number, name, description, flags.
 func listInterfaces(w io.Writer) error {
-	devs, err := pcap.FindAllDevs()
+	devs, err := libpcap.Devices()
 	if err != nil {
 		return fmt.Errorf("cannot list the interfaces: %v", err)
 	}

@@ -9,9 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
 )
@@ -33,41 +30,18 @@ func printClass(w io.Writer) *functions.Class {
 	}
 }
 
-// printer writes one line per packet. It decodes with gopacket's
-// DecodingLayerParser into layers it owns and formats with append
+// printer writes one line per packet. It decodes the headers it prints
+// in place (views into the packet's bytes) and formats with append
 // functions, so that it allocates nothing per packet.
 type printer struct {
 	w    *bufio.Writer
 	link functions.LinkType
 	line []byte
 	err  error
-
-	eth     layers.Ethernet
-	sll     layers.LinuxSLL
-	dot1q   layers.Dot1Q
-	ip4     layers.IPv4
-	ip6     layers.IPv6
-	tcp     layers.TCP
-	udp     layers.UDP
-	icmp4   layers.ICMPv4
-	icmp6   layers.ICMPv6
-	echo6   layers.ICMPv6Echo
-	arp     layers.ARP
-	parsers map[gopacket.LayerType]*gopacket.DecodingLayerParser // by the first layer
-	decoded []gopacket.LayerType
 }
 
 func newPrinter(w io.Writer, link functions.LinkType) *printer {
-	p := &printer{w: bufio.NewWriterSize(w, 64<<10), link: link, line: make([]byte, 0, 512),
-		decoded: make([]gopacket.LayerType, 0, 8)}
-	p.parsers = map[gopacket.LayerType]*gopacket.DecodingLayerParser{}
-	for _, first := range []gopacket.LayerType{layers.LayerTypeEthernet, layers.LayerTypeLinuxSLL, layers.LayerTypeIPv4, layers.LayerTypeIPv6} {
-		dp := gopacket.NewDecodingLayerParser(first,
-			&p.eth, &p.sll, &p.dot1q, &p.ip4, &p.ip6, &p.tcp, &p.udp, &p.icmp4, &p.icmp6, &p.echo6, &p.arp)
-		dp.IgnoreUnsupported = true
-		p.parsers[first] = dp
-	}
-	return p
+	return &printer{w: bufio.NewWriterSize(w, 64<<10), link: link, line: make([]byte, 0, 512)}
 }
 
 // Process prints the batch's packets and passes them all on. A write that
@@ -96,21 +70,45 @@ func (p *printer) Process(b *buffers.Batch) {
 // Close reports the first write error.
 func (p *printer) Close() error { return p.err }
 
-// format appends the line of one packet to l.
+// Ethertypes the printer follows.
+const (
+	etherIPv4  = 0x0800
+	etherARP   = 0x0806
+	etherVLAN  = 0x8100
+	etherQinQ  = 0x88a8
+	etherIPv6  = 0x86dd
+	etherMinII = 0x0600 // below: an 802.3 length, not a type
+)
+
+// format appends the line of one packet to l. A header that does not
+// decode (too short, a length below its own header's) gives the
+// "undecoded" line; a protocol the printer does not follow gives the
+// generic line of the last header it read.
 func (p *printer) format(l, data []byte, ts int64, wire uint32) []byte {
 	l = appendTime(l, ts)
-	first := layers.LayerTypeEthernet
 	rest := int(wire) // bytes on the wire after the link-layer header
+	var et uint16
+	var off int
 	switch p.link {
 	case functions.LinkEthernet:
 		rest -= 14
+		if len(data) < 14 {
+			return undecoded(l, wire)
+		}
+		et, off = binary.BigEndian.Uint16(data[12:]), 14
+		if et < etherMinII {
+			et = 0 // 802.3 with LLC: not followed
+		}
 	case functions.LinkLinuxSLL:
-		first = layers.LayerTypeLinuxSLL
 		rest -= 16
+		if len(data) < 16 {
+			return undecoded(l, wire)
+		}
+		et, off = binary.BigEndian.Uint16(data[14:]), 16
 	case functions.LinkRaw, functions.LinkIPv4, functions.LinkIPv6:
-		first = layers.LayerTypeIPv4
+		et = etherIPv4
 		if len(data) > 0 && data[0]>>4 == 6 {
-			first = layers.LayerTypeIPv6
+			et = etherIPv6
 		}
 	default:
 		l = append(l, "link type "...)
@@ -118,122 +116,309 @@ func (p *printer) format(l, data []byte, ts int64, wire uint32) []byte {
 		l = append(l, ", length "...)
 		return append(strconv.AppendUint(l, uint64(wire), 10), '\n')
 	}
-	p.decoded = p.decoded[:0]
-	err := p.parsers[first].DecodeLayers(data, &p.decoded)
-	var ip4, ip6 bool
-	for _, t := range p.decoded {
-		switch t {
-		case layers.LayerTypeDot1Q:
-			rest -= 4
-		case layers.LayerTypeIPv4:
-			ip4 = true
-		case layers.LayerTypeIPv6:
-			ip6 = true
-		case layers.LayerTypeARP:
-			return append(p.appendARP(l, rest), '\n')
+	// Behind a link-layer header, nothing captured beyond it ends the
+	// decoding as a type the printer does not follow does.
+	for off > 0 && off < len(data) && (et == etherVLAN || et == etherQinQ) {
+		if len(data)-off < 4 {
+			return undecoded(l, wire)
 		}
+		rest -= 4
+		et, off = binary.BigEndian.Uint16(data[off+2:]), off+4
 	}
-	if ip4 && p.decoded[len(p.decoded)-1] == layers.LayerTypeIPv4 && p.ip4.Flags&layers.IPv4MoreFragments != 0 && p.ip4.FragOffset == 0 {
-		// A first fragment: gopacket stops at it, tcpdump reads on.
-		p.decodeFirstFragment()
-	}
+	d, ok := data[off:], false
 	switch {
-	case ip4:
-		l = append(l, "IP "...)
-		payload := int(p.ip4.Length) - int(p.ip4.IHL)*4
-		return append(p.appendTransport(l, p.ip4.SrcIP, p.ip4.DstIP, p.ip4.Protocol, payload), '\n')
-	case ip6:
-		l = append(l, "IP6 "...)
-		return append(p.appendTransport(l, p.ip6.SrcIP, p.ip6.DstIP, p.ip6.NextHeader, int(p.ip6.Length)), '\n')
-	}
-	if len(p.decoded) == 0 || err != nil {
-		l = append(l, "undecoded, length "...)
-		return append(strconv.AppendUint(l, uint64(wire), 10), '\n')
-	}
-	et := p.eth.EthernetType
-	switch p.decoded[len(p.decoded)-1] {
-	case layers.LayerTypeLinuxSLL:
-		et = p.sll.EthernetType
-	case layers.LayerTypeDot1Q:
-		et = p.dot1q.Type
+	case off > 0 && len(d) == 0:
+	case et == etherIPv4:
+		l, ok = appendIPv4(l, d, 0)
+		return endLine(l, ok, wire)
+	case et == etherIPv6:
+		l, ok = appendIPv6(l, d, 0)
+		return endLine(l, ok, wire)
+	case et == etherARP:
+		l, ok = appendARP(l, d, rest)
+		return endLine(l, ok, wire)
 	}
 	l = append(l, "ethertype 0x"...)
-	l = appendHex16(l, uint16(et))
+	l = appendHex16(l, et)
 	l = append(l, ", length "...)
 	return append(strconv.AppendInt(l, int64(rest), 10), '\n')
 }
 
-// decodeFirstFragment decodes the transport header of a first IPv4
-// fragment, and appends its layer to p.decoded when it decodes.
-func (p *printer) decodeFirstFragment() {
-	var l gopacket.DecodingLayer
-	switch p.ip4.Protocol {
-	case layers.IPProtocolTCP:
-		l = &p.tcp
-	case layers.IPProtocolUDP:
-		l = &p.udp
-	case layers.IPProtocolICMPv4:
-		l = &p.icmp4
-	default:
-		return
+// endLine ends the line l, or gives the "undecoded" line if the packet's
+// headers did not decode (!ok).
+func endLine(l []byte, ok bool, wire uint32) []byte {
+	if !ok {
+		return undecoded(l, wire)
 	}
-	if l.DecodeFromBytes(p.ip4.Payload, gopacket.NilDecodeFeedback) == nil {
-		p.decoded = append(p.decoded, l.(gopacket.Layer).LayerType())
-	}
+	return append(l, '\n')
 }
 
-// appendTransport appends "SRC.SPORT > DST.DPORT: ..." for TCP and UDP, or
-// "SRC > DST: ..." for the rest; payload is the IP payload's length from
-// the IP header.
-func (p *printer) appendTransport(l []byte, src, dst []byte, proto layers.IPProtocol, payload int) []byte {
-	last := p.decoded[len(p.decoded)-1]
+func undecoded(l []byte, wire uint32) []byte {
+	l = append(l, "undecoded, length "...)
+	return append(strconv.AppendUint(l, uint64(wire), 10), '\n')
+}
+
+// appendIPv4 appends "IP " and the rest of the line of the IPv4 packet d,
+// or returns l as it was and false if its header does not decode: shorter than 20 bytes, a
+// total length or header length too small, options that overrun.
+func appendIPv4(l, d []byte, depth int) ([]byte, bool) {
+	if len(d) < 20 {
+		return l, false
+	}
+	length, ihl := int(binary.BigEndian.Uint16(d[2:])), int(d[0]&15)*4
+	if length == 0 { // TCP segmentation offload: the length is the packet's
+		length = int(uint16(len(d)))
+	}
+	if length < 20 || ihl < 20 || ihl > length {
+		return l, false
+	}
+	if len(d) > length {
+		d = d[:length]
+	} else if len(d) < ihl {
+		return l, false
+	}
+	if !ipv4Options(d[20:ihl]) {
+		return l, false
+	}
+	flags := binary.BigEndian.Uint16(d[6:])
+	more, offset := flags&0x2000 != 0, flags&0x1fff
+	proto := d[9]
+	var t transport
 	switch {
-	case last == layers.LayerTypeTCP && proto == layers.IPProtocolTCP:
-		l = appendEnd(l, src, uint16(p.tcp.SrcPort), dst, uint16(p.tcp.DstPort))
-		return p.appendTCP(l, payload-int(p.tcp.DataOffset)*4)
-	case last == layers.LayerTypeUDP && proto == layers.IPProtocolUDP:
-		l = appendEnd(l, src, uint16(p.udp.SrcPort), dst, uint16(p.udp.DstPort))
+	case offset == 0 && !more:
+		t = decodeTransport(proto, d[ihl:])
+	case offset == 0 && proto != protoICMPv6: // a first fragment: tcpdump reads on
+		t = decodeTransport(proto, d[ihl:])
+	}
+	l = append(l, "IP "...)
+	if t.kind == 0 && offset == 0 && !more {
+		if m, ok := appendTunnel(l, d[12:16], d[16:20], proto, d[ihl:], depth); ok {
+			return m, true
+		}
+	}
+	return t.append(l, d[12:16], d[16:20], proto, length-ihl, offset != 0), true
+}
+
+// ipv4Options reports whether the options o are well formed.
+func ipv4Options(o []byte) bool {
+	for len(o) > 0 {
+		switch o[0] {
+		case 0: // end of options
+			return true
+		case 1: // no operation
+			o = o[1:]
+		default:
+			if len(o) < 2 || len(o) < int(o[1]) || o[1] <= 2 {
+				return false
+			}
+			o = o[o[1]:]
+		}
+	}
+	return true
+}
+
+// appendIPv6 appends "IP6 " and the rest of the line of the IPv6 packet d
+// (without extension headers: a next header other than TCP, UDP, ICMP or
+// ICMPv6 is printed as a number), or returns l as it was and false if it
+// is shorter than its header, its payload length is 0 without a
+// jumbogram option, or its hop-by-hop header is malformed.
+func appendIPv6(l, d []byte, depth int) ([]byte, bool) {
+	if len(d) < 40 {
+		return l, false
+	}
+	length, next := int(binary.BigEndian.Uint16(d[4:])), d[6]
+	var t transport
+	switch {
+	case next == 0: // a hop-by-hop header: checked, not followed
+		if jumbo, ok := hopByHop(d[40:]); !ok || jumbo != (length == 0) {
+			return l, false
+		}
+	case length == 0:
+		return l, false
+	default:
+		t = decodeTransport(next, d[40:min(len(d), 40+length)])
+	}
+	l = append(l, "IP6 "...)
+	if t.kind == 0 && next != 0 {
+		if m, ok := appendTunnel(l, d[8:24], d[24:40], next, d[40:min(len(d), 40+length)], depth); ok {
+			return m, true
+		}
+	}
+	return t.append(l, d[8:24], d[24:40], next, length, false), true
+}
+
+// maxTunnels bounds the IP-in-IP headers the printer follows.
+const maxTunnels = 4
+
+// appendTunnel appends "SRC > DST: " and the line of the IP packet inner
+// for IP in IP (protocol 4) and IPv6 in IP (41), as tcpdump does, or
+// returns l as it was and false for another protocol, an inner packet
+// whose header does not decode, or tunnels nested deeper than maxTunnels.
+func appendTunnel(l, src, dst []byte, proto uint8, inner []byte, depth int) ([]byte, bool) {
+	if depth >= maxTunnels || proto != protoIPIP && proto != protoIPv6 {
+		return l, false
+	}
+	m := appendAddr(l, src)
+	m = append(m, " > "...)
+	m = appendAddr(m, dst)
+	m = append(m, ": "...)
+	var ok bool
+	if proto == protoIPIP {
+		m, ok = appendIPv4(m, inner, depth+1)
+	} else {
+		m, ok = appendIPv6(m, inner, depth+1)
+	}
+	if !ok {
+		return l, false
+	}
+	return m, true
+}
+
+// hopByHop reports whether the IPv6 hop-by-hop header at the start of d
+// is well formed (it and each option within d; a jumbogram option, if
+// any, of 4 bytes and a length above 65535), and whether it has a
+// jumbogram option.
+func hopByHop(d []byte) (jumbo, ok bool) {
+	if len(d) < 2 {
+		return false, false
+	}
+	end := (int(d[1]) + 1) * 8
+	if len(d) < end {
+		return false, false
+	}
+	for off := 2; off < end; {
+		if len(d)-off < 2 {
+			return false, false
+		}
+		if d[off] == 0 { // Pad1
+			off++
+			continue
+		}
+		n := int(d[off+1]) + 2
+		if len(d)-off < n {
+			return false, false
+		}
+		if d[off] == 0xc2 && !jumbo { // the first jumbogram option counts
+			if n != 6 || binary.BigEndian.Uint32(d[off+2:]) <= 65535 {
+				return false, false
+			}
+			jumbo = true
+		}
+		off += n
+	}
+	return jumbo, true
+}
+
+// IP protocol numbers the printer decodes.
+const (
+	protoICMP   = 1
+	protoIPIP   = 4
+	protoTCP    = 6
+	protoUDP    = 17
+	protoIPv6   = 41
+	protoICMPv6 = 58
+)
+
+// transport is the decoded transport header of a packet: kind says which
+// (0: none decoded) and h holds its bytes.
+type transport struct {
+	kind uint8 // protoTCP, protoUDP, protoICMP, protoICMPv6, or kindEcho6
+	h    []byte
+}
+
+// kindEcho6 is an ICMPv6 echo request or reply whose identifier and
+// sequence number are there.
+const kindEcho6 = 255
+
+// decodeTransport decodes the header of protocol proto at the start of d:
+// a TCP header whose data offset and options are sound, a UDP header whose
+// length is 0 or at least 8, 8 bytes of ICMP, 4 of ICMPv6 (8 for an echo).
+func decodeTransport(proto uint8, d []byte) transport {
+	switch proto {
+	case protoTCP:
+		if len(d) < 20 {
+			break
+		}
+		hlen := int(d[12]>>4) * 4
+		if hlen < 20 || hlen > len(d) {
+			break
+		}
+		if _, ok := appendTCPOptions(nil, d[20:hlen], false); ok {
+			return transport{protoTCP, d[:hlen]}
+		}
+	case protoUDP:
+		if len(d) >= 8 {
+			if n := binary.BigEndian.Uint16(d[4:]); n == 0 || n >= 8 {
+				return transport{protoUDP, d[:8]}
+			}
+		}
+	case protoICMP:
+		if len(d) >= 8 {
+			return transport{protoICMP, d[:8]}
+		}
+	case protoICMPv6:
+		if len(d) >= 4 {
+			if (d[0] == 128 || d[0] == 129) && len(d) >= 8 {
+				return transport{kindEcho6, d[:8]}
+			}
+			return transport{protoICMPv6, d[:4]}
+		}
+	}
+	return transport{}
+}
+
+// append appends "SRC.SPORT > DST.DPORT: ..." for TCP and UDP, or
+// "SRC > DST: ..." for the rest; payload is the IP payload's length from
+// the IP header, later whether the packet is a later IPv4 fragment.
+func (t transport) append(l []byte, src, dst []byte, proto uint8, payload int, later bool) []byte {
+	h := t.h
+	switch t.kind {
+	case protoTCP:
+		l = appendEnd(l, src, binary.BigEndian.Uint16(h), dst, binary.BigEndian.Uint16(h[2:]))
+		return appendTCP(l, h, payload-len(h))
+	case protoUDP:
+		l = appendEnd(l, src, binary.BigEndian.Uint16(h), dst, binary.BigEndian.Uint16(h[2:]))
 		l = append(l, "UDP, length "...)
-		return strconv.AppendInt(l, int64(p.udp.Length)-8, 10)
+		return strconv.AppendInt(l, int64(binary.BigEndian.Uint16(h[4:]))-8, 10)
 	}
 	l = appendAddr(l, src)
 	l = append(l, " > "...)
 	l = appendAddr(l, dst)
 	l = append(l, ": "...)
-	switch {
-	case last == layers.LayerTypeICMPv4 && proto == layers.IPProtocolICMPv4:
-		switch p.icmp4.TypeCode.Type() {
-		case layers.ICMPv4TypeEchoRequest:
+	switch t.kind {
+	case protoICMP:
+		switch h[0] {
+		case 8:
 			l = append(l, "ICMP echo request"...)
-		case layers.ICMPv4TypeEchoReply:
+		case 0:
 			l = append(l, "ICMP echo reply"...)
 		default:
 			l = append(l, "ICMP type "...)
-			l = strconv.AppendUint(l, uint64(p.icmp4.TypeCode.Type()), 10)
+			l = strconv.AppendUint(l, uint64(h[0]), 10)
 			l = append(l, ", length "...)
 			return strconv.AppendInt(l, int64(payload), 10)
 		}
 		l = append(l, ", id "...)
-		l = strconv.AppendUint(l, uint64(p.icmp4.Id), 10)
+		l = strconv.AppendUint(l, uint64(binary.BigEndian.Uint16(h[4:])), 10)
 		l = append(l, ", seq "...)
-		l = strconv.AppendUint(l, uint64(p.icmp4.Seq), 10)
-	case last == layers.LayerTypeICMPv6Echo && proto == layers.IPProtocolICMPv6:
-		if p.icmp6.TypeCode.Type() == layers.ICMPv6TypeEchoRequest {
+		l = strconv.AppendUint(l, uint64(binary.BigEndian.Uint16(h[6:])), 10)
+	case kindEcho6:
+		if h[0] == 128 {
 			l = append(l, "ICMP6, echo request"...)
 		} else {
 			l = append(l, "ICMP6, echo reply"...)
 		}
 		l = append(l, ", id "...)
-		l = strconv.AppendUint(l, uint64(p.echo6.Identifier), 10)
+		l = strconv.AppendUint(l, uint64(binary.BigEndian.Uint16(h[4:])), 10)
 		l = append(l, ", seq "...)
-		l = strconv.AppendUint(l, uint64(p.echo6.SeqNumber), 10)
-	case last == layers.LayerTypeICMPv6 && proto == layers.IPProtocolICMPv6:
+		l = strconv.AppendUint(l, uint64(binary.BigEndian.Uint16(h[6:])), 10)
+	case protoICMPv6:
 		l = append(l, "ICMP6, type "...)
-		l = strconv.AppendUint(l, uint64(p.icmp6.TypeCode.Type()), 10)
+		l = strconv.AppendUint(l, uint64(h[0]), 10)
 	default:
 		l = append(l, "ip-proto-"...)
 		l = strconv.AppendUint(l, uint64(proto), 10)
-		if last == layers.LayerTypeIPv4 && p.ip4.FragOffset != 0 {
+		if later {
 			return l // a later fragment: tcpdump gives no length
 		}
 		l = append(l, ' ')
@@ -249,16 +434,20 @@ var tcpFlags = [...]struct {
 	char byte
 }{{0x01, 'F'}, {0x02, 'S'}, {0x04, 'R'}, {0x08, 'P'}, {0x10, '.'}, {0x20, 'U'}, {0x40, 'E'}, {0x80, 'W'}}
 
-// appendTCP appends tcpdump's TCP summary; n is the segment's payload
-// length from the IP header.
-func (p *printer) appendTCP(l []byte, n int) []byte {
-	t := &p.tcp
-	var bits uint8
-	for i, f := range []bool{t.FIN, t.SYN, t.RST, t.PSH, t.ACK, t.URG, t.ECE, t.CWR} {
-		if f {
-			bits |= 1 << i
-		}
-	}
+// TCP flag bits.
+const (
+	tcpFIN = 0x01
+	tcpSYN = 0x02
+	tcpRST = 0x04
+	tcpACK = 0x10
+	tcpURG = 0x20
+)
+
+// appendTCP appends tcpdump's summary of the TCP header h (options
+// included); n is the segment's payload length from the IP header.
+func appendTCP(l, h []byte, n int) []byte {
+	bits := h[13]
+	seq := binary.BigEndian.Uint32(h[4:])
 	l = append(l, "Flags ["...)
 	if bits == 0 {
 		l = append(l, "none"...)
@@ -269,56 +458,89 @@ func (p *printer) appendTCP(l []byte, n int) []byte {
 		}
 	}
 	l = append(l, ']')
-	if n > 0 || t.SYN || t.FIN || t.RST {
+	if n > 0 || bits&(tcpSYN|tcpFIN|tcpRST) != 0 {
 		l = append(l, ", seq "...)
-		l = strconv.AppendUint(l, uint64(t.Seq), 10)
+		l = strconv.AppendUint(l, uint64(seq), 10)
 		if n > 0 {
 			l = append(l, ':')
-			l = strconv.AppendUint(l, uint64(t.Seq+uint32(n)), 10)
+			l = strconv.AppendUint(l, uint64(seq+uint32(n)), 10)
 		}
 	}
-	if t.ACK {
+	if bits&tcpACK != 0 {
 		l = append(l, ", ack "...)
-		l = strconv.AppendUint(l, uint64(t.Ack), 10)
+		l = strconv.AppendUint(l, uint64(binary.BigEndian.Uint32(h[8:])), 10)
 	}
 	l = append(l, ", win "...)
-	l = strconv.AppendUint(l, uint64(t.Window), 10)
-	if t.URG {
+	l = strconv.AppendUint(l, uint64(binary.BigEndian.Uint16(h[14:])), 10)
+	if bits&tcpURG != 0 {
 		l = append(l, ", urg "...)
-		l = strconv.AppendUint(l, uint64(t.Urgent), 10)
+		l = strconv.AppendUint(l, uint64(binary.BigEndian.Uint16(h[18:])), 10)
 	}
-	if len(t.Options) > 0 {
+	if len(h) > 20 {
 		l = append(l, ", options ["...)
-		for i, o := range t.Options {
-			if i > 0 {
-				l = append(l, ',')
-			}
-			l = appendTCPOption(l, o)
-		}
+		l, _ = appendTCPOptions(l, h[20:], true)
 		l = append(l, ']')
 	}
 	l = append(l, ", length "...)
 	return strconv.AppendInt(l, int64(n), 10)
 }
 
-// appendTCPOption appends one option as tcpdump names it.
-func appendTCPOption(l []byte, o layers.TCPOption) []byte {
-	d := o.OptionData
+// appendTCPOptions walks the options o, appending each as tcpdump names
+// it when print is set, and reports whether they are well formed (each
+// option's length at least 2 and within o). The end-of-options option ends
+// the walk.
+func appendTCPOptions(l, o []byte, print bool) ([]byte, bool) {
+	for i := 0; len(o) > 0; i++ {
+		kind, n := o[0], 1
+		if kind > 1 {
+			if len(o) < 2 || o[1] < 2 || int(o[1]) > len(o) {
+				return l, false
+			}
+			n = int(o[1])
+		}
+		if print {
+			if i > 0 {
+				l = append(l, ',')
+			}
+			l = appendTCPOption(l, kind, o[min(n, 2):n])
+		}
+		if kind == 0 {
+			break
+		}
+		o = o[n:]
+	}
+	return l, true
+}
+
+// TCP option kinds.
+const (
+	tcpOptEOL       = 0
+	tcpOptNOP       = 1
+	tcpOptMSS       = 2
+	tcpOptWScale    = 3
+	tcpOptSACKOK    = 4
+	tcpOptSACK      = 5
+	tcpOptTimestamp = 8
+)
+
+// appendTCPOption appends one option, of kind k with data d, as tcpdump
+// names it.
+func appendTCPOption(l []byte, k byte, d []byte) []byte {
 	switch {
-	case o.OptionType == layers.TCPOptionKindEndList:
+	case k == tcpOptEOL:
 		return append(l, "eol"...)
-	case o.OptionType == layers.TCPOptionKindNop:
+	case k == tcpOptNOP:
 		return append(l, "nop"...)
-	case o.OptionType == layers.TCPOptionKindMSS && len(d) == 2:
+	case k == tcpOptMSS && len(d) == 2:
 		return strconv.AppendUint(append(l, "mss "...), uint64(binary.BigEndian.Uint16(d)), 10)
-	case o.OptionType == layers.TCPOptionKindWindowScale && len(d) == 1:
+	case k == tcpOptWScale && len(d) == 1:
 		return strconv.AppendUint(append(l, "wscale "...), uint64(d[0]), 10)
-	case o.OptionType == layers.TCPOptionKindSACKPermitted && len(d) == 0:
+	case k == tcpOptSACKOK && len(d) == 0:
 		return append(l, "sackOK"...)
-	case o.OptionType == layers.TCPOptionKindTimestamps && len(d) == 8:
+	case k == tcpOptTimestamp && len(d) == 8:
 		l = strconv.AppendUint(append(l, "TS val "...), uint64(binary.BigEndian.Uint32(d)), 10)
 		return strconv.AppendUint(append(l, " ecr "...), uint64(binary.BigEndian.Uint32(d[4:])), 10)
-	case o.OptionType == layers.TCPOptionKindSACK && len(d)%8 == 0:
+	case k == tcpOptSACK && len(d)%8 == 0:
 		l = append(l, "sack "...)
 		l = strconv.AppendInt(l, int64(len(d)/8), 10)
 		for i := 0; i < len(d); i += 8 {
@@ -328,37 +550,47 @@ func appendTCPOption(l []byte, o layers.TCPOption) []byte {
 		}
 		return l
 	}
-	l = strconv.AppendUint(append(l, "opt-"...), uint64(o.OptionType), 10)
+	l = strconv.AppendUint(append(l, "opt-"...), uint64(k), 10)
 	return strconv.AppendUint(append(l, ':'), uint64(len(d)), 10)
 }
 
-// appendARP appends tcpdump's line for an Ethernet/IPv4 ARP request or
-// reply; n is its length on the wire.
-func (p *printer) appendARP(l []byte, n int) []byte {
-	a := &p.arp
+// appendARP appends tcpdump's line for the ARP packet d, an Ethernet/IPv4
+// request or reply, or a short one for others; n is its length on the
+// wire. It returns l as it was and false if d is shorter than its
+// addresses.
+func appendARP(l, d []byte, n int) ([]byte, bool) {
+	if len(d) < 8 {
+		return l, false
+	}
+	hw, pr := int(d[4]), int(d[5])
+	if len(d) < 8+2*hw+2*pr {
+		return l, false
+	}
+	sha, spa := d[8:8+hw], d[8+hw:8+hw+pr]
+	tpa := d[8+2*hw+pr : 8+2*hw+2*pr]
 	l = append(l, "ARP, "...)
-	if a.AddrType != layers.LinkTypeEthernet || a.Protocol != layers.EthernetTypeIPv4 || len(a.SourceProtAddress) != 4 {
+	if hrd := binary.BigEndian.Uint16(d); hrd != 1 || binary.BigEndian.Uint16(d[2:]) != etherIPv4 || pr != 4 {
 		l = append(l, "hardware type "...)
-		l = strconv.AppendUint(l, uint64(a.AddrType), 10)
+		l = strconv.AppendUint(l, uint64(hrd), 10)
 	} else {
-		switch a.Operation {
-		case layers.ARPRequest:
+		switch op := binary.BigEndian.Uint16(d[6:]); op {
+		case 1:
 			l = append(l, "Request who-has "...)
-			l = appendAddr(l, a.DstProtAddress)
+			l = appendAddr(l, tpa)
 			l = append(l, " tell "...)
-			l = appendAddr(l, a.SourceProtAddress)
-		case layers.ARPReply:
+			l = appendAddr(l, spa)
+		case 2:
 			l = append(l, "Reply "...)
-			l = appendAddr(l, a.SourceProtAddress)
+			l = appendAddr(l, spa)
 			l = append(l, " is-at "...)
-			l = appendMAC(l, a.SourceHwAddress)
+			l = appendMAC(l, sha)
 		default:
 			l = append(l, "operation "...)
-			l = strconv.AppendUint(l, uint64(a.Operation), 10)
+			l = strconv.AppendUint(l, uint64(op), 10)
 		}
 	}
 	l = append(l, ", length "...)
-	return strconv.AppendInt(l, int64(n), 10)
+	return strconv.AppendInt(l, int64(n), 10), true
 }
 
 // appendTime appends the time of day in the local time zone with

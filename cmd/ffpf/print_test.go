@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,5 +141,67 @@ func TestPrintLinkTypes(t *testing.T) {
 		if want := " IP 10.0.0.1.1000 > 10.0.0.2.2000: UDP, length 0\n"; !strings.HasSuffix(out.String(), want) {
 			t.Errorf("%v: printed %q, want a line ending %q", c.link, out.String(), want)
 		}
+	}
+}
+
+// IP in IP and IPv6 in IP print each header, as tcpdump does; the lines
+// are tcpdump 4.99's (-n -S) for the same frames. Behind an IPv4 header
+// of protocol 4 that does not decode, the line is the generic one.
+func TestPrintTunnels(t *testing.T) {
+	ip4 := func(src, dst byte, proto byte, payload []byte) []byte {
+		h := []byte{0x45, 0, 0, 0, 0, 1, 0, 0, 64, proto, 0, 0, 10, 0, 0, src, 10, 0, 0, dst}
+		binary.BigEndian.PutUint16(h[2:], uint16(20+len(payload)))
+		return append(h, payload...)
+	}
+	ip6 := func(src, dst byte, next byte, payload []byte) []byte {
+		h := make([]byte, 40)
+		h[0], h[6], h[7] = 0x60, next, 64
+		binary.BigEndian.PutUint16(h[4:], uint16(len(payload)))
+		copy(h[8:], []byte{0x20, 1, 0xd, 0xb8})
+		copy(h[24:], []byte{0x20, 1, 0xd, 0xb8})
+		h[23], h[39] = src, dst
+		return append(h, payload...)
+	}
+	tcp := []byte{0x04, 0xd2, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 2, 0, 0, 0, 0, 0}
+	udp := []byte{0x03, 0xe8, 0x07, 0xd0, 0, 12, 0, 0, 'a', 'b', 'c', 'd'}
+	for _, c := range []struct {
+		frame []byte
+		want  string
+	}{
+		{ip4(1, 2, 4, ip4(3, 4, 6, tcp)), "IP 10.0.0.1 > 10.0.0.2: IP 10.0.0.3.1234 > 10.0.0.4.80: Flags [S], seq 1, win 512, length 0"},
+		{ip4(1, 2, 41, ip6(1, 2, 17, udp)), "IP 10.0.0.1 > 10.0.0.2: IP6 2001:db8::1.1000 > 2001:db8::2.2000: UDP, length 4"},
+		{ip6(1, 2, 41, ip6(2, 1, 6, tcp)), "IP6 2001:db8::1 > 2001:db8::2: IP6 2001:db8::2.1234 > 2001:db8::1.80: Flags [S], seq 1, win 512, length 0"},
+		{ip6(1, 2, 4, ip4(3, 4, 17, udp)), "IP6 2001:db8::1 > 2001:db8::2: IP 10.0.0.3.1000 > 10.0.0.4.2000: UDP, length 4"},
+		{ip4(1, 2, 4, ip4(3, 4, 4, ip4(1, 4, 6, tcp))), "IP 10.0.0.1 > 10.0.0.2: IP 10.0.0.3 > 10.0.0.4: IP 10.0.0.1.1234 > 10.0.0.4.80: Flags [S], seq 1, win 512, length 0"},
+		{ip4(1, 2, 4, nil), "IP 10.0.0.1 > 10.0.0.2: ip-proto-4 0"},
+		{ip4(1, 2, 4, []byte{0x45, 0, 0}), "IP 10.0.0.1 > 10.0.0.2: ip-proto-4 3"},
+	} {
+		frame := append([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x08, 0x00}, c.frame...)
+		if c.frame[0]>>4 == 6 {
+			frame[12], frame[13] = 0x86, 0xdd
+		}
+		var out bytes.Buffer
+		p := newPrinter(&out, functions.LinkEthernet)
+		pb := buffers.NewPBuf(1, 256)
+		b := buffers.NewBatch(pb, 0, 1, 0)
+		b.Append(frame, uint32(len(frame)), 0)
+		p.Process(b)
+		if want := " " + c.want + "\n"; !strings.HasSuffix(out.String(), want) {
+			t.Errorf("printed %q, want a line ending %q", out.String(), want)
+		}
+	}
+}
+
+// An ARP packet's hardware type is 16 bits: 0x0101 is not Ethernet's 1.
+func TestPrintARPHardwareType(t *testing.T) {
+	frame := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 1, 2, 3, 4, 5, 0x08, 0x06,
+		1, 1, 8, 0, 6, 4, 0, 1, 0, 1, 2, 3, 4, 5, 10, 0, 0, 1, 0, 0, 0, 0, 0, 0, 10, 0, 0, 2}
+	var out bytes.Buffer
+	p := newPrinter(&out, functions.LinkEthernet)
+	b := buffers.NewBatch(buffers.NewPBuf(1, 256), 0, 1, 0)
+	b.Append(frame, uint32(len(frame)), 0)
+	p.Process(b)
+	if want := " ARP, hardware type 257, length 28\n"; !strings.HasSuffix(out.String(), want) {
+		t.Errorf("printed %q, want a line ending %q", out.String(), want)
 	}
 }

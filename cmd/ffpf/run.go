@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,6 +98,11 @@ func (o *runOptions) configFor(cfg flowgraph.Config, exprs []string, src string)
 	} else {
 		cfg.Hierarchy, _ = hierarchy.Discover(functions.Default)
 	}
+	if o.file != "" && o.file != "-" {
+		if err := functions.CheckStream(o.file); err != nil {
+			return cfg, "", &exitError{2, err} // a directory or a device, refused before anything runs
+		}
+	}
 	if o.iface != "" && !simulates(cfg.Hierarchy, o.iface) {
 		if err := dev.Exists(o.iface); err != nil {
 			return cfg, "", &exitError{2, err} // as tcpdump says it
@@ -164,6 +170,9 @@ func (o *runOptions) requests(pos []string) ([]string, string, error) {
 	switch {
 	case o.file != "" && o.iface != "":
 		return nil, "", usageErrorf("-r and -i exclude each other")
+	case o.direction != "" && o.iface == "":
+		// with -r as without a default source: one rule
+		return nil, "", usageErrorf("-Q (--direction) is the direction of the capture on -i IFACE")
 	case o.file != "":
 		return exprs, "(pcap,file=" + strconv.Quote(o.file) + ")", nil
 	case o.iface != "":
@@ -172,8 +181,6 @@ func (o *runOptions) requests(pos []string) ([]string, string, error) {
 			src += ",direction=" + o.direction
 		}
 		return exprs, src + ")", nil
-	case o.direction != "":
-		return nil, "", usageErrorf("-Q (--direction) is the direction of the capture on -i IFACE")
 	}
 	return exprs, "", nil
 }
@@ -202,8 +209,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *snaplen == 0 {
 		*snaplen = flowgraph.DefaultSnaplen // tcpdump's -s 0
 	}
-	if *snaplen < 0 {
-		return usageErrorf("-s must be a number of bytes (0: the default, %d)", flowgraph.DefaultSnaplen)
+	if *snaplen < 0 || *snaplen > flowgraph.DefaultSnaplen {
+		return usageErrorf("-s must be a number of bytes up to %d (0: the default, %d), as tcpdump's", flowgraph.DefaultSnaplen, flowgraph.DefaultSnaplen)
 	}
 	if *printLines && *asJSON {
 		return usageErrorf("--print and --json exclude each other")
@@ -287,19 +294,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 // command's streams: export writing as exp says and, if printTo is set,
 // print writing its lines there.
 func cliRegistry(printTo io.Writer, exp export.Options) (*functions.Registry, error) {
-	reg := functions.NewRegistry()
-	for _, c := range functions.Default.All() {
-		if c.Name == "export" {
-			c = export.NewClass(exp)
-		}
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
 	if printTo == nil {
-		return reg, nil
+		return functions.Default.With(export.NewClass(exp))
 	}
-	return reg, reg.Register(printClass(printTo))
+	return functions.Default.With(export.NewClass(exp), printClass(printTo))
 }
 
 // exportsToStdout returns how the first export function of rt that
@@ -343,7 +341,17 @@ type result struct {
 	Bridges   []flowgraph.BridgeState   `json:"bridges"`
 }
 
-func printResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
+// printResult prints the counters and state of rt's functions and bridges
+// to out, in one write: tabwriter writes a cell at a time.
+func printResult(rt *flowgraph.Runtime, asJSON bool, out io.Writer) error {
+	w := bufio.NewWriter(out)
+	if err := writeResult(rt, asJSON, w); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+func writeResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 	r := result{Packets: rt.Packets(), ElapsedNS: rt.Elapsed().Nanoseconds(), Functions: rt.Functions(), Bridges: rt.Bridges()}
 	if asJSON {
 		enc := json.NewEncoder(w)

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/trumpet/event"
@@ -25,8 +25,9 @@ its canonical one-line form, one a line (the -e events first, then each
 file's in order): the output is itself an event file. An interval must be a positive multiple of the epoch; an event
 name may be defined once across all inputs; an event may need at most the
 summary words a flow keeps (--words, the trumpet class's words=). A definition error is reported
-as file:line and one sentence (exit status 2); a file that cannot be read
-exits with status 1.`
+as file:line and one sentence (exit status 2). A FILE must be a regular file
+of at most 1 MiB: a directory, a device or a FIFO is refused at once (exit
+status 2); a file that cannot be opened exits with status 1.`
 
 func cmdTrumpet(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -37,7 +38,9 @@ func cmdTrumpet(args []string, stdout, stderr io.Writer) error {
 	case "check":
 		return cmdTrumpetCheck(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, trumpetUsage)
+		// check is the one command: its usage, flags and all
+		fs, _, _, _ := trumpetCheckFlags(stdout)
+		fs.help()
 		return nil
 	default:
 		hint := ""
@@ -48,23 +51,33 @@ func cmdTrumpet(args []string, stdout, stderr io.Writer) error {
 	}
 }
 
+// trumpetCheckFlags is trumpet check's flag set, its help written to w.
+func trumpetCheckFlags(w io.Writer) (fs *flagSet, epoch *string, words *int, lines *multiFlag) {
+	fs = newFlagSet("trumpet check", trumpetCheckSynopsis, w)
+	epoch = fs.String("epoch", event.IntervalString(event.DefaultEpoch), "the monitor's epoch, of which every interval is a multiple (at least 100us, as the class's epoch=)")
+	words = fs.Int("words", 16, "the summary words a flow keeps, as the trumpet class's words= (1 to 54)")
+	lines = new(multiFlag)
+	fs.Var(lines, "e", "an event in the one-line form (repeatable)")
+	return fs, epoch, words, lines
+}
+
 func cmdTrumpetCheck(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("trumpet check", trumpetCheckSynopsis, stderr)
-	epoch := fs.String("epoch", event.IntervalString(event.DefaultEpoch), "the monitor's epoch, of which every interval is a multiple")
-	words := fs.Int("words", 16, "the summary words a flow keeps, as the trumpet class's words= (1 to 54)")
-	var lines multiFlag
-	fs.Var(&lines, "e", "an event in the one-line form (repeatable)")
+	fs, epoch, words, linesp := trumpetCheckFlags(stderr)
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	ep, err := event.ParseInterval(*epoch)
+	if err == nil {
+		err = event.CheckEpoch(ep) // as the class's epoch=
+	}
 	if err != nil {
 		return usageErrorf("--epoch %s: %v", *epoch, err)
 	}
 	if *words < 1 || *words > monitor.MaxUnits {
 		return usageErrorf("--words %d: a flow keeps 1 to %d summary words", *words, monitor.MaxUnits)
 	}
+	lines := *linesp
 	if len(files) == 0 && len(lines) == 0 {
 		return usageErrorf("trumpet check needs a FILE or -e EVENT; see 'ffpf trumpet check -h'")
 	}
@@ -78,11 +91,10 @@ func cmdTrumpetCheck(args []string, stdout, stderr io.Writer) error {
 		evs = append(evs, ev)
 	}
 	for _, f := range files {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("cannot read %s: %v", f, functions.PathReason(err))
+		fe, err := event.ParseFile(f)
+		if fileErr := (*functions.FileError)(nil); errors.As(err, &fileErr) && !fileErr.Refused {
+			return err // it cannot be opened: a runtime error
 		}
-		fe, err := event.Parse(f, src)
 		if err != nil {
 			return &exitError{2, err}
 		}

@@ -67,6 +67,8 @@ func TestTrumpetCheckErrors(t *testing.T) {
 		{[]string{"trumpet", "check", good, dup}, 2, "ffpf: " + dup + ":2: event a is defined twice (first at " + good + ":1)\n"},
 		{[]string{"trumpet", "check", "--epoch", "15ms", good}, 2, "ffpf: " + good + ":1: event a: interval 20ms is not a multiple of the 15ms epoch; try 30ms\n"},
 		{[]string{"trumpet", "check", "--epoch", "1x", good}, 2, "ffpf: --epoch 1x: "},
+		// what the class's epoch= refuses, check refuses
+		{[]string{"trumpet", "check", "--epoch", "1ns", "-e", "a: *; count() > 1; 5-tuple; 1ms"}, 2, "ffpf: --epoch 1ns: an epoch is at least 100us, not 1ns\n"},
 		{[]string{"trumpet", "check", "-e", "b: *; count() > 1; 5-tuple; 10ms", "-e", "c: *; cuont() > 1; 5-tuple; 10ms"}, 2,
 			"ffpf: -e:2: event c: unknown function \"cuont\"; did you mean \"count\"?\n"},
 		// the class's default words=16 refuses this event: check does too
@@ -96,5 +98,14 @@ func TestTrumpetCheckErrors(t *testing.T) {
 	}
 	if r := trumpetRun("--help"); !strings.Contains(r.stdout, "ffpf trumpet check") {
 		t.Error("--help does not name trumpet check")
+	}
+	// trumpet help shows the flags, as trumpet check -h does
+	for _, args := range [][]string{{"trumpet", "help"}, {"trumpet", "-h"}} {
+		r := trumpetRun(args...)
+		for _, f := range []string{"Usage: ffpf trumpet check", "-epoch", "-words", "-e value"} {
+			if r.code != 0 || !strings.Contains(r.stdout, f) {
+				t.Errorf("ffpf %s: exit %d, no %q in\n%s", strings.Join(args, " "), r.code, f, r.stdout)
+			}
+		}
 	}
 }

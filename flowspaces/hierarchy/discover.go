@@ -11,7 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
-	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
 
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/kernel"
@@ -69,8 +69,10 @@ var (
 func probeOnce() probes {
 	probedOnce.Do(func() {
 		// Kernels before 5.11 charge eBPF memory to RLIMIT_MEMLOCK; later
-		// ones ignore it and this does nothing.
-		_ = rlimit.RemoveMemlock()
+		// ones ignore it. Lifted here rather than with cilium/ebpf's
+		// rlimit package, whose init creates a map to tell the two apart
+		// in every process, also in runs that never load a program.
+		_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
 		probed = probes{
 			kernel: features.HaveProgramType(ebpf.SchedCLS),
 			xdp:    features.HaveProgramType(ebpf.XDP),

@@ -518,7 +518,7 @@ func TestDiscoverLayout(t *testing.T) {
 	}
 }
 
-// A hierarchy file is a regular file of at most MaxFileSize bytes: a
+// A hierarchy file is a regular file of at most functions.MaxFileSize bytes: a
 // device would be read without end, a FIFO without a writer would block
 // for ever.
 func TestLoadBounded(t *testing.T) {
@@ -528,14 +528,14 @@ func TestLoadBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := filepath.Join(dir, "big.yaml")
-	if err := os.WriteFile(big, bytes.Repeat([]byte("# padding\n"), MaxFileSize/10+1), 0o600); err != nil {
+	if err := os.WriteFile(big, bytes.Repeat([]byte("# padding\n"), functions.MaxFileSize/10+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ path, want string }{
 		{"/dev/zero", "cannot read /dev/zero: it is a character device, not a regular file"},
 		{fifo, "cannot read " + fifo + ": it is a named pipe (FIFO), not a regular file"},
 		{dir, "cannot read " + dir + ": it is a directory, not a regular file"},
-		{big, fmt.Sprintf("cannot read %s: it is %d bytes, and a hierarchy file may have at most 1048576 (1 MiB)", big, (MaxFileSize/10+1)*10)},
+		{big, fmt.Sprintf("cannot read %s: it is %d bytes, and a hierarchy file may have at most 1048576 (1 MiB)", big, (functions.MaxFileSize/10+1)*10)},
 	} {
 		done := make(chan error, 1)
 		go func() { _, err := Load(c.path, nil); done <- err }()

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
@@ -44,74 +43,11 @@ func (e *Error) Error() string {
 // schema) and builds the flowspaces it describes; reg (nil:
 // functions.Default) checks the class names and traffic terms.
 func Load(path string, reg *functions.Registry) (flowspaces.Flowspace, error) {
-	data, err := readConfig(path)
+	data, err := functions.ReadFile(path, "a hierarchy file")
 	if err != nil {
 		return nil, err
 	}
 	return Parse(data, path, reg)
-}
-
-// MaxFileSize bounds a hierarchy file; real ones are a few kilobytes.
-const MaxFileSize = 1 << 20
-
-// readConfig reads a hierarchy file: a regular file of at most
-// MaxFileSize bytes.
-func readConfig(path string) ([]byte, error) {
-	return ReadBounded(path, MaxFileSize, "a hierarchy file")
-}
-
-// ReadBounded reads a configuration or source file (what names its kind
-// in errors: "a hierarchy file") that is a regular file of at most max
-// bytes. It opens without blocking, so that a FIFO with no writer is
-// refused rather than waited for, and a device (/dev/zero) is refused
-// rather than read without end. Its errors name the file.
-func ReadBounded(path string, max int64, what string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("cannot read %s: it is %s, not a regular file", path, fileKind(st.Mode()))
-	}
-	size := strconv.FormatInt(max, 10) + " bytes"
-	if max%(1<<20) == 0 {
-		size = strconv.FormatInt(max>>20, 10) + " MiB"
-	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("cannot read %s: it is %d bytes, and %s may have at most %d (%s)", path, st.Size(), what, max, size)
-	}
-	// The size may have changed since Stat: read one byte more than the
-	// limit to notice.
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("cannot read %s: it has more than %d bytes (%s), the most %s may have", path, max, size, what)
-	}
-	return data, nil
-}
-
-// fileKind names what a file that is not a regular file is.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a block device"
-	}
-	return "of mode " + m.String()
 }
 
 // Parse is Load of data read from filename, which names the file in
@@ -171,7 +107,8 @@ func (p *parser) errorf(line int, format string, args ...any) error {
 	return &Error{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// yamlLine and sizeRE are compiled at their first use, not at start-up.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // document decodes the file into one YAML node tree.
 func (p *parser) document() (*yaml.Node, error) {
@@ -199,7 +136,7 @@ func (p *parser) document() (*yaml.Node, error) {
 // yamlError turns "yaml: line 3: msg" into "file:3: msg".
 func (p *parser) yamlError(err error) error {
 	msg := err.Error()
-	m := yamlLine.FindStringSubmatch(msg)
+	m := yamlLine().FindStringSubmatch(msg)
 	if m == nil {
 		return p.errorf(0, "%s", strings.TrimPrefix(msg, "yaml: "))
 	}
@@ -332,7 +269,7 @@ func (p *parser) size(s *spec, f string) (int64, error) {
 	if v == "none" {
 		return -1, nil
 	}
-	m := sizeRE.FindStringSubmatch(v)
+	m := sizeRE().FindStringSubmatch(v)
 	bad := p.errorf(line, "field %s of flowspace %s must be a size (64MB, 1GB: units B, KB, MB, GB) or none, not %q", f, s.label(), v)
 	if m == nil {
 		return 0, bad
@@ -345,7 +282,7 @@ func (p *parser) size(s *spec, f string) (int64, error) {
 	return int64(n * mult), nil
 }
 
-var sizeRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|MB|GB)?$`)
+var sizeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|MB|GB)?$`) })
 
 // checkName validates a flowspace or interface name.
 func (p *parser) checkName(line int, what, name string) error {

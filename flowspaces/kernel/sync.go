@@ -112,7 +112,7 @@ func (fs *Flowspace) syncLoop() {
 		select {
 		case <-t.C:
 			end := false
-			if err := fs.windows(fs.now() - int64(grace)); err != nil {
+			if err := fs.windows(fs.now()-int64(grace), false); err != nil {
 				end = fs.fail(err)
 			}
 			if !time.Now().Before(nextSync) {
@@ -132,9 +132,10 @@ func (fs *Flowspace) syncLoop() {
 			}
 			t.Reset(fs.wait(nextSync))
 		case <-fs.stopSync:
-			// The programs are detached: what ended has ended, no grace.
+			// The programs are detached: what ended has ended, no grace,
+			// and the epoch of now is drained whole.
 			now := fs.now()
-			if err := fs.windows(now); err != nil {
+			if err := fs.windows(now, true); err != nil {
 				fs.fail(err)
 			}
 			fs.sync()
@@ -180,8 +181,9 @@ func (fs *Flowspace) fail(err error) bool {
 }
 
 // windows closes the windows of the functions here that ended at or
-// before now (window.go).
-func (fs *Flowspace) windows(now int64) error {
+// before now (window.go); last, at the end of the run, drains the epoch
+// of now as well.
+func (fs *Flowspace) windows(now int64, last bool) error {
 	fs.mu.Lock()
 	nodes, m := append([]*node(nil), fs.nodes...), fs.counters
 	fs.mu.Unlock()
@@ -192,7 +194,11 @@ func (fs *Flowspace) windows(now int64) error {
 		if k.win == nil || !k.started.Load() {
 			continue
 		}
-		if err := k.half(m).advance(now); err != nil {
+		h, step := k.half(m), (*halfState).advance
+		if last {
+			step = (*halfState).end
+		}
+		if err := step(h, now); err != nil {
 			return fmt.Errorf("%s: its window could not be closed: %w", k.ID, err)
 		}
 	}

@@ -226,7 +226,8 @@ func onCPU(cpu int, f func() error) error {
 // drives its Go half gofn as the flowspace does (frame i on CPU i mod the
 // CPUs, so that flows have entries on several): each epoch's flow map is
 // drained once the clock has passed the epoch's end. After the last frame
-// the clock is at end. It returns the sums of the function's counter
+// the clock is at end, and the run ends there: the epoch of end is
+// drained as well. It returns the sums of the function's counter
 // slots (its state, then late).
 func drained(t testing.TB, c *functions.Class, ctx *functions.Context, gofn functions.Function, frames [][]byte, ts []int64, end int64, opts ...drainOpts) []uint64 {
 	t.Helper()
@@ -292,7 +293,7 @@ func drained(t testing.TB, c *functions.Class, ctx *functions.Context, gofn func
 			t.Fatal(err)
 		}
 	}
-	if err := hs.advance(end); err != nil {
+	if err := hs.end(end); err != nil { // as the flowspace ends a run
 		t.Fatal(err)
 	}
 	var out []uint64

@@ -504,6 +504,31 @@ func (s *halfState) advance(now int64) error {
 	return nil
 }
 
+// end is advance at the end of the run, the programs detached: the
+// windows that ended by now are closed, and a Drained function's epoch of
+// now, which its map holds whole since no program writes it any more, is
+// drained too, so that its Go half's Flush reports the last interval on
+// all its packets.
+func (s *halfState) end(now int64) error {
+	if err := s.advance(now); err != nil {
+		return err
+	}
+	w := s.win
+	if w == nil || w.flow == nil || !w.started {
+		return nil
+	}
+	d, ok := s.gofn.(functions.Drainer)
+	if !ok {
+		return errors.New("its Go half drains no flow map")
+	}
+	defer s.lock()()
+	if err := w.drain(int(w.open&1), w.open, d); err != nil {
+		return err
+	}
+	w.open++
+	return nil
+}
+
 // sumSlot sums counter slot over the CPUs.
 func sumSlot(m *ebpf.Map, slot int) (uint64, error) {
 	var per []uint64

@@ -79,7 +79,9 @@ func windowedEBPF(t *testing.T, c *functions.Class, ctx *functions.Context, fram
 	if err != nil {
 		t.Fatal(err)
 	}
-	gofn, err := c.New(ctx)
+	gctx := *ctx
+	gctx.Target = functions.TargetXDP // the Go half's, as the flowspace makes it (kernel.go)
+	gofn, err := c.New(&gctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func init() {
 			{Name: "key", Type: functions.String,
 				Summary: "tag each packet with a 53-bit hash of these key fields (srcip/24, dstport, 5tuple, …): one tag per flow",
 				Check:   func(v functions.Value) error { _, err := flowkey.Parse(v.Str); return err }},
-			{Name: "seed", Type: functions.Int, Default: "0", Summary: "seed of the key's hash (key=)"},
+			{Name: "seed", Type: functions.Int, Default: "0", With: "key", Summary: "seed of the key's hash (key=)"},
 			{Name: "field", Type: functions.String,
 				Summary: "write value= into this header field of a copy of each packet (ipv4.tos, ipv4.dscp, ip.dscp, ipv6.hlim, vlan.id, …): the copies are the output"},
 		},

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/ffpf-go/ffpf/functions"
-	"github.com/ffpf-go/ffpf/functions/bpf/internal/libpcap"
+	"github.com/ffpf-go/ffpf/internal/libpcap"
 )
 
 // DefaultSnaplen is the snap length Compile uses when given 0 or less:

@@ -62,7 +62,7 @@ func init() {
 			measure.ValueParam,
 			measure.WindowParam,
 			measure.ReportParam("emit a record per window (and at the end): the total, or, with key=, the K keys with the largest values"),
-			{Name: "size", Type: functions.Int, Default: "64K", Summary: "keys the table holds (keyed)",
+			{Name: "size", Type: functions.Int, Default: "64K", With: "key", Summary: "keys the table holds (keyed)",
 				Check: func(v functions.Value) error {
 					if v.Int < 1 || v.Int > 1<<24 {
 						return errors.New("size is 1 to 16M keys")
@@ -131,7 +131,11 @@ func NewCounter(ctx *functions.Context) (*Counter, error) {
 		if ctx.Target == functions.TargetP4 {
 			c.tab = newP4Table(c.sp, p4Size(ctx.Params), m.Uint64s(functions.FieldOf(m, "slots")))
 		} else {
-			c.tab = newProbeTable(c.sp, uint32(ctx.Params.Int("size")), m.Uint64s(functions.FieldOf(m, "table")))
+			var touched *measure.Touched
+			if c.window.Interval > 0 {
+				touched = measure.NewTouched(int(ctx.Params.Int("size")), ctx)
+			}
+			c.tab = newProbeTable(c.sp, uint32(ctx.Params.Int("size")), m.Uint64s(functions.FieldOf(m, "table")), touched)
 		}
 		if c.report > 0 {
 			c.top = sketch.NewTopK[flowkey.Key](c.report)

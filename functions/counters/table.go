@@ -1,10 +1,12 @@
 package counters
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/measure"
 )
 
 // table is a keyed counter's table of keys and values in its MBuf.
@@ -25,10 +27,14 @@ type probeTable struct {
 	words int // per entry
 	size  uint32
 	t     []uint64
+	// touched records the entries a window inserted, so that a report
+	// and the reset walk those, not the table (measure.Touched); nil
+	// without windows.
+	touched *measure.Touched
 }
 
-func newProbeTable(sp *flowkey.Spec, size uint32, mem []uint64) *probeTable {
-	return &probeTable{sp: sp, words: entryWords(sp), size: size, t: mem}
+func newProbeTable(sp *flowkey.Spec, size uint32, mem []uint64, touched *measure.Touched) *probeTable {
+	return &probeTable{sp: sp, words: entryWords(sp), size: size, t: mem, touched: touched}
 }
 
 func (p *probeTable) find(k *flowkey.Key, insert bool) (*uint64, bool) {
@@ -45,6 +51,9 @@ func (p *probeTable) find(k *flowkey.Key, insert bool) (*uint64, bool) {
 				atomic.StoreUint64(&e[j], k[j])
 			}
 			atomic.StoreUint64(&e[nw+1], 1)
+			if p.touched != nil {
+				p.touched.Add(slot)
+			}
 			return &e[nw], true
 		}
 		same := true
@@ -65,18 +74,45 @@ func (p *probeTable) find(k *flowkey.Key, insert bool) (*uint64, bool) {
 }
 
 func (p *probeTable) each(f func(*flowkey.Key, uint64)) {
-	nw := p.words - 2
-	var k flowkey.Key
-	for i := 0; i+p.words <= len(p.t); i += p.words {
-		if p.t[i+nw+1] == 0 {
-			continue
+	if p.touched == nil || p.touched.All() {
+		for i := 0; i+p.words <= len(p.t); i += p.words {
+			p.entry(i, f)
 		}
-		copy(k[:nw], p.t[i:i+nw])
-		f(&k, p.t[i+nw])
+		return
+	}
+	// The entries the window inserted, in the table's order: the order in
+	// which equal values are offered decides which of them a report of K
+	// keeps.
+	slices.Sort(p.touched.Entries())
+	for _, slot := range p.touched.Entries() {
+		p.entry(int(slot)*p.words, f)
 	}
 }
 
-func (p *probeTable) clear() { clear(p.t) }
+// entry calls f with the entry at word i, if used.
+func (p *probeTable) entry(i int, f func(*flowkey.Key, uint64)) {
+	nw := p.words - 2
+	if p.t[i+nw+1] == 0 {
+		return
+	}
+	var k flowkey.Key
+	copy(k[:nw], p.t[i:i+nw])
+	f(&k, p.t[i+nw])
+}
+
+func (p *probeTable) clear() {
+	if p.touched == nil || p.touched.All() {
+		clear(p.t)
+	} else {
+		for _, slot := range p.touched.Entries() {
+			i := int(slot) * p.words
+			clear(p.t[i : i+p.words])
+		}
+	}
+	if p.touched != nil {
+		p.touched.Reset()
+	}
+}
 
 // p4Table is the table on a switch, as the controller reads it from the
 // registers into the MBuf: one slot per key, at P4Index 0 of its hashes

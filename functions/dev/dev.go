@@ -12,10 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/gopacket/pcap"
-
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/internal/libpcap"
 )
 
 func init() {
@@ -190,7 +189,7 @@ type Source struct {
 	snaplen int
 
 	mu     sync.Mutex // held by Fill while it reads, and by Close
-	h      *pcap.Handle
+	h      *libpcap.Handle
 	err    error // pending, returned once the batch is empty
 	statAt time.Time
 
@@ -207,7 +206,7 @@ func Exists(iface string) error {
 	if _, err := net.InterfaceByName(iface); err == nil {
 		return nil
 	}
-	devs, err := pcap.FindAllDevs()
+	devs, err := libpcap.Devices()
 	if err != nil || hasDev(devs, iface) {
 		return nil // libpcap will say what is wrong when it opens it
 	}
@@ -242,7 +241,7 @@ func Probe(iface string) (functions.LinkType, error) {
 	return s.link, nil
 }
 
-func hasDev(devs []pcap.Interface, name string) bool {
+func hasDev(devs []libpcap.Device, name string) bool {
 	for _, d := range devs {
 		if d.Name == name {
 			return true
@@ -274,70 +273,44 @@ func Open(iface string, o Options) (*Source, error) {
 	if o.Snaplen <= 0 || o.Snaplen > MaxSnaplen {
 		o.Snaplen = MaxSnaplen
 	}
-	in, err := pcap.NewInactiveHandle(iface)
-	if err != nil {
-		return nil, fmt.Errorf("cannot capture on %s: %v", iface, err)
-	}
-	defer in.CleanUp()
-	set := func(what string, err error) error {
-		if err != nil {
-			return fmt.Errorf("cannot capture on %s: setting the %s: %v", iface, what, err)
-		}
-		return nil
-	}
-	if err := set("snap length", in.SetSnapLen(o.Snaplen)); err != nil {
-		return nil, err
-	}
-	if err := set("promiscuous mode", in.SetPromisc(o.Promisc)); err != nil {
-		return nil, err
-	}
-	if err := set("read timeout", in.SetTimeout(ReadTimeout)); err != nil {
-		return nil, err
-	}
-	if o.Buffer > 0 {
-		if err := set("buffer size", in.SetBufferSize(o.Buffer)); err != nil {
-			return nil, err
-		}
-	}
-	if err := set("immediate mode", in.SetImmediateMode(false)); err != nil {
-		return nil, err
-	}
-	h, err := in.Activate()
+	h, err := libpcap.Open(iface, libpcap.Options{Snaplen: o.Snaplen, Promisc: o.Promisc, Timeout: ReadTimeout, Buffer: o.Buffer})
 	if err != nil {
 		return nil, fmt.Errorf("cannot capture on %s: %s", iface, activateReason(err))
 	}
 	if d, ok := pcapDirections[o.Direction]; ok && o.Direction != InOut {
 		if err := h.SetDirection(d); err != nil {
 			h.Close()
-			return nil, fmt.Errorf("cannot capture on %s: setting the direction: %v", iface, err)
+			return nil, fmt.Errorf("cannot capture on %s: %v", iface, err)
 		}
 	}
-	s := &Source{iface: iface, h: h, link: linkType(int(h.LinkType())), snaplen: o.Snaplen, statAt: time.Now()}
-	if n := h.SnapLen(); n > 0 && n < s.snaplen {
+	s := &Source{iface: iface, h: h, link: linkType(h.LinkType()), snaplen: o.Snaplen, statAt: time.Now()}
+	if n := h.Snaplen(); n > 0 && n < s.snaplen {
 		s.snaplen = n
 	}
 	return s, nil
 }
 
 // pcapDirections are libpcap's names for the directions.
-var pcapDirections = map[string]pcap.Direction{In: pcap.DirectionIn, Out: pcap.DirectionOut, InOut: pcap.DirectionInOut, "": pcap.DirectionInOut}
+var pcapDirections = map[string]libpcap.Direction{In: libpcap.DirectionIn, Out: libpcap.DirectionOut, InOut: libpcap.DirectionInOut, "": libpcap.DirectionInOut}
 
-// activateReason turns gopacket's activation errors into lower-case reasons.
+// activateReason turns libpcap's failures into lower-case reasons, in
+// tcpdump's words where tcpdump has some.
 func activateReason(err error) string {
-	switch msg := err.Error(); msg {
-	case "No Such Device":
-		return "No such device exists" // tcpdump's words
-	case "Permission Denied":
-		return "permission denied (capturing needs root or CAP_NET_RAW and CAP_NET_ADMIN)"
-	case "Interface Not Up":
-		return "the interface is not up"
-	case "Cannot set as promisc":
-		return "cannot set promiscuous mode"
-	default:
-		msg = strings.TrimPrefix(msg, "Error: ")
-		msg = strings.TrimPrefix(msg, "Warning: ")
-		return msg
+	var ae *libpcap.ActivateError
+	if !errors.As(err, &ae) {
+		return err.Error() // "setting the snap length: …", or pcap_create's message
 	}
+	switch ae.Status {
+	case libpcap.ErrNoSuchDevice:
+		return "No such device exists" // tcpdump's words
+	case libpcap.ErrPermDenied:
+		return "permission denied (capturing needs root or CAP_NET_RAW and CAP_NET_ADMIN)"
+	case libpcap.ErrIfaceNotUp:
+		return "the interface is not up"
+	case libpcap.WarnPromiscNotSup:
+		return "cannot set promiscuous mode"
+	}
+	return ae.Msg
 }
 
 // linkType maps libpcap's DLT_ value to the LINKTYPE_ value pcap files and
@@ -376,24 +349,19 @@ func (s *Source) Fill(b *buffers.Batch) error {
 	n0 := b.N
 	start := time.Now()
 	for b.Room() > 0 && !s.closed.Load() {
-		data, ci, err := s.h.ZeroCopyReadPacketData()
+		data, wire, ts, err := s.h.Next()
 		if err != nil {
-			if !errors.Is(err, pcap.NextErrorTimeoutExpired) {
+			if err != libpcap.ErrTimeout {
 				if err == io.EOF || s.closed.Load() {
 					s.err = io.EOF
 				} else {
-					if errors.Is(err, pcap.NextErrorReadError) {
-						if e := s.h.Error(); e != nil && e.Error() != "" {
-							err = e // libpcap's reason, rather than "Read Error"
-						}
-					}
 					s.err = fmt.Errorf("capture on %s failed: %v", s.iface, err)
 				}
 			}
 			break
 		}
 		// data points into libpcap's ring: copy it before the next read
-		b.Append(data, uint32(ci.Length), ci.Timestamp.UnixNano())
+		b.Append(data, wire, ts)
 		if b.N&31 == 0 && time.Since(start) > fillBudget { // the clock, every 32 packets
 			break
 		}
@@ -410,8 +378,8 @@ func (s *Source) Fill(b *buffers.Batch) error {
 // updateDrops reads the kernel's counters; s.mu must be held.
 func (s *Source) updateDrops() {
 	s.statAt = time.Now()
-	if st, err := s.h.Stats(); err == nil {
-		s.drops.Store(uint64(st.PacketsDropped) + uint64(st.PacketsIfDropped))
+	if drop, ifdrop, err := s.h.Stats(); err == nil {
+		s.drops.Store(drop + ifdrop)
 	}
 }
 

@@ -2,13 +2,9 @@ package gen
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"io"
-	"time"
-
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
 )
 
 // WritePcap writes the trace cfg describes to w as a classic pcap file
@@ -23,8 +19,8 @@ func WritePcap(w io.Writer, cfg Config, snaplen int) error {
 		return fmt.Errorf("gen: WritePcap needs a packet count")
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
-	pw := pcapgo.NewWriter(bw)
-	if err := pw.WriteFileHeader(uint32(snaplen), layers.LinkTypeEthernet); err != nil {
+	pw, err := NewPcapWriter(bw, snaplen)
+	if err != nil {
 		return err
 	}
 	g := New(cfg)
@@ -34,10 +30,52 @@ func WritePcap(w io.Writer, cfg Config, snaplen int) error {
 		if !ok {
 			break
 		}
-		ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, ts), CaptureLength: c, Length: n}
-		if err := pw.WritePacket(ci, buf[:c]); err != nil {
+		if err := pw.Write(buf[:c], n, ts); err != nil {
 			return err
 		}
 	}
 	return bw.Flush()
+}
+
+// PcapWriter writes frames to a classic pcap file: LINKTYPE_ETHERNET,
+// microsecond timestamps, little-endian, as Wireshark and tcpdump write
+// them. It does not buffer: give it a buffered writer.
+type PcapWriter struct {
+	w   io.Writer
+	hdr [16]byte
+}
+
+// NewPcapWriter writes the file header, recording snaplen, to w.
+func NewPcapWriter(w io.Writer, snaplen int) (*PcapWriter, error) {
+	var h [24]byte
+	binary.LittleEndian.PutUint32(h[0:], 0xa1b2c3d4) // microseconds
+	binary.LittleEndian.PutUint16(h[4:], 2)          // version 2.4
+	binary.LittleEndian.PutUint16(h[6:], 4)
+	// thiszone and sigfigs stay 0
+	binary.LittleEndian.PutUint32(h[16:], uint32(snaplen))
+	binary.LittleEndian.PutUint32(h[20:], 1) // LINKTYPE_ETHERNET
+	_, err := w.Write(h[:])
+	return &PcapWriter{w: w}, err
+}
+
+// Write appends a record: the captured bytes of a frame that was wire
+// bytes long, taken at ts nanoseconds since the epoch (written in
+// microseconds, rounded down).
+func (p *PcapWriter) Write(frame []byte, wire int, ts int64) error {
+	if len(frame) > wire {
+		return fmt.Errorf("gen: a record of %d bytes captured of %d on the wire", len(frame), wire)
+	}
+	sec, ns := ts/1e9, ts%1e9
+	if ns < 0 {
+		sec, ns = sec-1, ns+1e9
+	}
+	binary.LittleEndian.PutUint32(p.hdr[0:], uint32(sec))
+	binary.LittleEndian.PutUint32(p.hdr[4:], uint32(ns/1e3))
+	binary.LittleEndian.PutUint32(p.hdr[8:], uint32(len(frame)))
+	binary.LittleEndian.PutUint32(p.hdr[12:], uint32(wire))
+	if _, err := p.w.Write(p.hdr[:]); err != nil {
+		return err
+	}
+	_, err := p.w.Write(frame)
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The predicate language. Grammar, loosest binding first:
@@ -67,7 +68,8 @@ func wordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':'
 }
 
-var dottedQuad = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$`)
+// dottedQuad and macRE are compiled at their first use, not at start-up.
+var dottedQuad = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$`) })
 
 func lex(s string) ([]token, error) {
 	var toks []token
@@ -82,7 +84,7 @@ func lex(s string) ([]token, error) {
 				j++
 			}
 			w := s[i:j]
-			if j < len(s) && s[j] == '/' && (strings.Contains(w, ":") || dottedQuad.MatchString(w)) {
+			if j < len(s) && s[j] == '/' && (strings.Contains(w, ":") || dottedQuad().MatchString(w)) {
 				j++
 				for j < len(s) && s[j] >= '0' && s[j] <= '9' {
 					j++
@@ -244,7 +246,7 @@ func (p *parser) unary() (*node, error) {
 	return nil, errAt(t.pos, "unexpected %q at offset %d: a value was expected", t.text, t.pos)
 }
 
-var macRE = regexp.MustCompile(`^[0-9a-fA-F]{1,2}(:[0-9a-fA-F]{1,2}){5}$`)
+var macRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-fA-F]{1,2}(:[0-9a-fA-F]{1,2}){5}$`) })
 
 var keywords = map[string]bool{"and": true, "or": true, "not": true, "in": true}
 
@@ -255,7 +257,7 @@ func (p *parser) word(t token) (*node, error) {
 	switch {
 	case keywords[w]:
 		return nil, errAt(t.pos, "unexpected %q at offset %d: a value was expected", w, t.pos)
-	case macRE.MatchString(w):
+	case macRE().MatchString(w):
 		var b [6]byte
 		for i, x := range strings.Split(w, ":") {
 			v, _ := strconv.ParseUint(x, 16, 8)
@@ -266,7 +268,7 @@ func (p *parser) word(t token) (*node, error) {
 			n.i = n.i<<8 | int64(x)
 		}
 		return n, nil
-	case strings.Contains(w, ":") || dottedQuad.MatchString(strings.SplitN(w, "/", 2)[0]):
+	case strings.Contains(w, ":") || dottedQuad().MatchString(strings.SplitN(w, "/", 2)[0]):
 		n.op = "addr"
 		if strings.Contains(w, "/") {
 			pf, err := netip.ParsePrefix(w)

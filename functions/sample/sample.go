@@ -44,7 +44,7 @@ func init() {
 					}
 					return nil
 				}},
-			{Name: "seed", Type: functions.Int, Summary: "seed of the generator (rate=; 1 when unset): the same seed gives the same sample; given, it keeps rate= in userspace"},
+			{Name: "seed", Type: functions.Int, With: "rate", Summary: "seed of the generator (rate=; 1 when unset): the same seed gives the same sample; given, it keeps rate= in userspace"},
 		},
 		State:     state,
 		Targets:   []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},

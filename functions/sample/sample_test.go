@@ -192,6 +192,8 @@ func TestGraph(t *testing.T) {
 		`(gen) > (sample,rate=0.1,every=3)`: "one of rate=P",
 		`(gen) > (sample,rate=1.5)`:         "probability",
 		`(gen) > (sample,every=0)`:          "at least 1",
+		// seed= draws rate='s numbers; every= has none to draw
+		`(gen) > (sample,every=3,seed=4)`: "parameter seed of class sample has an effect only with rate=",
 	} {
 		rt := flowgraph.New(flowgraph.Config{})
 		if _, err := rt.Populate(expr, flowgraph.RequestOptions{}); err == nil || !strings.Contains(err.Error(), want) {

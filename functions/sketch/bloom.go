@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/measure"
 )
 
 // Bloom is a Bloom filter of m bits with k positions per key
@@ -14,10 +15,14 @@ import (
 // word b/64. A member always tests true; a non-member after n insertions
 // tests true with probability about (1 − e^(−kn/m))^k. Per-CPU copies merge
 // with Merge (or).
+//
+// Tracked (Track), it records the words a window set a first bit in, so
+// that ResetTouched clears those, not the whole filter.
 type Bloom struct {
-	w []uint64
-	m uint32
-	k uint32
+	w       []uint64
+	m       uint32
+	k       uint32
+	touched *measure.Touched
 }
 
 // BloomWords returns the 64-bit words m bits take.
@@ -57,11 +62,21 @@ func (s *Bloom) Add(h uint64) (present bool) {
 		p, mask := &s.w[b>>6], uint64(1)<<(b&63)
 		if atomic.LoadUint64(p)&mask == 0 {
 			present = false
-			atomic.OrUint64(p, mask)
+			if atomic.OrUint64(p, mask) == 0 && s.touched != nil {
+				s.touched.Add(b >> 6)
+			}
 		}
 	}
 	return present
 }
+
+// Track starts recording the words a window sets a first bit in, in t;
+// the filter must be empty (a function's, at its start).
+func (s *Bloom) Track(t *measure.Touched) { s.touched = t }
+
+// ResetTouched empties the filter: a tracked one's words a window set a
+// bit in (the others are 0), an untracked one's all.
+func (s *Bloom) ResetTouched() { resetTouched64(s.w, s.touched) }
 
 // Test reports whether a key's hash may be a member.
 func (s *Bloom) Test(h uint64) bool {
@@ -79,6 +94,9 @@ func (s *Bloom) Merge(other []uint64) {
 	for i := range s.w[:len(other)] {
 		atomic.OrUint64(&s.w[i], atomic.LoadUint64(&other[i]))
 	}
+	if s.touched != nil {
+		s.touched.SetAll()
+	}
 }
 
 // Reset zeroes words [from, to).
@@ -93,11 +111,30 @@ func (s *Bloom) Words() []uint64 { return s.w }
 // sum, avg, all, any); Min never under-estimates a key's sum of Adds, as in
 // a count-min sketch of one row shared by k hashes. A key whose positions
 // coincide has that counter counted once per position.
+//
+// Tracked (Track), it records the counters a window raised from 0, so that
+// ResetTouched clears those, not all n.
 type CountingBloom struct {
-	c []uint64
-	n uint32
-	k uint32
-	w Writes
+	c       []uint64
+	n       uint32
+	k       uint32
+	w       Writes
+	touched *measure.Touched
+}
+
+// Track starts recording the counters a window raises from 0, in t; the
+// counters must be 0 (a function's, at its start).
+func (s *CountingBloom) Track(t *measure.Touched) { s.touched = t }
+
+// ResetTouched zeroes the counters: a tracked filter's that a window
+// raised from 0 (the others are 0), an untracked one's all.
+func (s *CountingBloom) ResetTouched() { resetTouched64(s.c, s.touched) }
+
+// first records that counter j went from 0 to now by adding v.
+func (s *CountingBloom) first(j uint32, now, v uint64) {
+	if now == v && v != 0 && s.touched != nil {
+		s.touched.Add(j)
+	}
 }
 
 // NewCountingBloom returns a counting Bloom filter on mem (n = len(mem)
@@ -119,14 +156,18 @@ func (s *CountingBloom) Add(h, v uint64) uint64 {
 	m := uint64(math.MaxUint64)
 	if s.w == Exclusive {
 		for i := uint32(0); i < s.k; i++ {
-			p := s.at(h, i)
-			*p += v
-			m = min(m, *p)
+			j := flowkey.Index(h, i, s.n)
+			s.c[j] += v
+			s.first(j, s.c[j], v)
+			m = min(m, s.c[j])
 		}
 		return m
 	}
 	for i := uint32(0); i < s.k; i++ {
-		m = min(m, atomic.AddUint64(s.at(h, i), v))
+		j := flowkey.Index(h, i, s.n)
+		n := atomic.AddUint64(&s.c[j], v)
+		s.first(j, n, v)
+		m = min(m, n)
 	}
 	return m
 }
@@ -156,7 +197,10 @@ func (s *CountingBloom) Remove(h, v uint64) bool {
 // Set stores v in each of the key's counters.
 func (s *CountingBloom) Set(h, v uint64) {
 	for i := uint32(0); i < s.k; i++ {
-		atomic.StoreUint64(s.at(h, i), v)
+		j := flowkey.Index(h, i, s.n)
+		if atomic.SwapUint64(&s.c[j], v) == 0 {
+			s.first(j, v, v)
+		}
 	}
 }
 
@@ -226,6 +270,9 @@ func (s *CountingBloom) Any(h, v uint64) bool {
 func (s *CountingBloom) Merge(other []uint64) {
 	for i := range s.c[:len(other)] {
 		atomic.AddUint64(&s.c[i], atomic.LoadUint64(&other[i]))
+	}
+	if s.touched != nil {
+		s.touched.SetAll()
 	}
 }
 

@@ -10,6 +10,13 @@ import (
 
 func counting(p functions.Params) bool { return p.Bool("counting") }
 
+// countingValue is value=, which only a counting filter adds.
+var countingValue = func() functions.Param {
+	v := measure.ValueParam
+	v.With = "counting"
+	return v
+}()
+
 var bloomState = &functions.State{Fields: []functions.StateField{
 	{Name: "inserted", Type: buffers.U64, Merge: functions.MergeSum, Summary: "keys inserted that were not in the set (membership), or packets counted (counting)"},
 	nokeyField,
@@ -49,7 +56,7 @@ var bloomClass = &functions.Class{
 		{Name: "pass", Type: functions.String, Default: "new", Enum: []string{"new", "all", "member"},
 			Summary: "new: the packets whose key was not yet in the set (one alarm per key, MAFIA's insert); member: those whose key was; all: every packet"},
 		{Name: "counting", Type: functions.Bool, Summary: "a counting Bloom filter: add value= per packet; reads min, max, sum, avg"},
-		measure.ValueParam,
+		countingValue,
 		measure.WindowParam,
 		measure.ReportParam("emit a record per window (and at the end) with the keys inserted; any K ≥ 1"),
 	},
@@ -101,6 +108,13 @@ func NewBloomFunc(ctx *functions.Context) (*BloomFunc, error) {
 		f.cb, err = NewCountingBloom(f.mem, hashes, Shared)
 	} else {
 		f.b, err = NewBloom(f.mem, int(ctx.Params.Int("bits")), hashes)
+	}
+	if err == nil && k.window.Interval > 0 && measure.Tracks(ctx) {
+		if t := measure.NewTouched(len(f.mem), ctx); f.cb != nil {
+			f.cb.Track(t)
+		} else {
+			f.b.Track(t)
+		}
 	}
 	return f, err
 }
@@ -160,9 +174,13 @@ func (f *BloomFunc) emit(start int64) {
 }
 
 func (f *BloomFunc) reset() {
-	zero64(f.mem)
-	if f.pb != nil {
+	switch {
+	case f.pb != nil:
 		clear(f.pb.cells)
+	case f.cb != nil:
+		f.cb.ResetTouched()
+	default:
+		f.b.ResetTouched()
 	}
 	f.m.Store64(f.inserted, 0)
 }

@@ -63,6 +63,9 @@ func NewHLLFunc(ctx *functions.Context) (*HLLFunc, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k.window.Interval > 0 && measure.Tracks(ctx) {
+		s.Track(measure.NewTouched(len(s.r), ctx))
+	}
 	return &HLLFunc{keyed: k, s: s}, nil
 }
 
@@ -102,10 +105,10 @@ func (f *HLLFunc) Tick(now int64) { f.tick(now, f.emit, f.reset) }
 // Flush implements functions.Flusher.
 func (f *HLLFunc) Flush(int64) { f.flush(f.emit) }
 
-func (f *HLLFunc) emit(start int64) { f.summary(start, f.s.Estimate()) }
+func (f *HLLFunc) emit(start int64) { f.summary(start, f.s.TrackedEstimate()) }
 
 func (f *HLLFunc) reset() {
-	f.s.Reset(0, len(f.s.Registers()))
+	f.s.ResetTouched()
 	f.est.dirty.Store(true)
 }
 
@@ -113,10 +116,12 @@ func (f *HLLFunc) estimate() float64 { return f.est.get(f.s.Estimate) }
 
 // Summary implements functions.Summarizer. It estimates afresh, not from
 // the cache Process marks dirty: in an eBPF flowspace the registers change
-// by the flowspace's sync, and Process never runs.
+// by the flowspace's sync, and Process never runs. The estimate is the
+// number a report's record and a reader (LABEL.estimate) give, unrounded:
+// one form everywhere.
 func (f *HLLFunc) Summary() map[string]any {
 	m := 1 << f.s.Precision()
-	return map[string]any{"estimate": math.Round(f.s.Estimate()), "nokey": f.m.Load64(f.nokey),
+	return map[string]any{"estimate": f.s.Estimate(), "nokey": f.m.Load64(f.nokey),
 		"registers": m, "stderr": 1.04 / math.Sqrt(float64(m))}
 }
 
@@ -190,6 +195,9 @@ func NewPCSAFunc(ctx *functions.Context) (*PCSAFunc, error) {
 	if ctx.Target == functions.TargetP4 {
 		f.p4 = &p4Key{sp: k.sp, lt: k.lt}
 	}
+	if k.window.Interval > 0 && measure.Tracks(ctx) {
+		s.Track(measure.NewTouched(len(mem), ctx))
+	}
 	return f, nil
 }
 
@@ -229,10 +237,10 @@ func (f *PCSAFunc) Tick(now int64) { f.tick(now, f.emit, f.reset) }
 // Flush implements functions.Flusher.
 func (f *PCSAFunc) Flush(int64) { f.flush(f.emit) }
 
-func (f *PCSAFunc) emit(start int64) { f.summary(start, f.s.Estimate()) }
+func (f *PCSAFunc) emit(start int64) { f.summary(start, f.s.TrackedEstimate()) }
 
 func (f *PCSAFunc) reset() {
-	f.s.Reset(0, len(f.mem))
+	f.s.ResetTouched()
 	f.est.dirty.Store(true)
 }
 
@@ -241,7 +249,7 @@ func (f *PCSAFunc) estimate() float64 { return f.est.get(f.s.Estimate) }
 // Summary implements functions.Summarizer.
 // It estimates afresh, as HLLFunc's does.
 func (f *PCSAFunc) Summary() map[string]any {
-	return map[string]any{"estimate": math.Round(PCSAEstimate(f.mem)), "nokey": f.m.Load64(f.nokey),
+	return map[string]any{"estimate": PCSAEstimate(f.mem), "nokey": f.m.Load64(f.nokey),
 		"bitmaps": len(f.mem), "stderr": 0.78 / math.Sqrt(float64(len(f.mem)))}
 }
 

@@ -92,6 +92,9 @@ func NewCMS(ctx *functions.Context) (*CMS, error) {
 	if err != nil {
 		return nil, err
 	}
+	if k.window.Interval > 0 && measure.Tracks(ctx) {
+		s.Track(measure.NewTouched(s.Len(), ctx))
+	}
 	c := &CMS{keyed: k, s: s, bytes: measure.Bytes(ctx.Params), total: functions.FieldOf(k.m, "total").Offset}
 	if ctx.Target == functions.TargetP4 {
 		c.p4, c.p4bits, c.pos = &p4Key{sp: k.sp, lt: k.lt}, bits, make([]uint32, d)
@@ -145,7 +148,7 @@ func (c *CMS) Tick(now int64) { c.tick(now, c.emit, c.reset) }
 func (c *CMS) Flush(int64) { c.flush(c.emit) }
 
 func (c *CMS) reset() {
-	c.s.Reset(0, c.s.Len())
+	c.s.ResetTouched()
 	c.m.Store64(c.total, 0)
 	if c.top != nil {
 		c.top.Reset()

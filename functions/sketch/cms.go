@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/measure"
 )
 
 // CountMin is a count-min sketch (Cormode and Muthukrishnan 2005): depth
@@ -18,11 +19,15 @@ import (
 // Counters are 64-bit: a byte count passes 2^32 within a second at 40 Gb/s,
 // and a 32-bit counter that wraps would break the never-below guarantee.
 // Row r occupies counters [r·width, (r+1)·width) of the memory.
+//
+// Tracked (Track), it records the counters a window raised from 0, so that
+// ResetTouched clears those, not depth·width.
 type CountMin struct {
-	c     []uint64
-	depth uint32
-	width uint32
-	w     Writes
+	c       []uint64
+	depth   uint32
+	width   uint32
+	w       Writes
+	touched *measure.Touched
 }
 
 // Writes says who may update a structure of counters, which decides how
@@ -70,15 +75,22 @@ func (s *CountMin) Add(h, v uint64) uint64 {
 	base := uint32(0)
 	if s.w == Exclusive {
 		for i := uint32(0); i < s.depth; i++ {
-			p := &s.c[base+flowkey.Index(h, i, s.width)]
-			*p += v
-			est = min(est, *p)
+			j := base + flowkey.Index(h, i, s.width)
+			s.c[j] += v
+			if s.c[j] == v && s.touched != nil {
+				s.first(j, v)
+			}
+			est = min(est, s.c[j])
 			base += s.width
 		}
 		return est
 	}
 	for i := uint32(0); i < s.depth; i++ {
-		n := atomic.AddUint64(&s.c[base+flowkey.Index(h, i, s.width)], v)
+		j := base + flowkey.Index(h, i, s.width)
+		n := atomic.AddUint64(&s.c[j], v)
+		if n == v && s.touched != nil {
+			s.first(j, v)
+		}
 		est = min(est, n)
 		base += s.width
 	}
@@ -90,13 +102,17 @@ func (s *CountMin) Add(h, v uint64) uint64 {
 func (s *CountMin) AddRows(pos []uint32, v uint64) uint64 {
 	est := uint64(math.MaxUint64)
 	for r, i := range pos[:s.depth] {
-		p := &s.c[uint32(r)*s.width+i]
+		j := uint32(r)*s.width + i
+		p := &s.c[j]
 		var n uint64
 		if s.w == Exclusive {
 			*p += v
 			n = *p
 		} else {
 			n = atomic.AddUint64(p, v)
+		}
+		if n == v && s.touched != nil {
+			s.first(j, v)
 		}
 		est = min(est, n)
 	}
@@ -111,6 +127,21 @@ func (s *CountMin) EstimateRows(pos []uint32) uint64 {
 	}
 	return est
 }
+
+// first records that counter j went from 0 by adding v.
+func (s *CountMin) first(j uint32, v uint64) {
+	if v != 0 {
+		s.touched.Add(j)
+	}
+}
+
+// Track starts recording the counters a window raises from 0, in t; the
+// counters must be 0 (a function's, at its start).
+func (s *CountMin) Track(t *measure.Touched) { s.touched = t }
+
+// ResetTouched zeroes the counters: a tracked sketch's that a window
+// raised from 0 (the others are 0), an untracked one's all.
+func (s *CountMin) ResetTouched() { resetTouched64(s.c, s.touched) }
 
 // Estimate returns the estimate of the key hashed to h: the least of its
 // counters.
@@ -137,11 +168,29 @@ func (s *CountMin) Merge(other []uint64) {
 	for i := range s.c[:len(other)] {
 		atomic.AddUint64(&s.c[i], atomic.LoadUint64(&other[i]))
 	}
+	if s.touched != nil {
+		s.touched.SetAll()
+	}
 }
 
 func zero64(c []uint64) {
 	for i := range c {
 		atomic.StoreUint64(&c[i], 0)
+	}
+}
+
+// resetTouched64 zeroes the words of c that t recorded (the others are
+// 0), or all of them untracked (t nil) or past t's list; t starts again.
+func resetTouched64(c []uint64, t *measure.Touched) {
+	if t == nil || t.All() {
+		zero64(c)
+	} else {
+		for _, j := range t.Entries() {
+			atomic.StoreUint64(&c[j], 0)
+		}
+	}
+	if t != nil {
+		t.Reset()
 	}
 }
 

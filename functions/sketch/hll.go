@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/measure"
 )
 
 // HLL is a HyperLogLog cardinality estimator (Flajolet, Fusy, Gandouet and
@@ -22,10 +23,18 @@ import (
 //
 // A register is updated by compare-and-swap on its aligned 32-bit word, so
 // the memory must be 4-byte aligned (an MBuf view is).
+//
+// Tracked (Track), it also keeps the histogram of the register values and
+// the registers a window raised from 0, so that a window's estimate
+// (TrackedEstimate) costs a pass over the 66 values of the histogram and
+// its reset (ResetTouched) the registers it touched: the cost of a window
+// is what it saw, not 2^p.
 type HLL struct {
-	r     []uint8
-	p     uint8
-	hbits int // bits of the hashes offered: 64, or 32 (NewHLL32)
+	r       []uint8
+	p       uint8
+	hbits   int   // bits of the hashes offered: 64, or 32 (NewHLL32)
+	hist    []int // registers by value, 0 .. 65; nil untracked
+	touched *measure.Touched
 }
 
 // NewHLL returns a HyperLogLog on mem, which must hold exactly 2^p registers.
@@ -56,7 +65,7 @@ func NewHLL32(mem []uint8, p int) (*HLL, error) {
 // register grew.
 func (s *HLL) Add32(h uint32) bool {
 	j, rho := HLLPosition32(h, s.p)
-	return maxByte(s.r, j, rho)
+	return s.raise(j, rho)
 }
 
 // Precision returns p.
@@ -72,14 +81,39 @@ func HLLPosition(h uint64, p uint8) (j uint32, rho uint8) {
 	return j, uint8(flowkey.LeadingZeros(w) + 1)
 }
 
+// Track starts keeping the histogram and the registers raised from 0,
+// which t records; the registers must be 0 (a function's, at its start).
+// Only the goroutine that adds (under the function's lock) may then read
+// TrackedEstimate or call ResetTouched.
+func (s *HLL) Track(t *measure.Touched) {
+	s.hist = make([]int, 66)
+	s.hist[0] = len(s.r)
+	s.touched = t
+}
+
 // Add offers a key's hash; it reports whether a register grew.
 func (s *HLL) Add(h uint64) bool {
 	j, rho := HLLPosition(h, s.p)
-	return maxByte(s.r, j, rho)
+	return s.raise(j, rho)
 }
 
-// maxByte raises byte j of r to v, atomically through its 32-bit word.
-func maxByte(r []uint8, j uint32, v uint8) bool {
+// raise raises register j to rho, keeping a tracked sketch's histogram;
+// it reports whether the register grew.
+func (s *HLL) raise(j uint32, rho uint8) bool {
+	old, grew := maxByte(s.r, j, rho)
+	if grew && s.hist != nil {
+		s.hist[old]--
+		s.hist[rho]++
+		if old == 0 {
+			s.touched.Add(j)
+		}
+	}
+	return grew
+}
+
+// maxByte raises byte j of r to v, atomically through its 32-bit word; it
+// returns the byte's value before, and whether it grew.
+func maxByte(r []uint8, j uint32, v uint8) (uint8, bool) {
 	word := (*uint32)(unsafe.Pointer(&r[j&^3]))
 	shift := (j & 3) * 8
 	if isBigEndian {
@@ -87,19 +121,30 @@ func maxByte(r []uint8, j uint32, v uint8) bool {
 	}
 	for {
 		old := atomic.LoadUint32(word)
-		if uint8(old>>shift) >= v {
-			return false
+		if b := uint8(old >> shift); b >= v {
+			return b, false
 		}
 		if atomic.CompareAndSwapUint32(word, old, old&^(0xff<<shift)|uint32(v)<<shift) {
-			return true
+			return uint8(old >> shift), true
 		}
 	}
 }
 
 var isBigEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 0 }()
 
-// Estimate returns the cardinality estimate.
+// Estimate returns the cardinality estimate, from the registers: any
+// goroutine may call it while another adds.
 func (s *HLL) Estimate() float64 { return hllEstimate(s.r, s.hbits) }
+
+// TrackedEstimate is Estimate, the same number, from the histogram a
+// tracked sketch keeps (from the registers otherwise). Only the goroutine
+// that adds may call it.
+func (s *HLL) TrackedEstimate() float64 {
+	if s.hist == nil {
+		return s.Estimate()
+	}
+	return hllErtl(s.hist[:s.hbits+2-int(s.p)], len(s.r)) // values 0 .. q+1
+}
 
 // HLLEstimate estimates the cardinality from registers (len a power of two
 // ≥ 16, 4-byte aligned), e.g. a merged copy read from an eBPF map.
@@ -188,11 +233,38 @@ func (s *HLL) Merge(other []uint8) {
 	for j := range min(len(other), len(s.r)) {
 		maxByte(s.r, uint32(j), other[j])
 	}
+	if s.hist != nil { // not raised by Add: count again, and clear all at the reset
+		clear(s.hist)
+		for _, v := range s.r {
+			s.hist[min(v, 65)]++
+		}
+		s.touched.SetAll()
+	}
 }
 
-// Reset zeroes registers [from, to), which must be multiples of 4.
+// Reset zeroes registers [from, to), which must be multiples of 4. A
+// tracked sketch must be reset whole (ResetTouched).
 func (s *HLL) Reset(from, to int) {
 	for i := from &^ 3; i < to; i += 4 {
 		atomic.StoreUint32((*uint32)(unsafe.Pointer(&s.r[i])), 0)
+	}
+}
+
+// ResetTouched zeroes every register: a tracked sketch those a window
+// raised from 0 (the others are 0), an untracked one all of them.
+func (s *HLL) ResetTouched() {
+	if s.hist == nil || s.touched.All() {
+		s.Reset(0, len(s.r))
+	} else {
+		for _, j := range s.touched.Entries() {
+			// The register's word: its other registers are 0, or were
+			// raised in the window too.
+			atomic.StoreUint32((*uint32)(unsafe.Pointer(&s.r[j&^3])), 0)
+		}
+	}
+	if s.hist != nil {
+		clear(s.hist)
+		s.hist[0] = len(s.r)
+		s.touched.Reset()
 	}
 }

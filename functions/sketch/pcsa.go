@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/measure"
 )
 
 // PCSA is probabilistic counting with stochastic averaging (Flajolet and
@@ -28,9 +29,18 @@ import (
 // having bit r clear, the keys at position r number about
 // ln(V_r/m) / ln(1 − 1/m), and n is their sum over r; at 3m its standard
 // error is about 0.52/√m. Standard error 0.78/√m.
+//
+// Tracked (Track), it also keeps ΣR_j and, per bit position, the bitmaps
+// with it clear, and the bitmaps a window set a first bit in, so that a
+// window's estimate (TrackedEstimate) costs 32 logarithms and its reset
+// (ResetTouched) the bitmaps it touched, not m.
 type PCSA struct {
-	b []uint32
-	m uint32
+	b       []uint32
+	m       uint32
+	tracked bool
+	sum     int     // ΣR_j
+	clear   [32]int // bitmaps with bit r clear
+	touched *measure.Touched
 }
 
 // Constants of PCSA's estimate.
@@ -72,6 +82,17 @@ func (s *PCSA) Add32(h uint32) bool {
 	return s.set(j, bit)
 }
 
+// Track starts keeping ΣR_j, the clear bits and the bitmaps a window
+// touched, which t records; the bitmaps must be 0 (a function's, at its
+// start). Only the goroutine that adds (under the function's lock) may
+// then read TrackedEstimate or call ResetTouched.
+func (s *PCSA) Track(t *measure.Touched) {
+	s.tracked, s.sum, s.touched = true, 0, t
+	for r := range s.clear {
+		s.clear[r] = len(s.b)
+	}
+}
+
 // Add offers a key's hash; it reports whether a bit was set.
 func (s *PCSA) Add(h uint64) bool {
 	j, bit := PCSAPosition(h, s.m)
@@ -83,11 +104,33 @@ func (s *PCSA) set(j uint32, bit uint8) bool {
 	if atomic.LoadUint32(&s.b[j])&mask != 0 {
 		return false
 	}
-	return atomic.OrUint32(&s.b[j], mask)&mask == 0
+	old := atomic.OrUint32(&s.b[j], mask)
+	if old&mask != 0 {
+		return false
+	}
+	if s.tracked {
+		s.clear[bit]--
+		s.sum += bits.TrailingZeros32(^(old | mask)) - bits.TrailingZeros32(^old)
+		if old == 0 {
+			s.touched.Add(j)
+		}
+	}
+	return true
 }
 
-// Estimate returns the cardinality estimate.
+// Estimate returns the cardinality estimate, from the bitmaps: any
+// goroutine may call it while another adds.
 func (s *PCSA) Estimate() float64 { return PCSAEstimate(s.b) }
+
+// TrackedEstimate is Estimate, the same number, from what a tracked
+// sketch keeps (from the bitmaps otherwise). Only the goroutine that adds
+// may call it.
+func (s *PCSA) TrackedEstimate() float64 {
+	if !s.tracked {
+		return s.Estimate()
+	}
+	return pcsaEstimate(s.sum, &s.clear, len(s.b))
+}
 
 // PCSAEstimate estimates the cardinality from bitmaps, e.g. a merged copy.
 func PCSAEstimate(b []uint32) float64 {
@@ -100,7 +143,13 @@ func PCSAEstimate(b []uint32) float64 {
 			clear[r] += int(^w >> r & 1)
 		}
 	}
-	m := float64(len(b))
+	return pcsaEstimate(sum, &clear, len(b))
+}
+
+// pcsaEstimate is the estimate from ΣR_j and, per bit position r, the
+// bitmaps with bit r clear, of m bitmaps.
+func pcsaEstimate(sum int, clear *[32]int, mb int) float64 {
+	m := float64(mb)
 	if clear[0] > 0 {
 		lc := 0.0
 		for _, v := range clear {
@@ -119,11 +168,40 @@ func (s *PCSA) Merge(other []uint32) {
 	for i := range s.b[:len(other)] {
 		atomic.OrUint32(&s.b[i], atomic.LoadUint32(&other[i]))
 	}
+	if s.tracked { // not set by Add: count again, and clear all at the reset
+		s.sum = 0
+		s.clear = [32]int{}
+		for i := range s.b {
+			w := s.b[i]
+			s.sum += bits.TrailingZeros32(^w)
+			for r := range s.clear {
+				s.clear[r] += int(^w >> r & 1)
+			}
+		}
+		s.touched.SetAll()
+	}
 }
 
-// Reset zeroes bitmaps [from, to).
+// Reset zeroes bitmaps [from, to). A tracked sketch must be reset whole
+// (ResetTouched).
 func (s *PCSA) Reset(from, to int) {
 	for i := from; i < to; i++ {
 		atomic.StoreUint32(&s.b[i], 0)
+	}
+}
+
+// ResetTouched zeroes every bitmap: a tracked sketch those a window set a
+// bit in (the others are 0), an untracked one all of them.
+func (s *PCSA) ResetTouched() {
+	if !s.tracked || s.touched.All() {
+		s.Reset(0, len(s.b))
+	} else {
+		for _, j := range s.touched.Entries() {
+			atomic.StoreUint32(&s.b[j], 0)
+		}
+	}
+	if s.tracked {
+		s.Track(s.touched)
+		s.touched.Reset()
 	}
 }

@@ -32,12 +32,7 @@ var params = []functions.Param{
 		Summary: "a file of events: YAML (events: [...]) or one event a line"},
 	{Name: "event", Type: functions.String, Summary: `one event in the one-line form: "name: filter; predicate; granularity; interval"`},
 	{Name: "epoch", Type: functions.Duration, Default: "10ms", Summary: "the sweep period T; every interval is a multiple of it",
-		Check: func(v functions.Value) error {
-			if v.Dur < 100*time.Microsecond {
-				return errors.New("an epoch is at least 100us")
-			}
-			return nil
-		}},
+		Check: func(v functions.Value) error { return event.CheckEpoch(v.Dur) }},
 	intParam("flows", "64K", 16, 1<<24, "flow table entries (5-tuples)"),
 	intParam("buckets", "16K", 16, 1<<24, "granularity buckets, all events together"),
 	intParam("words", "16", 1, monitor.MaxUnits, "summary words a flow keeps per epoch for the events it matches"),
@@ -251,9 +246,12 @@ func (t *Trumpet) Tick(now int64) {
 	t.publish()
 }
 
-// Flush implements functions.Flusher: the pending sweep ends.
+// Flush implements functions.Flusher: at the end of the input the last
+// interval of each event, which the input ended before its end, is swept
+// and reported on the packets it saw (Monitor.End). In eBPF the flowspace
+// has drained the epoch the capture ended in before.
 func (t *Trumpet) Flush(now int64) {
-	t.m.Flush(now)
+	t.m.End(now)
 	t.out.Flush()
 	t.publish()
 }

@@ -21,6 +21,7 @@ import (
 	_ "github.com/ffpf-go/ffpf/functions/builtin"
 	"github.com/ffpf-go/ffpf/functions/trumpet/event"
 	"github.com/ffpf-go/ffpf/functions/trumpet/internal/oracle"
+	"github.com/ffpf-go/ffpf/internal/graphtest"
 )
 
 func writePcap(t *testing.T, path string, trace []oracle.Packet) {
@@ -278,4 +279,77 @@ func TestTable2File(t *testing.T) {
 	if _, err := rt.Populate(`(gen) > (trumpet,events="../../examples/trumpet/table2.yaml")`, flowgraph.RequestOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// readPcap reads a capture file as the oracle's trace.
+func readPcap(t *testing.T, path string) []oracle.Packet {
+	data, ts := graphtest.ReadPcap(t, path)
+	trace := make([]oracle.Packet, len(data))
+	for i := range data {
+		trace[i] = oracle.Packet{Data: data[i], TS: ts[i]}
+	}
+	return trace
+}
+
+// TestLastInterval: at the end of a capture the last interval of each
+// event, which the capture ends before its end, is swept and reported on
+// the packets it saw, as the brute force reports it: the heavy hitters
+// of the last 10 ms of a 100 ms trace, and a 1 s event on the whole of
+// it. Every epoch is swept, the last one too.
+func TestLastInterval(t *testing.T) {
+	dir := t.TempDir()
+	pcapPath, out := filepath.Join(dir, "t.pcap"), filepath.Join(dir, "events.jsonl")
+	graphtest.Run(t, fmt.Sprintf(`(gen,packets=100K,flows=1000,seed=3) > (export,file=%q)`, pcapPath))
+	trace := readPcap(t, pcapPath)
+	first, last := trace[0].TS, trace[len(trace)-1].TS
+	const ms = int64(time.Millisecond)
+	if first%(10*ms) != 0 || last-first < 99*ms || last-first >= 100*ms {
+		t.Fatalf("the trace runs from %d to %d: the test wants 10 intervals of 10 ms, the last cut short", first, last)
+	}
+	var events []event.Event
+	var lines []string
+	for _, l := range []string{
+		"heavy: dstip=10.0.0.0/8; sum(volume) > 20KB; 5-tuple; 10ms",
+		"all: *; count() > 0; proto; 1s",
+		"wide: *; sum(volume) > 100KB; dstip/8; 30ms",
+	} {
+		ev, err := event.ParseLine(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, lines = append(events, ev), append(lines, l)
+	}
+	evPath := filepath.Join(dir, "events.txt")
+	if err := os.WriteFile(evPath, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt := graphtest.Run(t, fmt.Sprintf(`(pcap,file=%q) > t:(trumpet,events=%q) > (export,format=jsonl,file=%q)`, pcapPath, evPath, out))
+	want := oracle.Evaluate(oracle.Config{Epoch: 10 * ms, BurstGap: 5000, BurstLen: 5}, events, trace)
+	got := readReports(t, out, events)
+	compare(t, got, want)
+	// The last intervals, named: the test cannot pass on a brute force
+	// that leaves them out too.
+	lastStart := func(iv int64) int64 { return last / iv * iv }
+	per := map[string]int{}
+	for k := range got {
+		name, rest, _ := strings.Cut(k, "|")
+		var start int64
+		fmt.Sscan(strings.SplitN(rest, "|", 2)[0], &start)
+		if start == lastStart(map[string]int64{"heavy": 10 * ms, "all": 1000 * ms, "wide": 30 * ms}[name]) {
+			per[name]++
+		}
+	}
+	if per["heavy"] == 0 || per["all"] == 0 || per["wide"] == 0 {
+		t.Errorf("reports of the last intervals %v: want heavy hitters of [90, 100) ms, the protocols of the 1 s event, the /8s of [90, 120) ms", per)
+	}
+	sweeps := any(nil)
+	for _, f := range rt.Functions() {
+		if f.Class == "trumpet" {
+			sweeps = f.State["sweeps"]
+		}
+	}
+	if sweeps != uint64(10) {
+		t.Errorf("%v sweeps for 10 epochs", sweeps)
+	}
+	t.Logf("%d reports, of the last intervals %v", len(got), per)
 }

@@ -61,6 +61,30 @@ func Pair(t testing.TB, tag, what string, queues int) (nsA, nsB, ifA, ifB string
 	return nsA, nsB, ifA, ifB
 }
 
+// Alone creates a namespace <tag><pid>n of its own, with only its
+// loopback interface, up, and removes it when the test ends: a network in
+// which 127.0.0.1 and any port are the test's alone. what says what the
+// test checks, for the message when root is missing.
+func Alone(t testing.TB, tag, what string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("cannot test %s: a network namespace needs root", what)
+		}
+		t.Skip("needs root for a network namespace")
+	}
+	ns := fmt.Sprintf("%s%dn", tag, os.Getpid()%100000)
+	exec.Command("ip", "netns", "del", ns).Run() // left over from a killed run
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", ns, err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	if out, err := exec.Command("ip", "-n", ns, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		t.Fatalf("ip -n %s link set lo up: %v: %s", ns, err, out)
+	}
+	return ns
+}
+
 // In runs f on a thread moved into namespace ns, then moves the thread
 // back (or lets it die with the goroutine if it cannot). Sockets f opens
 // stay in ns.

@@ -8,6 +8,8 @@ package collector
 import (
 	"math"
 	"testing"
+
+	"github.com/ffpf-go/ffpf/functions/dta/layout"
 )
 
 // perm is a bijection of 32-bit integers: distinct, random-looking keys.
@@ -146,7 +148,7 @@ func TestPowerOfTwoCorrelates(t *testing.T) {
 	if fail < 0.15 {
 		t.Errorf("M = 2^20, N = 2: %.2f%% fail; the correlation this test documents is gone", 100*fail)
 	}
-	if err := checkHashed("slots", 1<<20); err == nil {
+	if err := layout.CheckHashed("slots", 1<<20); err == nil {
 		t.Error("a power of two passes")
 	}
 }

@@ -78,8 +78,8 @@ func New(cfg Config) (*Collector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if b, lim := cfg.Bytes(), memLimit(); b > lim {
-		return nil, fmt.Errorf("the collector's memory would be %d MiB, more than half of this machine's (%d MiB)", b>>20, lim>>20)
+	if err := cfg.CheckMemory(); err != nil {
+		return nil, err
 	}
 	c := &Collector{cfg: cfg}
 	if cfg.KeyWrite.Enabled() {
@@ -95,6 +95,16 @@ func New(cfg Config) (*Collector, error) {
 		c.pc = newPostcarding(cfg.Postcarding)
 	}
 	return c, nil
+}
+
+// CheckMemory refuses a configuration larger than half the machine's
+// memory, which New would refuse: a command checks it with the rest of
+// its flags (a usage error).
+func (c *Config) CheckMemory() error {
+	if b, lim := c.Bytes(), memLimit(); b > lim {
+		return fmt.Errorf("the collector's memory would be %d MiB, more than half of this machine's (%d MiB)", b>>20, lim>>20)
+	}
+	return nil
 }
 
 func memLimit() uint64 {

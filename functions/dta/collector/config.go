@@ -10,13 +10,14 @@ import (
 	"github.com/ffpf-go/ffpf/functions/dta/layout"
 )
 
-// Bounds of a configuration.
+// Bounds of a configuration: layout's, which the reporter and the
+// translator check against too.
 const (
-	MaxRedundancy = 8              // copies of a key (N) a report may ask for
-	MaxHops       = layout.MaxHops // Postcarding's B: a chunk is 8 words (32 bytes), as the reference pads 5 hops to
-	MaxSlots      = 1<<32 - 1      // slots (or chunks, or entries of a list) of one structure: CRC-32 mod M
-	MaxLists      = 1 << 20        // Append lists
-	Blank         = layout.Blank   // Postcarding's g(⊔): the word of a hop that was not collected
+	MaxRedundancy = layout.MaxRedundancy // copies of a key (N) a report may ask for
+	MaxHops       = layout.MaxHops       // Postcarding's B: a chunk is 8 words (32 bytes), as the reference pads 5 hops to
+	MaxSlots      = layout.MaxSlots      // slots (or chunks, or entries of a list) of one structure: CRC-32 mod M
+	MaxLists      = layout.MaxLists      // Append lists
+	Blank         = layout.Blank         // Postcarding's g(⊔): the word of a hop that was not collected
 )
 
 // Config is the collector's memory: which primitives it hosts and how
@@ -77,7 +78,7 @@ func (c *Config) Validate() error {
 		return errors.New("the collector hosts no primitive: configure keywrite, append, keyincrement or postcarding")
 	}
 	if c.KeyWrite.Enabled() {
-		if err := checkHashed("keywrite slots", c.KeyWrite.Slots); err != nil {
+		if err := layout.CheckHashed("keywrite slots", c.KeyWrite.Slots); err != nil {
 			return err
 		}
 		if err := checkRedundancy("keywrite", &c.KeyWrite.Redundancy, 2); err != nil {
@@ -85,7 +86,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.KeyIncrement.Enabled() {
-		if err := checkHashed("keyincrement slots", c.KeyIncrement.Slots); err != nil {
+		if err := layout.CheckHashed("keyincrement slots", c.KeyIncrement.Slots); err != nil {
 			return err
 		}
 		if err := checkRedundancy("keyincrement", &c.KeyIncrement.Redundancy, 2); err != nil {
@@ -101,7 +102,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if p := &c.Postcarding; p.Enabled() {
-		if err := checkHashed("postcarding chunks", p.Chunks); err != nil {
+		if err := layout.CheckHashed("postcarding chunks", p.Chunks); err != nil {
 			return err
 		}
 		if err := checkRedundancy("postcarding", &p.Redundancy, 1); err != nil {
@@ -127,28 +128,7 @@ func checkRedundancy(name string, n *int, def int) error {
 	if *n == 0 {
 		*n = def
 	}
-	if *n < 1 || *n > MaxRedundancy {
-		return fmt.Errorf("%s redundancy=%d: 1 to %d copies", name, *n, MaxRedundancy)
-	}
-	return nil
-}
-
-// checkHashed refuses a structure size a CRC cannot spread keys over: a
-// power of two. CRC-32 is affine, so CRC-32(key ‖ n) = CRC-32(key ‖ 0) XOR
-// a constant of n; modulo 2^k the N copies of every key then lie at one
-// fixed XOR distance, and a key that overwrites one copy overwrites all:
-// at load 0.1, N = 2 loses 18% of the keys instead of 3.3%
-// (TestPowerOfTwoCorrelates). Modulo any other number the copies are as
-// independent as the paper's analysis assumes.
-func checkHashed(name string, m uint64) error {
-	switch {
-	case m > MaxSlots:
-		return fmt.Errorf("%s=%d: at most %d", name, m, uint64(MaxSlots))
-	case m >= 2 && bits.OnesCount64(m) == 1:
-		return fmt.Errorf("%s=%d is a power of two: CRC-32 is linear, so modulo 2^k every key's copies "+
-			"lie at one fixed distance and are overwritten together; take another size, e.g. %d", name, m, m-3)
-	}
-	return nil
+	return layout.CheckRedundancy(name+" redundancy", *n)
 }
 
 // ParseKeyWrite reads "slots=M[,redundancy=N]".
@@ -218,8 +198,11 @@ func parseSpec(what, s string, set map[string]func(uint64) error) error {
 		if err != nil {
 			return fmt.Errorf("%s %s: %v", what, k, err)
 		}
-		if n == 0 && (k == "redundancy" || k == "hops" || k == "values") { // 0 stands for the default
-			return fmt.Errorf("%s %s=0: at least 1 (leave %s out for the default)", what, k, k)
+		if n == 0 { // a zero size would leave the primitive out, and 0 stands for a default
+			if k == "redundancy" || k == "hops" || k == "values" {
+				return fmt.Errorf("%s %s=0: at least 1 (leave %s out for the default)", what, k, k)
+			}
+			return fmt.Errorf("%s %s=0: at least 1", what, k)
 		}
 		if err := f(n); err != nil {
 			return err

@@ -9,11 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Answer is a query's answer as the HTTP endpoint gives it, for every
@@ -210,9 +208,7 @@ func (s *Server) Handler() http.Handler {
 		})
 	}
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.Stats()) })
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(&metrics{s: s})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /metrics", s.metrics)
 	return mux
 }
 
@@ -222,39 +218,52 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// metrics exposes the server's counters to Prometheus, read at each
-// scrape (the datapath keeps its own counters, not the library's).
-type metrics struct{ s *Server }
-
-var (
-	descReports   = prometheus.NewDesc("dta_collector_reports_total", "Reports ingested (Append: entries, Postcarding: postcards), by primitive.", []string{"primitive"}, nil)
-	descDropped   = prometheus.NewDesc("dta_collector_dropped_total", "Reports not ingested, by reason (socket: dropped by the kernel, the socket's queue full).", []string{"reason"}, nil)
-	descDatagrams = prometheus.NewDesc("dta_collector_datagrams_total", "UDP datagrams received.", nil, nil)
-	descImmediate = prometheus.NewDesc("dta_collector_immediate_total", "Reports ingested that asked for an ACK (none is sent).", nil, nil)
-	descMemory    = prometheus.NewDesc("dta_collector_memory_bytes", "Memory of each primitive's structure.", []string{"primitive"}, nil)
-)
-
-func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descReports, descDropped, descDatagrams, descImmediate, descMemory} {
-		ch <- d
-	}
+// metrics answers a Prometheus scrape with the server's counters, read at
+// each scrape (the datapath keeps its own counters), in the text
+// exposition format 0.0.4 that every Prometheus server reads: families
+// sorted by name, series by label value, as the client library writes
+// them. Written here rather than with the client library, whose packages
+// (and protobuf's) a run that never serves HTTP would otherwise initialise.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	st := s.Stats()
+	cfg := s.c.cfg
+	memory := map[string]uint64{"keywrite": cfg.KeyWrite.Slots * 8, "keyincrement": cfg.KeyIncrement.Slots * 8,
+		"append": uint64(cfg.Append.Lists) * cfg.Append.Size * 4, "postcarding": cfg.Postcarding.Chunks * 32}
+	var b []byte
+	b = appendFamily(b, "dta_collector_datagrams_total", "counter", "UDP datagrams received.", "", map[string]uint64{"": st.Datagrams})
+	b = appendFamily(b, "dta_collector_dropped_total", "counter", "Reports not ingested, by reason (socket: dropped by the kernel, the socket's queue full).", "reason", st.Dropped)
+	b = appendFamily(b, "dta_collector_immediate_total", "counter", "Reports ingested that asked for an ACK (none is sent).", "", map[string]uint64{"": st.Immediate})
+	b = appendFamily(b, "dta_collector_memory_bytes", "gauge", "Memory of each primitive's structure.", "primitive", memory)
+	b = appendFamily(b, "dta_collector_reports_total", "counter", "Reports ingested (Append: entries, Postcarding: postcards), by primitive.", "primitive", st.Reports)
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Write(b)
 }
 
-func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	st := m.s.Stats()
-	for p, v := range st.Reports {
-		ch <- prometheus.MustNewConstMetric(descReports, prometheus.CounterValue, float64(v), p)
+// appendFamily appends a metric family: its HELP and TYPE lines, then a
+// sample per value, labelled label="key" (no label when label is ""), in
+// the order of the keys.
+func appendFamily(b []byte, name, typ, help, label string, values map[string]uint64) []byte {
+	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
 	}
-	for r, v := range st.Dropped {
-		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(v), r)
+	slices.Sort(keys)
+	escape := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	for _, k := range keys {
+		b = append(b, name...)
+		if label != "" {
+			b = append(b, '{')
+			b = append(b, label...)
+			b = append(b, `="`...)
+			b = append(b, escape.Replace(k)...)
+			b = append(b, `"}`...)
+		}
+		b = append(b, ' ')
+		b = strconv.AppendUint(b, values[k], 10)
+		b = append(b, '\n')
 	}
-	ch <- prometheus.MustNewConstMetric(descDatagrams, prometheus.CounterValue, float64(st.Datagrams))
-	ch <- prometheus.MustNewConstMetric(descImmediate, prometheus.CounterValue, float64(st.Immediate))
-	cfg := m.s.c.cfg
-	for p, b := range map[string]uint64{"keywrite": cfg.KeyWrite.Slots * 8, "keyincrement": cfg.KeyIncrement.Slots * 8,
-		"append": uint64(cfg.Append.Lists) * cfg.Append.Size * 4, "postcarding": cfg.Postcarding.Chunks * 32} {
-		ch <- prometheus.MustNewConstMetric(descMemory, prometheus.GaugeValue, float64(b), p)
-	}
+	return b
 }
 
 // Client queries a collector's HTTP endpoint.

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/ffpf-go/ffpf/functions/dta/wire"
 )
 
@@ -159,6 +163,28 @@ func TestServer(t *testing.T) {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
+	}
+	// Prometheus's own parser reads it: each family with its type, every
+	// primitive's memory.
+	if ct := resp.Header.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Errorf("/metrics Content-Type %q", ct)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("Prometheus cannot parse /metrics: %v\n%s", err, body)
+	}
+	for name, typ := range map[string]dto.MetricType{
+		"dta_collector_reports_total": dto.MetricType_COUNTER, "dta_collector_dropped_total": dto.MetricType_COUNTER,
+		"dta_collector_datagrams_total": dto.MetricType_COUNTER, "dta_collector_immediate_total": dto.MetricType_COUNTER,
+		"dta_collector_memory_bytes": dto.MetricType_GAUGE,
+	} {
+		if f := fams[name]; f == nil || f.GetType() != typ || f.GetHelp() == "" {
+			t.Errorf("/metrics: family %s is %v, want a %v with its help", name, f, typ)
+		}
+	}
+	if n := len(fams["dta_collector_memory_bytes"].GetMetric()); n != 4 {
+		t.Errorf("/metrics: %d memory gauges, want one per primitive", n)
 	}
 }
 

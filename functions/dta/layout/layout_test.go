@@ -186,3 +186,23 @@ func BenchmarkSlotIndex(b *testing.B) {
 	}
 	_ = s
 }
+
+// Every table is the one the bitwise register defines, entry by entry.
+func TestMakeTable(t *testing.T) {
+	for _, coeff := range append(HopPolys[:], 0x04C11DB7) {
+		poly, tab := bits.Reverse32(coeff), MakeTable(coeff)
+		for i := range tab {
+			c := uint32(i)
+			for range 8 {
+				if c&1 != 0 {
+					c = c>>1 ^ poly
+				} else {
+					c >>= 1
+				}
+			}
+			if tab[i] != c {
+				t.Fatalf("MakeTable(%#x)[%d] = %#x, want %#x", coeff, i, tab[i], c)
+			}
+		}
+	}
+}

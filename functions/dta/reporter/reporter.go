@@ -11,11 +11,13 @@
 // an IPv6 address, a report's flow-key object) folds into its CRC-32; a
 // datum above 2^32−1 saturates and is counted. A packet or record without
 // a field the report needs makes no report and is counted, not dropped
-// silently.
+// silently. What a collector could never take (a redundancy past 8, a
+// list past 2^20−1, a hop past 7: layout's limits) is refused when the
+// request is checked, or for a hop read from a field, not reported and
+// counted.
 package reporter
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/dta/layout"
 	"github.com/ffpf-go/ffpf/functions/dta/wire"
 	"github.com/ffpf-go/ffpf/functions/match"
 	"github.com/ffpf-go/ffpf/functions/record"
@@ -30,7 +33,7 @@ import (
 
 var state = &functions.State{Fields: []functions.StateField{
 	{Name: "reports", Type: buffers.U64, Unit: "reports", Merge: functions.MergeSum, Summary: "reports made (frames emitted)"},
-	{Name: "nofield", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets or records without a field the report needs: no report"},
+	{Name: "nofield", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets or records without a field the report needs, or with a hop past 7 that no collector keeps: no report"},
 	{Name: "saturated", Type: buffers.U64, Unit: "reports", Merge: functions.MergeSum, Summary: "reports whose 32-bit data was above 2^32−1 and was sent as 2^32−1"},
 	{Name: "sent", Type: buffers.U64, Unit: "reports", Merge: functions.MergeSum, Summary: "datagrams the kernel took (to=)"},
 	{Name: "unsent", Type: buffers.U64, Unit: "reports", Merge: functions.MergeSum, Summary: "datagrams the kernel refused: a full send buffer or an error (to=)"},
@@ -51,23 +54,20 @@ var Class = &functions.Class{
 			Summary: "the primitive"},
 		{Name: "key", Type: functions.String, Summary: "the key (keywrite, keyincrement, postcarding): a packet field, a record field or a number; wider than 32 bits folds into its CRC-32"},
 		{Name: "data", Type: functions.String, Summary: "the data (keywrite, append, postcarding; keyincrement: the counter, default 1): a packet field, a record field or a number"},
-		{Name: "redundancy", Type: functions.Int, Summary: "N: slots written per key (keywrite, keyincrement; default 2)",
+		{Name: "redundancy", Type: functions.Int, Summary: "N: slots written per key (keywrite, keyincrement; default 2), 1 to 8",
 			Check: func(v functions.Value) error {
-				if v.Int < 1 || v.Int > 255 {
-					return errors.New("redundancy is 1 to 255")
+				return layout.CheckRedundancy("redundancy", int(max(min(v.Int, math.MaxInt32), math.MinInt32)))
+			}},
+		{Name: "list", Type: functions.Int, Summary: "the Append list's id (append), 0 to 2^20-1",
+			Check: func(v functions.Value) error {
+				if v.Int < 0 || v.Int >= layout.MaxLists {
+					return fmt.Errorf("list=%d: a collector hosts lists 0 to %d", v.Int, layout.MaxLists-1)
 				}
 				return nil
 			}},
-		{Name: "list", Type: functions.Int, Summary: "the Append list's id (append)",
-			Check: func(v functions.Value) error {
-				if v.Int < 0 || v.Int > math.MaxUint32 {
-					return errors.New("list is 0 to 2^32-1")
-				}
-				return nil
-			}},
-		{Name: "hop", Type: functions.String, Summary: "the hop offset, 0 (the first hop) to 255 (postcarding): a packet field, a record field or a number"},
+		{Name: "hop", Type: functions.String, Summary: "the hop offset, 0 (the first hop) to 7 (postcarding): a packet field, a record field or a number"},
 		{Name: "immediate", Type: functions.Bool, Default: "false", Summary: "set the immediate flag (the collector is to be told at once)"},
-		{Name: "to", Type: functions.String, Summary: "also send each report as a UDP datagram to \"HOST:PORT\" (IPv4; quoted: a colon ends a word)",
+		{Name: "to", Type: functions.String, Summary: "also send each report as a UDP datagram to HOST:PORT (IPv4)",
 			Check: func(v functions.Value) error {
 				host, _, err := splitHostPort(v.Str)
 				if err != nil {
@@ -137,9 +137,9 @@ func validate(ctx *functions.Context) error {
 	if p.Has("redundancy") && (op == wire.Append || op == wire.Postcarding) {
 		return fmt.Errorf("op=%v takes no redundancy=", op)
 	}
-	if hop && p.Has("hop") { // a hop of 8 bits: a larger number would make no report at all
-		if v := parseValue(p.Str("hop")); v.lit && v.n > 255 {
-			return fmt.Errorf("hop=%s is past 255, the last hop a postcard names", p.Str("hop"))
+	if hop && p.Has("hop") { // a chunk holds layout.MaxHops hops: a collector drops a postcard past them
+		if v := parseValue(p.Str("hop")); v.lit && v.n >= layout.MaxHops {
+			return fmt.Errorf("hop=%s is past %d, the last hop offset a collector keeps (a chunk holds %d hops)", p.Str("hop"), layout.MaxHops-1, layout.MaxHops)
 		}
 	}
 	if ctx.LinkType != functions.LinkRecord {
@@ -308,7 +308,7 @@ func (r *Reporter) report(p *buffers.PBuf, slot uint32, rep *wire.Report) bool {
 	}
 	if r.hasHop {
 		h, _, ok := r.get(&r.hop, rec)
-		if !ok || h > 255 {
+		if !ok || h >= layout.MaxHops { // a postcard no collector keeps
 			return false
 		}
 		rep.Hop = uint8(h)

@@ -160,12 +160,15 @@ func TestPrimitivesFromPackets(t *testing.T) {
 			return wire.Report{Op: wire.KeyIncrement, Redundancy: 1, Key: layout.CRC32(b[:]),
 				Counter: uint64(p.Metadata().Length)}, true
 		}},
-		{"op=postcarding,key=ipv4.src,hop=ipv4.ttl,data=0x01020304", func(p gopacket.Packet) (wire.Report, bool) {
+		// a hop past 7, which no collector keeps (SYN-ACK 0x12, ACK 0x10),
+		// makes no report; SYN (2), RST (4), FIN (1) do
+		{"op=postcarding,key=ipv4.src,hop=tcp.flags,data=0x01020304", func(p gopacket.Packet) (wire.Report, bool) {
 			ip := ip4(p)
-			if ip == nil {
+			tcp, _ := p.Layer(layers.LayerTypeTCP).(*layers.TCP)
+			if ip == nil || tcp == nil || tcp.Contents[13] >= layout.MaxHops {
 				return wire.Report{}, false
 			}
-			return wire.Report{Op: wire.Postcarding, Key: be32(ip.SrcIP.To4()), Hop: ip.TTL, Data: 0x01020304}, true
+			return wire.Report{Op: wire.Postcarding, Key: be32(ip.SrcIP.To4()), Hop: tcp.Contents[13], Data: 0x01020304}, true
 		}},
 	}
 	for _, c := range cases {
@@ -291,12 +294,16 @@ func TestPopulateErrors(t *testing.T) {
 		"(gen) > (dta,op=append,list=1,data=1,key=ipv4.src)":                  "takes no key=",
 		"(gen) > (dta,op=append,list=1,data=1,redundancy=2)":                  "takes no redundancy=",
 		"(gen) > (dta,op=postcarding,key=1,data=2)":                           "needs hop=",
-		"(gen) > (dta,op=postcarding,key=1,data=2,hop=256)":                   "hop=256 is past 255",
+		"(gen) > (dta,op=postcarding,key=1,data=2,hop=256)":                   "hop=256 is past 7, the last hop offset a collector keeps",
+		"(gen) > (dta,op=postcarding,key=1,data=2,hop=8)":                     "hop=8 is past 7",
 		"(gen) > (dta,op=keywrite,key=ipv4.srcc,data=1)":                      "did you mean ipv4.src",
 		"(gen) > (dta,op=keywrite,key=ipv6.src,data=1)":                       "128-bit",
 		"(gen) > (dta,op=keywrite,key=1,data=1,to=localhost)":                 "HOST:PORT",
 		"(gen) > (dta,op=keywrite,key=1,data=1,to=\"[::1]:40040\")":           "IPv4",
-		"(gen) > (dta,op=keywrite,key=1,data=1,redundancy=0)":                 "redundancy is 1 to 255",
+		"(gen) > (dta,op=keywrite,key=1,data=1,redundancy=0)":                 "redundancy=0: a collector takes 1 to 8 copies",
+		"(gen) > (dta,op=keywrite,key=1,data=1,redundancy=9)":                 "redundancy=9: a collector takes 1 to 8 copies",
+		"(gen) > (dta,op=keyincrement,key=1,redundancy=9)":                    "redundancy=9: a collector takes 1 to 8 copies",
+		"(gen) > (dta,op=append,list=1048576,data=1)":                         "list=1048576: a collector hosts lists 0 to 1048575",
 		"(gen) > (dta,op=write,key=1,data=1)":                                 "op",
 		"(gen) > (dta,op=keywrite,key=1,data=1) > (bpf,\"udp\") > (pktcount)": "",
 	} {

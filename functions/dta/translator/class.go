@@ -31,7 +31,7 @@ var stateFields = []struct{ name, unit, summary string }{
 	{"short", "packets", "reports shorter than their headers (dropped)"},
 	{"opcode", "packets", "reports of an unknown opcode (dropped)"},
 	{"trailing", "packets", "UDP payloads longer than their report (dropped)"},
-	{"redundancy", "packets", "Key-Write or Key-Increment reports of redundancy 0 (dropped)"},
+	{"redundancy", "packets", "Key-Write or Key-Increment reports of redundancy 0 or above 8, which a collector refuses (dropped)"},
 	{"list", "packets", "Append reports to a list beyond lists= (dropped)"},
 	{"hop", "packets", "postcards of a hop offset at or past hops= (dropped; hops count from 0)"},
 	{"lost", "records", "write records that did not fit their slot"},
@@ -56,19 +56,26 @@ func intParam(name, def, unit, summary string, lo, hi int64) functions.Param {
 		}}
 }
 
+// hashedParam is the size of a structure the collector hashes keys into,
+// which layout.CheckHashed bounds as the collector does.
+func hashedParam(name, def, unit, summary string) functions.Param {
+	return functions.Param{Name: name, Type: functions.Int, Default: def, Unit: unit, Summary: summary,
+		Check: func(v functions.Value) error { return layout.CheckHashed(name, uint64(max(v.Int, 0))) }}
+}
+
 // Class is the dta-translator class.
 var Class = &functions.Class{
 	Name:      "dta-translator",
 	Summary:   "DTA translator: reports (frames to UDP port 40040) become the collector memory writes of RDMA, as records",
 	MinInputs: 1, MaxInputs: -1,
 	Params: []functions.Param{
-		intParam("slots", "1M", "slots", "Key-Write slots (M) of the collector", 1, 1<<32-1),
-		intParam("counters", "1M", "counters", "Key-Increment counters of the collector", 1, 1<<32-1),
-		intParam("chunks", "64K", "chunks", "postcard chunks (C) of the collector", 1, 1<<32-1),
-		intParam("copies", "1", "chunks", "chunks written per postcard flow (the paper's N)", 1, 255),
+		hashedParam("slots", "1M", "slots", "Key-Write slots (M) of the collector, not a power of two"),
+		hashedParam("counters", "1M", "counters", "Key-Increment counters of the collector, not a power of two"),
+		hashedParam("chunks", "64K", "chunks", "postcard chunks (C) of the collector, not a power of two"),
+		intParam("copies", "1", "chunks", "chunks written per postcard flow (the paper's N)", 1, layout.MaxRedundancy),
 		intParam("hops", "5", "postcards", "postcards per flow (B): a flow is written when all are in", 1, layout.MaxHops),
-		intParam("lists", "16", "lists", "Append lists of the collector", 1, 1<<20),
-		intParam("listsize", "64K", "entries", "entries per Append list", 1, 1<<32-1),
+		intParam("lists", "16", "lists", "Append lists of the collector", 1, layout.MaxLists),
+		intParam("listsize", "64K", "entries", "entries per Append list", 1, layout.MaxSlots),
 		{Name: "batch", Type: functions.Int, Default: "4", Unit: "entries", Summary: "Append entries per write (B): 1, 2, 4, 8 or 16",
 			Check: func(v functions.Value) error {
 				if v.Int < 1 || v.Int > MaxBatch || v.Int&(v.Int-1) != 0 {

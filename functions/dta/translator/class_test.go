@@ -65,7 +65,7 @@ func frames(t *testing.T, path string) [][]byte {
 // class give write records that, applied to a memory, leave it as the
 // library translating the same reports does.
 func TestClassMatchesLibrary(t *testing.T) {
-	const mem = "slots=4096,counters=1024,chunks=512,lists=8,listsize=1000"
+	const mem = "slots=4093,counters=1021,chunks=509,lists=8,listsize=1000"
 	for _, c := range []struct{ reporter, translator string }{
 		{"op=keywrite,key=ipv4.src,data=pkt.len,redundancy=2", "batch=4"},
 		{"op=keyincrement,key=tcp.dport,redundancy=3", "batch=4"},

@@ -78,29 +78,36 @@ type Config struct {
 	Batch    int    // Append entries per write: 1, 2, 4, 8 or 16
 }
 
-// DefaultConfig is a small collector: 1M Key-Write slots, 1M counters,
-// 64K chunks of 5 hops, 16 lists of 64K entries, batches of 16.
-var DefaultConfig = Config{Slots: 1 << 20, Counters: 1 << 20, Chunks: 1 << 16, Copies: 1, Hops: layout.DefaultHops,
-	Lists: 16, ListSize: 1 << 16, Batch: 16}
+// DefaultConfig is a small collector, the class's defaults: 1M (10^6)
+// Key-Write slots, 1M counters, 64K (64,000) chunks of 5 hops, 16 lists
+// of 64K entries; batches of 16.
+var DefaultConfig = Config{Slots: 1_000_000, Counters: 1_000_000, Chunks: 64_000, Copies: 1, Hops: layout.DefaultHops,
+	Lists: 16, ListSize: 64_000, Batch: 16}
 
 // MaxBatch is the largest Append batch (the reference's).
 const MaxBatch = 16
 
-// Check reports why c is not a memory the translator can write.
+// Check reports why c is not a memory the translator can write: one a
+// collector could not host (layout's limits, which the collector checks).
 func (c *Config) Check() error {
+	for _, h := range []struct {
+		name string
+		m    uint64
+	}{{"slots", c.Slots}, {"counters", c.Counters}, {"chunks", c.Chunks}} {
+		if err := layout.CheckHashed(h.name, h.m); err != nil {
+			return err
+		}
+	}
+	if err := layout.CheckRedundancy("copies", c.Copies); err != nil {
+		return err
+	}
 	switch {
-	case c.Slots < 1 || c.Counters < 1 || c.Chunks < 1:
-		return errors.New("slots, counters and chunks must be at least 1")
-	case c.Slots > 1<<32-1 || c.Counters > 1<<32-1 || c.Chunks > 1<<32-1:
-		return errors.New("slots, counters and chunks are at most 2^32-1 (the hash is 32 bits)")
-	case c.Copies < 1 || c.Copies > 255:
-		return errors.New("copies is 1 to 255")
 	case c.Hops < 1 || c.Hops > layout.MaxHops:
 		return fmt.Errorf("hops is 1 to %d", layout.MaxHops)
-	case c.Lists < 1 || c.Lists > 1<<20:
-		return errors.New("lists is 1 to 1M")
-	case c.ListSize < 1:
-		return errors.New("a list holds at least 1 entry")
+	case c.Lists < 1 || c.Lists > layout.MaxLists:
+		return fmt.Errorf("lists is 1 to %d", layout.MaxLists)
+	case c.ListSize < 1 || c.ListSize > layout.MaxSlots:
+		return fmt.Errorf("a list holds 1 to %d entries", uint64(layout.MaxSlots))
 	case c.Batch < 1 || c.Batch > MaxBatch || c.Batch&(c.Batch-1) != 0:
 		return errors.New("batch is 1, 2, 4, 8 or 16")
 	}
@@ -111,7 +118,7 @@ func (c *Config) Check() error {
 type Reason uint8
 
 const (
-	BadRedundancy Reason = iota + 1 // Key-Write or Key-Increment with N = 0
+	BadRedundancy Reason = iota + 1 // Key-Write or Key-Increment with N = 0 or N > layout.MaxRedundancy
 	BadList                         // an Append list id ≥ Lists
 	BadHop                          // a postcard hop offset at or past Hops
 )
@@ -137,7 +144,7 @@ type Error struct {
 func (e *Error) Error() string {
 	switch e.Reason {
 	case BadRedundancy:
-		return fmt.Sprintf("dta: %v report with redundancy 0", e.Report.Op)
+		return fmt.Sprintf("dta: %v report with redundancy %d, not 1 to %d as a collector takes", e.Report.Op, e.Report.Redundancy, layout.MaxRedundancy)
 	case BadList:
 		return fmt.Sprintf("dta: append to list %d, beyond the lists", e.Report.List)
 	case BadHop:
@@ -218,7 +225,7 @@ func (t *Translator) write(region Region, list uint32, off uint64, data []byte) 
 func (t *Translator) Translate(r *wire.Report) error {
 	switch r.Op {
 	case wire.KeyWrite:
-		if r.Redundancy == 0 {
+		if r.Redundancy == 0 || r.Redundancy > layout.MaxRedundancy {
 			return t.refuse(BadRedundancy, r)
 		}
 		st := layout.KeyState(r.Key)
@@ -228,7 +235,7 @@ func (t *Translator) Translate(r *wire.Report) error {
 			t.write(KeyWrite, 0, uint64(t.slots.Mod(layout.SlotHashOf(st, n)))*layout.KeyWriteSlotSize, b)
 		}
 	case wire.KeyIncrement:
-		if r.Redundancy == 0 {
+		if r.Redundancy == 0 || r.Redundancy > layout.MaxRedundancy {
 			return t.refuse(BadRedundancy, r)
 		}
 		st := layout.KeyState(r.Key)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/ffpf-go/ffpf/functions/dta/layout"
@@ -32,7 +33,7 @@ func newT(t testing.TB, cfg Config, m Memory) *Translator {
 }
 
 func small() Config {
-	return Config{Slots: 1000, Counters: 512, Chunks: 256, Copies: 1, Hops: 5, Lists: 4, ListSize: 40, Batch: 4}
+	return Config{Slots: 1000, Counters: 509, Chunks: 251, Copies: 1, Hops: 5, Lists: 4, ListSize: 40, Batch: 4}
 }
 
 func TestKeyWriteFanout(t *testing.T) {
@@ -248,6 +249,9 @@ func TestRefused(t *testing.T) {
 	}{
 		{wire.Report{Op: wire.KeyWrite, Redundancy: 0, Key: 1}, BadRedundancy},
 		{wire.Report{Op: wire.KeyIncrement, Redundancy: 0, Key: 1}, BadRedundancy},
+		// past what a collector takes (layout.MaxRedundancy): no 9 copies
+		{wire.Report{Op: wire.KeyWrite, Redundancy: 9, Key: 1}, BadRedundancy},
+		{wire.Report{Op: wire.KeyIncrement, Redundancy: 255, Key: 1}, BadRedundancy},
 		{wire.Report{Op: wire.Append, List: 4}, BadList},
 		{wire.Report{Op: wire.Append, List: 1 << 31}, BadList},
 		{wire.Report{Op: wire.Postcarding, Hop: 5}, BadHop},
@@ -262,13 +266,32 @@ func TestRefused(t *testing.T) {
 		t.Error("opcode 9 translated")
 	}
 	tr.Flush()
-	if st := tr.Stats(); len(r.ws) != 0 || st.Refused[BadRedundancy] != 2 || st.Refused[BadList] != 2 || st.Refused[BadHop] != 2 {
+	if st := tr.Stats(); len(r.ws) != 0 || st.Refused[BadRedundancy] != 4 || st.Refused[BadList] != 2 || st.Refused[BadHop] != 2 {
 		t.Fatalf("%d writes, stats %+v", len(r.ws), st)
 	}
-	for _, c := range []Config{{}, {Slots: 1, Counters: 1, Chunks: 1, Copies: 1, Hops: 9, Lists: 1, ListSize: 1, Batch: 1},
-		{Slots: 1, Counters: 1, Chunks: 1, Copies: 1, Hops: 5, Lists: 1, ListSize: 1, Batch: 3}} {
-		if _, err := New(c, &r); err == nil {
-			t.Errorf("config %+v accepted", c)
+	// What a collector could not host: its limits are layout's.
+	ok := Config{Slots: 1, Counters: 1, Chunks: 1, Copies: 1, Hops: 5, Lists: 1, ListSize: 1, Batch: 1}
+	if _, err := New(ok, &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) { *c = Config{} }, "slots=0: at least 1"},
+		{func(c *Config) { c.Hops = 9 }, "hops is 1 to 8"},
+		{func(c *Config) { c.Batch = 3 }, "batch is 1, 2, 4, 8 or 16"},
+		{func(c *Config) { c.Slots = 1 << 20 }, "slots=1048576 is a power of two"},
+		{func(c *Config) { c.Counters = 1 << 10 }, "counters=1024 is a power of two"},
+		{func(c *Config) { c.Chunks = 1 << 16 }, "chunks=65536 is a power of two"},
+		{func(c *Config) { c.Slots = 1 << 32 }, "slots=4294967296: at most 4294967295"},
+		{func(c *Config) { c.Copies = 9 }, "copies=9: a collector takes 1 to 8 copies"},
+		{func(c *Config) { c.Lists = 1<<20 + 1 }, "lists is 1 to 1048576"},
+	} {
+		cfg := ok
+		c.set(&cfg)
+		if _, err := New(cfg, &r); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("config %+v: %v, want %q", cfg, err, c.want)
 		}
 	}
 }
@@ -301,7 +324,7 @@ func ingest(m *Mem, cfg Config, heads []uint64, r *wire.Report) {
 // reports directly would have (postcard flows arriving whole, one after
 // another, so that no cache line is shared).
 func TestAgainstDirectIngest(t *testing.T) {
-	cfg := Config{Slots: 4096, Counters: 1024, Chunks: 512, Copies: 2, Hops: 5, Lists: 8, ListSize: 1000, Batch: 16}
+	cfg := Config{Slots: 4093, Counters: 1021, Chunks: 509, Copies: 2, Hops: 5, Lists: 8, ListSize: 1000, Batch: 16}
 	viaT, direct := NewMem(cfg), NewMem(cfg)
 	tr := newT(t, cfg, viaT)
 	heads := make([]uint64, cfg.Lists)

@@ -2,6 +2,7 @@ package event
 
 import (
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -188,6 +189,17 @@ func number(digits, unit string) (float64, error) {
 		if math.IsInf(v, 0) {
 			return 0, errorf("%s%s is not a finite number", digits, unit)
 		}
+	}
+	// The canonical form writes v in full: it must be the number written,
+	// scaled exactly, or a threshold would print back (and be compared
+	// as) another one. 15 significant digits always are.
+	want, _ := new(big.Rat).SetString(text)
+	if u.mult != 0 {
+		want.Mul(want, new(big.Rat).SetFloat64(u.mult))
+	}
+	if got, _ := new(big.Rat).SetString(strconv.FormatFloat(v, 'f', -1, 64)); got.Cmp(want) != 0 {
+		return 0, errorf("%s%s has more significant digits than a threshold keeps (it would be %s): write at most 15",
+			digits, unit, strconv.FormatFloat(v, 'f', -1, 64))
 	}
 	return v, nil
 }

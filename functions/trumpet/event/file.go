@@ -3,13 +3,15 @@ package event
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ffpf-go/ffpf/functions"
 )
 
 // Parse reads a file of event definitions: YAML (a name ending in .yaml or
@@ -50,14 +52,14 @@ func Parse(file string, src []byte) ([]Event, error) {
 	return evs, nil
 }
 
-// ParseFile reads and parses the file at path (see Parse).
+// ParseFile reads and parses the file at path (see Parse). The file must
+// be a regular file of at most 1 MiB (functions.ReadFile): a device, a
+// FIFO, a directory or a capture named by mistake is refused at once with
+// a *functions.FileError, as one that cannot be opened is.
 func ParseFile(path string) ([]Event, error) {
-	src, err := os.ReadFile(path)
+	src, err := functions.ReadFile(path, "an events file")
 	if err != nil {
-		if pe, ok := err.(*os.PathError); ok {
-			err = pe.Err
-		}
-		return nil, &Error{Pos: Pos{File: path}, Msg: "cannot read the event file: " + err.Error()}
+		return nil, err
 	}
 	return Parse(path, src)
 }
@@ -95,13 +97,14 @@ func parseLines(file string, src []byte) ([]Event, error) {
 	return evs, nil
 }
 
-// yamlLine finds the line in a yaml.v3 error ("yaml: line 3: ...").
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// yamlLine finds the line in a yaml.v3 error ("yaml: line 3: ..."); it
+// is compiled at its first use, not at start-up.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // splitYAMLError splits a yaml.v3 error into its sentence and line.
 func splitYAMLError(err error) (msg string, line int) {
 	msg, line = err.Error(), 1
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+	if m := yamlLine().FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	} else {

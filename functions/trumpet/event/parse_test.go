@@ -73,6 +73,8 @@ func TestUnits(t *testing.T) {
 		"1KiB": 1024, "1.5MiB": 1.5 * (1 << 20), "1GiB": 1 << 30, "0.1KB": 100,
 		"10%": 0.1, "50%": 0.5, "3ns": 3, "3us": 3000, "3µs": 3000, "3ms": 3e6, "3s": 3e9,
 		"3M": 3e6, "3G": 3e9, ".5": 0.5, "12": 12,
+		"123456789012345": 123456789012345, "999999999999999KB": 999999999999999e3, "3.3MiB": 3460300.8,
+		"100000000000000000000": 1e20, "0.000001": 1e-6,
 	} {
 		e, err := ParsePredicate("max(rtt) > " + in)
 		if err != nil {
@@ -144,30 +146,34 @@ func TestPrecedence(t *testing.T) {
 
 func TestBadLines(t *testing.T) {
 	for in, want := range map[string]string{
-		"heavy dstip=10.0.0.0/8; count() > 1; 5-tuple; 10ms":                      "no name before ':'",
-		"9x: *; count() > 1; 5-tuple; 10ms":                                       `event name "9x" must start with a letter`,
-		": *; count() > 1; 5-tuple; 10ms":                                         "needs a name",
-		"x: *; count() > 1; 5-tuple":                                              "3 parts after its name where 4 are needed",
-		"x: dstp=10.0.0.0/8; count() > 1; 5-tuple; 10ms":                          `unknown filter field "dstp"; did you mean "dstip"?`,
-		"x: dstip=10.0.0.1/8; count() > 1; 5-tuple; 10ms":                         "did you mean 10.0.0.0/8?",
-		"x: dstip=10.0.0.300; count() > 1; 5-tuple; 10ms":                         "dstip=10.0.0.300 is not an address",
-		"x: dstip=fe80::1%eth0; count() > 1; 5-tuple; 10ms":                       "is not an address",
-		"x: dstport=80-70; count() > 1; 5-tuple; 10ms":                            "empty range",
-		"x: dstport=70000; count() > 1; 5-tuple; 10ms":                            "not a port",
-		"x: dstport=-5; count() > 1; 5-tuple; 10ms":                               "not a port",
-		"x: proto=tpc; count() > 1; 5-tuple; 10ms":                                `unknown protocol "tpc"; did you mean "tcp"?`,
-		"x: proto=256; count() > 1; 5-tuple; 10ms":                                "out of range 0..255",
-		"x: proto=icmp,dstport=80; count() > 1; 5-tuple; 10ms":                    "has no ports",
-		"x: srcip=10.0.0.0/8,dstip=::/0; count() > 1; 5-tuple; 10ms":              "mix IPv4 and IPv6",
-		"x: dstip=10.0.0.0/8,dstip=11.0.0.0/8; count() > 1; 5-tuple; 10ms":        "dstip is given twice",
-		"x: dstip=10.0.0.0/8 and dstport=80; count() > 1; 5-tuple; 10ms":          "join conditions with ','",
-		"x: dstip; count() > 1; 5-tuple; 10ms":                                    "not field=value",
-		"x: * | dstport=80; count() > 1; 5-tuple; 10ms":                           "* stands alone",
-		"x: dstport=80 |; count() > 1; 5-tuple; 10ms":                             "empty filter alternative",
-		"x: *; sum(volme) > 1; 5-tuple; 10ms":                                     `unknown variable "volme"; did you mean "volume"?`,
-		"x: *; summ(volume) > 1; 5-tuple; 10ms":                                   `unknown function "summ"; did you mean "sum"?`,
-		"x: *; sum(volume) > 125kb; 5-tuple; 10ms":                                `unknown unit "kb"; did you mean "KB"?`,
-		"x: *; sum(volume) > 1e6; 5-tuple; 10ms":                                  "write the exponent as a unit",
+		"heavy dstip=10.0.0.0/8; count() > 1; 5-tuple; 10ms":               "no name before ':'",
+		"9x: *; count() > 1; 5-tuple; 10ms":                                `event name "9x" must start with a letter`,
+		": *; count() > 1; 5-tuple; 10ms":                                  "needs a name",
+		"x: *; count() > 1; 5-tuple":                                       "3 parts after its name where 4 are needed",
+		"x: dstp=10.0.0.0/8; count() > 1; 5-tuple; 10ms":                   `unknown filter field "dstp"; did you mean "dstip"?`,
+		"x: dstip=10.0.0.1/8; count() > 1; 5-tuple; 10ms":                  "did you mean 10.0.0.0/8?",
+		"x: dstip=10.0.0.300; count() > 1; 5-tuple; 10ms":                  "dstip=10.0.0.300 is not an address",
+		"x: dstip=fe80::1%eth0; count() > 1; 5-tuple; 10ms":                "is not an address",
+		"x: dstport=80-70; count() > 1; 5-tuple; 10ms":                     "empty range",
+		"x: dstport=70000; count() > 1; 5-tuple; 10ms":                     "not a port",
+		"x: dstport=-5; count() > 1; 5-tuple; 10ms":                        "not a port",
+		"x: proto=tpc; count() > 1; 5-tuple; 10ms":                         `unknown protocol "tpc"; did you mean "tcp"?`,
+		"x: proto=256; count() > 1; 5-tuple; 10ms":                         "out of range 0..255",
+		"x: proto=icmp,dstport=80; count() > 1; 5-tuple; 10ms":             "has no ports",
+		"x: srcip=10.0.0.0/8,dstip=::/0; count() > 1; 5-tuple; 10ms":       "mix IPv4 and IPv6",
+		"x: dstip=10.0.0.0/8,dstip=11.0.0.0/8; count() > 1; 5-tuple; 10ms": "dstip is given twice",
+		"x: dstip=10.0.0.0/8 and dstport=80; count() > 1; 5-tuple; 10ms":   "join conditions with ','",
+		"x: dstip; count() > 1; 5-tuple; 10ms":                             "not field=value",
+		"x: * | dstport=80; count() > 1; 5-tuple; 10ms":                    "* stands alone",
+		"x: dstport=80 |; count() > 1; 5-tuple; 10ms":                      "empty filter alternative",
+		"x: *; sum(volme) > 1; 5-tuple; 10ms":                              `unknown variable "volme"; did you mean "volume"?`,
+		"x: *; summ(volume) > 1; 5-tuple; 10ms":                            `unknown function "summ"; did you mean "sum"?`,
+		"x: *; sum(volume) > 125kb; 5-tuple; 10ms":                         `unknown unit "kb"; did you mean "KB"?`,
+		"x: *; sum(volume) > 1e6; 5-tuple; 10ms":                           "write the exponent as a unit",
+		// a threshold is kept exactly or refused: it prints back as written
+		"x: *; count() > 99999999999999999999999999; 5-tuple; 10ms":               "99999999999999999999999999 has more significant digits than a threshold keeps (it would be 100000000000000000000000000): write at most 15",
+		"x: *; count() > 1234567890123456789; 5-tuple; 10ms":                      "(it would be 1234567890123456800)",
+		"x: *; sum(volume) > 9007199254740993B; 5-tuple; 10ms":                    "(it would be 9007199254740992)",
 		"x: *; volume > 1; 5-tuple; 10ms":                                         "per-packet variable: aggregate it",
 		"x: *; sum > 1; 5-tuple; 10ms":                                            "sum is a function",
 		"x: *; ack_lastepoch2 > 1; 5-tuple; 10ms":                                 `unknown variable "ack_lastepoch2"; did you mean "ack_lastepoch"?`,
@@ -396,7 +402,7 @@ func TestParseFile(t *testing.T) {
 		t.Fatalf("%v %v", evs, err)
 	}
 	_, err = ParseFile(filepath.Join(dir, "missing.yaml"))
-	if want := filepath.Join(dir, "missing.yaml") + ": cannot read the event file: no such file or directory"; err == nil || err.Error() != want {
+	if want := "cannot read " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}
 }

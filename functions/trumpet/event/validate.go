@@ -12,6 +12,18 @@ import (
 // EPOCH_NS 10000000 in controller/eventhandler.h).
 const DefaultEpoch = 10 * time.Millisecond
 
+// MinEpoch is the shortest epoch a monitor sweeps: the trumpet class and
+// ffpf trumpet check both refuse a shorter one (CheckEpoch).
+const MinEpoch = 100 * time.Microsecond
+
+// CheckEpoch refuses an epoch shorter than MinEpoch.
+func CheckEpoch(epoch time.Duration) error {
+	if epoch < MinEpoch {
+		return errorf("an epoch is at least %s, not %s", IntervalString(MinEpoch), IntervalString(epoch))
+	}
+	return nil
+}
+
 // Validate checks an event as the monitor will run it with the given epoch:
 // every name it uses is known, its filter can match a packet, its
 // granularity is no coarser than its filter can give, its predicate reads

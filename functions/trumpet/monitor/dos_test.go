@@ -37,7 +37,7 @@ func runCfg(t *testing.T, cfg monitor.Config, events []event.Event, trace []orac
 			m.Sweep(1)
 		}
 	}
-	m.Flush(trace[len(trace)-1].TS)
+	m.End(trace[len(trace)-1].TS)
 	t.Logf("peak flows %d, %+v", peak, m.Stats)
 	return out, m
 }

@@ -53,6 +53,10 @@ func TestGranularityWithoutAddressMergesFamilies(t *testing.T) {
 		"byport|0|dstport=53":               4,
 		"bysrc|0|srcip=0.0.0.0/0,proto=udp": 2,
 		"bysrc|0|srcip=::/0,proto=udp":      2,
+		// the last interval, reported at the end of the input
+		"byproto|10000000|proto=udp":               1,
+		"byport|10000000|dstport=53":               1,
+		"bysrc|10000000|srcip=0.0.0.0/0,proto=udp": 1,
 	}
 	compare(t, "families", got, want)
 }

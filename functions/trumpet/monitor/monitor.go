@@ -206,6 +206,7 @@ type Monitor struct {
 	kept int
 
 	started bool
+	ended   bool  // End has reported the last interval
 	cur     int64 // current epoch
 	seq     uint64
 
@@ -503,13 +504,40 @@ func (m *Monitor) Tick(now int64) {
 	m.cur = ne
 }
 
-// Flush finishes the pending sweep at the end of the input. Intervals
-// that the input did not see to their end are not reported.
+// Flush ends the epochs that end at or before now (as Tick) and finishes
+// the pending sweep: the reports due by now are out. It reports nothing
+// of the epoch now is in; End does, at the end of the input.
 func (m *Monitor) Flush(now int64) {
 	if m.started && now >= m.Deadline() {
 		m.Tick(now)
 	}
 	m.finish()
+}
+
+// End ends the input at now. The epochs that ended by now are swept as
+// Tick sweeps them; then the last epoch, the one now is in, which the
+// input did not see to its end, is swept as if it had ended, and every
+// interval that holds it is tested on the packets it saw and reported,
+// its report's time its start, as the other windowed classes report their
+// last window. A monitor fed summaries (Summarise) whose drains have
+// ended that epoch already reports the intervals it did not end. After
+// End the monitor reports nothing more: a second End does nothing.
+func (m *Monitor) End(now int64) {
+	if !m.started || m.ended {
+		return
+	}
+	m.ended = true
+	if last := floorDiv(now, m.cfg.Epoch); last >= m.cur {
+		m.Flush((last + 1) * m.cfg.Epoch)
+	} else {
+		m.finish()
+	}
+	e := m.cur - 1 // the last epoch, swept
+	for _, t := range m.trigs {
+		if t != nil && t.bhead >= 0 {
+			m.evaluate(t, floorDiv(e, t.m)*t.m)
+		}
+	}
 }
 
 // Pending says whether a sweep waits for time between batches.

@@ -158,7 +158,7 @@ func runMode(t *testing.T, events []event.Event, trace []oracle.Packet, sliced, 
 				m.Sweep(1)
 			}
 		}
-		m.Flush(last)
+		m.End(last)
 		return out, m
 	}
 	for i, p := range trace {
@@ -171,7 +171,7 @@ func runMode(t *testing.T, events []event.Event, trace []oracle.Packet, sliced, 
 			m.Sweep(1)
 		}
 	}
-	m.Flush(last)
+	m.End(last)
 	return out, m
 }
 

@@ -71,7 +71,7 @@ func TestAddRemoveWhileRunning(t *testing.T) {
 			m.Sweep(1)
 		}
 	}
-	m.Flush(trace[len(trace)-1].TS)
+	m.End(trace[len(trace)-1].TS)
 
 	expect := map[string]float64{}
 	for k, v := range want {

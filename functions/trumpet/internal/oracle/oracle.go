@@ -226,8 +226,9 @@ func unwrapO(prev uint64, v uint32) uint64 {
 }
 
 // Evaluate returns the reports, as "event|start|key|value" with the value
-// formatted to 9 significant digits, of the intervals that end by the
-// start of the last packet's epoch.
+// formatted to 9 significant digits, of every interval that holds a
+// packet: the last one, which the trace ends before its end, on the
+// packets it holds.
 func Evaluate(cfg Config, events []event.Event, trace []Packet) map[string]float64 {
 	T := cfg.Epoch
 	states := map[string]*ostate{}
@@ -254,13 +255,11 @@ func Evaluate(cfg Config, events []event.Event, trace []Packet) map[string]float
 		}
 		return false
 	}
-	var lastTS int64
 	for _, tp := range trace {
 		p, ok := decode(tp.Data, tp.TS)
 		if !ok {
 			continue
 		}
-		lastTS = tp.TS
 		c := floorDivO(p.ts, T)
 		s := states[p.key()]
 		if s == nil || s.last < c-1 {
@@ -387,13 +386,9 @@ func Evaluate(cfg Config, events []event.Event, trace []Packet) map[string]float
 			}
 		}
 	}
-	end := floorDivO(lastTS, T) * T
 	out := map[string]float64{}
 	for k, b := range buckets {
 		e := &events[k.ev]
-		if k.start+int64(e.Interval) > end {
-			continue
-		}
 		val := func(a event.Agg) float64 {
 			if a.Func == "" { // a state variable
 				m := b.last

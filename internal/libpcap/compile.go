@@ -1,15 +1,7 @@
-// Package libpcap compiles pcap-filter(7) expressions with libpcap's own
-// compiler (pcap_compile), through cgo, on the handle tcpdump would compile
-// on: a dead handle for a live capture, or a handle opened on the capture
-// file's header for a file, so that gencode sees what `tcpdump -r` lets it
-// see (the file, its byte order, its link-type field).
-//
-// It is the only cgo the bpf class needs at populate time; the datapath
-// never calls it.
 package libpcap
 
 /*
-#cgo linux LDFLAGS: -lpcap
+#cgo LDFLAGS: -l:libpcap.a
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -124,3 +116,7 @@ func compile(expr string, hdr *[24]byte, dlt, snaplen int, netmask uint32) ([]In
 	}
 	return insns, nil
 }
+
+// Version is the version of the libpcap that compiles filters
+// (pcap_lib_version).
+func Version() string { return C.GoString(C.pcap_lib_version()) }
