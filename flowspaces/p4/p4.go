@@ -34,7 +34,6 @@ package p4
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -161,4 +160,3 @@ func (o *Options) Barrier() string {
 	return "network link to " + o.UplinkIface
 }
 
-var _ = slices.Contains[[]string]
