@@ -259,4 +259,3 @@ func (p *parser) resources(s *spec) (p4gen.Profile, error) {
 	}
 	return prof, nil
 }
-

@@ -159,4 +159,3 @@ func (o *Options) Barrier() string {
 	}
 	return "network link to " + o.UplinkIface
 }
-
