@@ -35,9 +35,11 @@ type Receiver struct {
 }
 
 // WaitStats count how a receiver's batches were found: already there
-// (polled), during its spin, or after sleeping on the eventfd.
+// (polled), during its spin, or after sleeping on the eventfd; Waited is
+// the time it spent spinning and sleeping, in nanoseconds.
 type WaitStats struct {
 	Polled, Spun, Slept uint64
+	Waited              uint64
 }
 
 func newReceiver(e *end) *Receiver {
@@ -89,11 +91,12 @@ func (r *Receiver) Next(timeout time.Duration) (*Cell, error) {
 		return c, err
 	}
 	start := time.Now()
+	defer r.waited(start)
 	// Spin: under load the cell comes within about the last wait's time.
 	for i := 0; ; i++ {
 		if c, err := r.Poll(); c != nil || err != nil {
 			r.Stats.Spun++
-			r.adapt(start)
+			r.adapt(start, false)
 			return c, err
 		}
 		if i&63 == 63 && time.Since(start) > r.spin {
@@ -133,7 +136,7 @@ func (r *Receiver) Next(timeout time.Duration) (*Cell, error) {
 		}
 		if c, err := r.Poll(); c != nil || err != nil {
 			r.Stats.Slept++
-			r.adapt(start)
+			r.adapt(start, true)
 			return c, err
 		}
 		if r.npfd == 2 && r.pfd[1].Revents != 0 {
@@ -142,13 +145,23 @@ func (r *Receiver) Next(timeout time.Duration) (*Cell, error) {
 	}
 }
 
-// adapt sets the next spin from this wait, which started at start: about
-// twice as long when the cell came within MaxSpin (under load, spinning is
-// cheaper than sleeping), MinSpin when it took longer (idle: sleep at once).
-func (r *Receiver) adapt(start time.Time) {
-	if w := time.Since(start); w <= MaxSpin {
+func (r *Receiver) waited(start time.Time) { r.Stats.Waited += uint64(time.Since(start)) }
+
+// adapt sets the next spin from this wait, which started at start:
+// about twice the wait when the cell came while spinning; twice the spin
+// when the receiver slept but the cell came within 2×MaxSpin all the same
+// (the peer was busy, not idle: a wake-up costs more than the spin would
+// have); MinSpin when it took longer (idle: sleep at once). Under load the
+// receiver thus spins through the peer's time per batch and makes no
+// system call, even after the scheduler made it sleep once.
+func (r *Receiver) adapt(start time.Time, slept bool) {
+	w := time.Since(start)
+	switch {
+	case !slept:
 		r.spin = min(max(2*w, MinSpin), MaxSpin)
-	} else {
+	case w <= 2*MaxSpin:
+		r.spin = min(2*r.spin, MaxSpin)
+	default:
 		r.spin = MinSpin
 	}
 }
