@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +20,9 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
+	p4 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ffpf-go/ffpf/internal/netnstest"
 )
@@ -357,15 +361,28 @@ func TestP4SwitchBadInput(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "no device 7 (this is device 1)") {
 		t.Errorf("another device: exit %d, %q", r.code, r.stderr)
 	}
+	// A switch of one stage, Tofino-1's otherwise, that the hierarchy
+	// file says nothing of (so ffpf places for twelve stages): a
+	// count-min sketch of 5 rows is 5 registers, each read-modify-written
+	// by a stateful ALU of its own, and a stage has 4; no lowering fits it
+	// into one stage, whatever it does with the rest of the program.
 	res := filepath.Join(dir, "one-stage.yaml")
 	writeFile(t, res, "stages: 1\n")
 	small := runSwitch(t, "", "--device-id", "1", "--port", "2=file:"+sent, "--resources", res)
-	r = ffpf(t, "run", "--hierarchy", hier("refused", small.addr, "1", ""), "-i", "swp1", expr)
-	if r.code != 1 || !strings.Contains(r.stderr, "refused to take the pipeline") {
+	wide := `(cms,key=5tuple,depth=5)`
+	if r := ffpf(t, "place", "--hierarchy", hier("refused", small.addr, "1", ""), "-i", "swp1", wide); r.code != 0 || !strings.Contains(r.stdout, "cms#1 ") || !strings.Contains(r.stdout, "switch tor: dev#1, cms#1") {
+		t.Fatalf("the sketch is not placed on a switch of twelve stages: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = ffpf(t, "run", "--hierarchy", hier("refused", small.addr, "1", ""), "-i", "swp1", wide)
+	if r.code != 1 || !strings.Contains(r.stderr, "the switch at "+small.addr+" refused to take the pipeline: ") ||
+		!strings.Contains(r.stderr, "does not fit the switch") || !strings.Contains(r.stderr, "the switch has 1 stages") || strings.Count(r.stderr, "\n") != 1 {
 		t.Errorf("a refused pipeline: exit %d, %q", r.code, r.stderr)
 	}
 	if strings.Contains(small.logged(), "committed") {
 		t.Errorf("the refused pipeline was committed:\n%s", small.logged())
+	}
+	if cfg := pipelineOf(t, small.addr); cfg.GetP4Info() != nil || len(cfg.GetP4DeviceConfig()) != 0 {
+		t.Errorf("the switch holds a pipeline after refusing it: %d tables", len(cfg.GetP4Info().GetTables()))
 	}
 	for _, c := range []struct{ extra, want string }{
 		{"    resources: {stages: 0}\n", "resource stages: 0 is out of range"},
@@ -378,4 +395,21 @@ func TestP4SwitchBadInput(t *testing.T) {
 	}
 	sw.stop(t)
 	small.stop(t)
+}
+
+// pipelineOf asks the switch at addr for the pipeline it has committed.
+func pipelineOf(t *testing.T, addr string) *p4.ForwardingPipelineConfig {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := p4.NewP4RuntimeClient(conn).GetForwardingPipelineConfig(ctx, &p4.GetForwardingPipelineConfigRequest{DeviceId: 1, ResponseType: p4.GetForwardingPipelineConfigRequest_ALL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.GetConfig()
 }
