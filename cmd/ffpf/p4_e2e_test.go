@@ -183,6 +183,19 @@ func checkSwitchRun(t *testing.T, dir, sent string, sw runJSON, swExport string)
 	}
 }
 
+// vlanFrames counts the frames of a trace whose outermost EtherType is
+// a VLAN tag's TPID.
+func vlanFrames(t *testing.T, file string) int {
+	t.Helper()
+	n := 0
+	for _, f := range pcapFrames(t, file) {
+		if len(f) >= 14 && (f[12] == 0x81 && f[13] == 0x00 || f[12] == 0x88 && f[13] == 0xa8) {
+			n++
+		}
+	}
+	return n
+}
+
 // distinctDst counts the distinct destination addresses of the packets
 // of a trace (IPv4 and IPv6).
 func distinctDst(t *testing.T, file string) int {
@@ -318,16 +331,23 @@ func TestP4SwitchInNamespace(t *testing.T) {
 	waitFile(t, upFile)
 	time.Sleep(300 * time.Millisecond) // the uplink's capture is open
 	sent := filepath.Join(dir, "sent.pcap")
-	// No VLAN tags: the model's AF_PACKET ports read frames without the
-	// tags the kernel took off into their metadata. 2,000 a second: at
-	// 20,000 on a loaded machine a port's socket lost frames, which then
-	// never reach the switch (nor its counts).
-	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "2000", "--pps", "2000", "--seed", "5", "--vlan", "0", "-o", sent).CombinedOutput(); err != nil {
+	// VLAN-tagged frames among them (gen's default share), which the
+	// switch's port reads as they were on the wire, the tag the kernel
+	// took off put back; 20,000 a second, which its socket's buffer
+	// holds through a second of the switch falling behind.
+	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "4000", "--pps", "20000", "--seed", "5", "-o", sent).CombinedOutput(); err != nil {
 		t.Fatalf("gen: %v: %s", err, o)
+	}
+	if n := vlanFrames(t, sent); n < 100 {
+		t.Fatalf("the trace holds %d VLAN-tagged frames", n)
 	}
 	waitSentUp(t, dir, sent, upFile)
 	res := c.stop(t)
 	sw.stop(t)
+	if !regexp.MustCompile(`port 2 \(`+ifB+`\): \d+ frames read, 0 lost while its socket's buffer was full, 0 longer than 64 KiB; 0 refused on sending`).MatchString(sw.logged()) ||
+		!regexp.MustCompile(`port 1 \(`+up+`\): \d+ frames read, 0 lost .*; 0 refused on sending`).MatchString(sw.logged()) {
+		t.Errorf("the switch's ports lost or refused frames:\n%s", sw.logged())
+	}
 	checkSwitchRun(t, dir, sent, res, upFile)
 }
 

@@ -4,6 +4,11 @@
 // port (its timestamps the switch's clock), and a capture file that
 // records what leaves a port. `ffpf p4 switch` is made of these.
 //
+// An interface port delivers each frame as it was on the wire: the VLAN
+// tag the kernel took off into the packet's metadata is put back, TPID
+// and all, as libpcap does. Frames it could not take (its socket's
+// buffer full, or longer than 64 KiB) are counted, never lost silently.
+//
 // The sharp edge: an interface port sees the frames the kernel delivers
 // to a packet socket, offloads included (a GRO-merged frame is one frame
 // larger than the MTU); the socket skips the frames the switch itself
@@ -15,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"sync"
 	"time"
@@ -23,96 +27,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
-	"golang.org/x/sys/unix"
 )
-
-// Iface is a port on a network interface.
-type Iface struct {
-	name string
-	fd   int
-	mu   sync.Mutex // writes
-	// Errors counts frames the interface refused to send.
-	Errors uint64
-}
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
-
-// OpenIface opens a packet socket on interface name, in promiscuous mode.
-// Root or CAP_NET_RAW is needed.
-func OpenIface(name string) (*Iface, error) {
-	ifc, err := net.InterfaceByName(name)
-	if err != nil {
-		return nil, fmt.Errorf("no network interface %s", name)
-	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
-	if err != nil {
-		return nil, fmt.Errorf("port %s: cannot open a packet socket: %v (root or CAP_NET_RAW is needed)", name, err)
-	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifc.Index}); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("port %s: %v", name, err)
-	}
-	mreq := unix.PacketMreq{Ifindex: int32(ifc.Index), Type: unix.PACKET_MR_PROMISC}
-	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("port %s: promiscuous mode: %v", name, err)
-	}
-	// A read returns at least every 100 ms, so that Read sees Close.
-	tv := unix.Timeval{Usec: 100000}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("port %s: %v", name, err)
-	}
-	return &Iface{name: name, fd: fd}, nil
-}
-
-// Name returns the interface's name.
-func (p *Iface) Name() string { return p.name }
-
-// Read calls f with each frame that arrives (the slice is reused) until
-// done is closed or the socket fails.
-func (p *Iface) Read(done <-chan struct{}, f func(frame []byte)) error {
-	buf := make([]byte, 1<<16)
-	for {
-		select {
-		case <-done:
-			return nil
-		default:
-		}
-		n, from, err := unix.Recvfrom(p.fd, buf, 0)
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("port %s: %v", p.name, err)
-		}
-		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
-			continue // what this or another socket sent out of the port
-		}
-		f(buf[:n])
-	}
-}
-
-// Write sends a frame out of the interface; a frame it refuses is
-// counted in Errors.
-func (p *Iface) Write(frame []byte) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for {
-		_, err := unix.Write(p.fd, frame)
-		if errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN) {
-			time.Sleep(50 * time.Microsecond)
-			continue
-		}
-		if err != nil {
-			p.Errors++
-		}
-		return
-	}
-}
-
-// Close closes the socket.
-func (p *Iface) Close() error { return unix.Close(p.fd) }
 
 // FileIn replays a capture file (pcap or pcapng) into a port.
 type FileIn struct {
