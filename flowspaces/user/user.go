@@ -380,6 +380,18 @@ func (fs *Flowspace) Close() error {
 	return err
 }
 
+// SourceEnded implements flowspaces.Ender: the source's worker has run
+// to its end, and what it reached is flushed.
+func (fs *Flowspace) SourceEnded(n *flowspaces.Node) (bool, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	w := fs.srcs[n]
+	if w == nil || !w.done.Load() {
+		return false, nil
+	}
+	return true, w.err
+}
+
 // SetBudget implements flowspaces.Limited: the flowspace's sources share b
 // (the run's packet limit); call it before Activate.
 func (fs *Flowspace) SetBudget(b *flowspaces.Budget) {
