@@ -444,6 +444,11 @@ func (d *Daemon) checkFiles(req *flowgraph.Request, who *identity) error {
 			if err := mayAccess(path, who.cred, p.File == functions.FileWrite); err != nil {
 				return &client.Error{Code: client.CodeDenied, Msg: fmt.Sprintf("%s: %v", f.ID, err)}
 			}
+			// Opening a FIFO waits for its other end, and submits are made
+			// one at a time: only root may make the others wait so.
+			if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() && !who.root {
+				return &client.Error{Code: client.CodeDenied, Msg: fmt.Sprintf("%s: %s is not a regular file: only root may have the daemon open a FIFO or a device", f.ID, path)}
+			}
 		}
 	}
 	return nil

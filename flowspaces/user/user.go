@@ -321,6 +321,10 @@ func (fs *Flowspace) start(w *worker) {
 	go func() {
 		defer fs.wg.Done()
 		w.run(wctx)
+		// The worker's context goes with it: left registered with the
+		// flowspace's, it (and the AfterFunc below, with the source) would
+		// live as long as the flowspace, one per source ever run.
+		cancel()
 		fs.mu.Lock()
 		if w.err != nil {
 			fs.errs = append(fs.errs, w.err)
