@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"maps"
 	"net/http"
 	"os"
 	"runtime"
@@ -129,15 +130,21 @@ func (d *Daemon) Metrics() []byte {
 // (counters: summed and unwindowed; gauges: the rest).
 func (d *Daemon) stateSamples(w *promtext.Writer, name string, counters bool, req string, f flowgraph.FunctionState) {
 	c, ok := d.reg.Lookup(f.Class)
-	if !ok || c.State == nil {
+	if !ok {
 		return
+	}
+	st := c.State
+	if st == nil {
+		st = &functions.State{}
 	}
 	windowed := false
 	if v, ok := f.Params["window"]; ok && v != nil && v != "" && v != "0s" {
 		windowed = true
 	}
-	for i := range c.State.Fields {
-		sf := &c.State.Fields[i]
+	declared := map[string]bool{}
+	for i := range st.Fields {
+		sf := &st.Fields[i]
+		declared[sf.Name] = true
 		if sf.Len > 0 || sf.LenOf != nil || sf.Parity {
 			continue // a structure, not a figure
 		}
@@ -150,6 +157,16 @@ func (d *Daemon) stateSamples(w *promtext.Writer, name string, counters bool, re
 			continue
 		}
 		w.Float(name, v, "request", req, "function", f.ID, "class", f.Class, "flowspace", f.Flowspace, "field", sf.Name)
+	}
+	if counters {
+		return
+	}
+	// What a class computes from its state when read (hll's estimate): a
+	// figure of the moment, a gauge.
+	for _, k := range slices.Sorted(maps.Keys(f.State)) {
+		if v, ok := number(f.State[k]); ok && !declared[k] {
+			w.Float(name, v, "request", req, "function", f.ID, "class", f.Class, "flowspace", f.Flowspace, "field", k)
+		}
 	}
 }
 
