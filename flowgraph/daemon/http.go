@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -48,14 +47,30 @@ func (d *Daemon) newHTTP(addr string) (*httpServer, error) {
 		fmt.Fprintf(d.cfg.Log, "ffpf: the HTTP API listens on %s, beyond this machine's loopback\n", ln.Addr())
 	}
 	mux := http.NewServeMux()
-	static, _ := fs.Sub(webFiles, "web")
-	mux.Handle("GET /", http.FileServer(http.FS(static)))
+	mux.HandleFunc("GET /{$}", page("index.html", "text/html; charset=utf-8"))
+	mux.HandleFunc("GET /app.js", page("app.js", "text/javascript; charset=utf-8"))
+	mux.HandleFunc("GET /style.css", page("style.css", "text/css; charset=utf-8"))
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
 	mux.HandleFunc("GET /api/v1/events", h.events)
 	mux.HandleFunc("GET /api/v1/{op}", h.api)
 	mux.HandleFunc("POST /api/v1/{op}", h.api)
 	h.srv = &http.Server{Handler: h.guard(mux), ReadHeaderTimeout: 10 * time.Second}
 	return h, nil
+}
+
+// page serves one file of the page, embedded in the binary. (Not with
+// http.FileServer: its table of media types would be built at every ffpf
+// process's start-up.)
+func page(name, typ string) http.HandlerFunc {
+	b, err := webFiles.ReadFile("web/" + name)
+	if err != nil {
+		panic(err) // embedded: cannot be missing
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", typ)
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write(b)
+	}
 }
 
 func (h *httpServer) serve() { h.srv.Serve(h.ln) }

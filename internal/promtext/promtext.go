@@ -15,7 +15,6 @@ package promtext
 import (
 	"math"
 	"strconv"
-	"strings"
 )
 
 // ContentType is the format's media type, for the Content-Type header.
@@ -26,17 +25,30 @@ type Writer struct {
 	B []byte
 }
 
-var (
-	helpEscape  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
-	labelEscape = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-)
+// escape appends s with backslashes, newlines and, in a label value
+// (quotes true), double quotes escaped.
+func escape(b []byte, s string, quotes bool) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			b = append(b, `\\`...)
+		case c == '\n':
+			b = append(b, `\n`...)
+		case c == '"' && quotes:
+			b = append(b, `\"`...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
 
 // Family starts a metric family: typ is counter, gauge or untyped.
 func (w *Writer) Family(name, typ, help string) {
 	w.B = append(w.B, "# HELP "...)
 	w.B = append(w.B, name...)
 	w.B = append(w.B, ' ')
-	w.B = append(w.B, helpEscape.Replace(help)...)
+	w.B = escape(w.B, help, false)
 	w.B = append(w.B, "\n# TYPE "...)
 	w.B = append(w.B, name...)
 	w.B = append(w.B, ' ')
@@ -57,7 +69,7 @@ func (w *Writer) labels(name string, pairs []string) {
 		}
 		w.B = append(w.B, pairs[i]...)
 		w.B = append(w.B, `="`...)
-		w.B = append(w.B, labelEscape.Replace(pairs[i+1])...)
+		w.B = escape(w.B, pairs[i+1], true)
 		w.B = append(w.B, '"')
 	}
 	w.B = append(w.B, '}')
