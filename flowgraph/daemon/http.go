@@ -194,15 +194,18 @@ func (h *httpServer) events(w http.ResponseWriter, r *http.Request) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		h.d.mu.Lock()
-		gone := h.d.reqs[req.id] != req
-		h.d.mu.Unlock()
-		if gone {
+		h.d.ctl.Lock()
+		var st *client.Stat
+		if h.d.present(req) {
+			st = h.d.stat(req)
+		}
+		h.d.ctl.Unlock()
+		if st == nil {
 			fmt.Fprint(w, "event: gone\ndata: {}\n\n")
 			fl.Flush()
 			return
 		}
-		b, _ := json.Marshal(h.d.stat(req))
+		b, _ := json.Marshal(st)
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
 			return
 		}

@@ -28,6 +28,8 @@ var kinds = [4]string{"in", "out", "filtered", "dropped"}
 // library gives them. Labels are ids, classes and flowspaces: bounded by
 // the requests held, never by the traffic.
 func (d *Daemon) Metrics() []byte {
+	d.ctl.Lock() // no function is released while its state is read
+	defer d.ctl.Unlock()
 	states := map[string]flowgraph.FunctionState{}
 	for _, f := range d.rt.Functions() {
 		states[f.ID] = f

@@ -39,6 +39,8 @@ func (d *Daemon) dispatch(op string, raw json.RawMessage, who *identity) (any, [
 		if err := decodeArgs(raw, &struct{}{}); err != nil {
 			return nil, nil, err
 		}
+		d.ctl.Lock() // no function is released while its state is read
+		defer d.ctl.Unlock()
 		return d.list(who), nil, nil
 	case "stat", "rm":
 		var a client.IDArgs
@@ -50,6 +52,11 @@ func (d *Daemon) dispatch(op string, raw json.RawMessage, who *identity) (any, [
 			return nil, nil, err
 		}
 		if op == "stat" {
+			d.ctl.Lock()
+			defer d.ctl.Unlock()
+			if !d.present(r) { // removed since it was looked up
+				return nil, nil, &client.Error{Code: client.CodeNotFound, Msg: "no request " + a.ID}
+			}
 			return d.stat(r), nil, nil
 		}
 		return struct{}{}, nil, d.remove(r)
@@ -243,6 +250,13 @@ func (d *Daemon) remove(r *request) error {
 	return errors.Join(errs...)
 }
 
+// present reports whether r is still held.
+func (d *Daemon) present(r *request) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.reqs[r.id] == r
+}
+
 // info describes r.
 func (d *Daemon) info(r *request) client.Request {
 	out := client.Request{ID: r.id, Name: r.name, Flowgroup: r.group, Expr: r.expr, Canonical: r.req.Canonical(),
@@ -355,6 +369,11 @@ func (d *Daemon) call(a client.CallArgs, who *identity) (any, error) {
 	}
 	if a.Function == "" || a.Handler == "" {
 		return nil, invalidf("call names a function of the request and one of its handlers")
+	}
+	d.ctl.Lock()
+	defer d.ctl.Unlock()
+	if !d.present(r) {
+		return nil, &client.Error{Code: client.CodeNotFound, Msg: "no request " + a.ID}
 	}
 	res, err := r.req.Call(a.Function, a.Handler, a.Arg)
 	if err != nil {

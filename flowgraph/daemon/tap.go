@@ -166,6 +166,11 @@ func (d *Daemon) read(a client.ReadArgs, who *identity) (any, []int, error) {
 	if r.sink == nil {
 		return nil, nil, invalidf("request %s has no sink to read: its ends give packets of several link types", r.id)
 	}
+	d.ctl.Lock() // the tap is not closed meanwhile
+	defer d.ctl.Unlock()
+	if !d.present(r) {
+		return nil, nil, &client.Error{Code: client.CodeNotFound, Msg: "no request " + a.ID}
+	}
 	fs := r.sink.Functions()
 	d.mu.Lock()
 	t := d.taps[fs[len(fs)-1].ID]
