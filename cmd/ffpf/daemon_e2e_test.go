@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -125,20 +124,7 @@ func (s *served) as(t *testing.T, uid int, args ...string) cliResult {
 		cmd.Path = sharedBin(t)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(errb.String(), "goroutine ") {
-		t.Fatalf("ffpf %v printed a stack trace:\n%s", args, errb.String())
-	}
-	return cliResult{out.String(), errb.String(), code}
+	return runCLI(t, cmd, args)
 }
 
 var sharedBinPath string

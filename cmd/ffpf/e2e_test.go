@@ -43,7 +43,13 @@ type cliResult struct {
 
 func ffpf(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	cmd := exec.Command(ffpfBin, args...)
+	return runCLI(t, exec.Command(ffpfBin, args...), args)
+}
+
+// runCLI runs cmd (ffpf with args) and returns what it printed and its
+// exit status; a stack trace fails the test.
+func runCLI(t *testing.T, cmd *exec.Cmd, args []string) cliResult {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/bridges/shm"
 	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowgraph/daemon/client"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/export"
@@ -218,14 +219,12 @@ func printStat(out io.Writer, st *client.Stat, again bool) error {
 	}
 	fmt.Fprintf(w, "%d packets from its sources\n", st.Packets)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FUNCTION\tFLOWSPACE\tIN\tOUT\tFILTERED\tDROPPED\tSTATE")
-	for _, f := range st.Functions {
-		id := f.ID
-		if f.Label != "" {
-			id += " (" + f.Label + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", id, f.Flowspace, f.In, f.Out, f.Filtered, f.Dropped, formatState(f.State))
+	fs := make([]flowgraph.FunctionState, len(st.Functions))
+	for i, f := range st.Functions {
+		fs[i] = flowgraph.FunctionState{ID: f.ID, Label: f.Label, Flowspace: f.Flowspace,
+			In: f.In, Out: f.Out, Filtered: f.Filtered, Dropped: f.Dropped, State: f.State}
 	}
+	writeFunctions(tw, fs)
 	if len(st.Readers) > 0 {
 		fmt.Fprintln(tw, "\nREADER\tPID\tIN\tOUT\t\tDROPPED\t")
 		for _, rd := range st.Readers {
