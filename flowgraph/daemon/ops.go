@@ -393,15 +393,23 @@ func (d *Daemon) classes() []client.Class {
 			continue
 		}
 		k := client.Class{Name: c.Name, Summary: c.Summary, Source: c.IsSource(), MinInputs: c.MinInputs,
-			MaxInputs: c.MaxInputs, Targets: []string{}, Params: []client.Param{}}
+			MaxInputs: c.MaxInputs, Targets: []string{}}
 		for _, t := range c.Targets {
 			k.Targets = append(k.Targets, string(t))
 		}
-		for _, p := range c.Params {
-			k.Params = append(k.Params, client.Param{Name: p.Name, Type: p.Type.String(), Default: p.Default,
-				Required: p.Required, Unit: p.Unit, Summary: p.Summary, Enum: p.Enum})
-		}
+		k.Params = Params(c)
 		out = append(out, k)
+	}
+	return out
+}
+
+// Params describes a class's parameters as the protocol does (and 'ffpf
+// classes --json').
+func Params(c *functions.Class) []client.Param {
+	out := []client.Param{}
+	for _, p := range c.Params {
+		out = append(out, client.Param{Name: p.Name, Type: p.Type.String(), Default: p.Default,
+			Required: p.Required, Unit: p.Unit, Summary: p.Summary, Enum: p.Enum})
 	}
 	return out
 }
