@@ -224,6 +224,7 @@ echo
 echo "== 11. trumpet: the packet monitor, 4,096 triggers (32 patterns, 8 per packet), 64-byte packets at 67 ns on the packet clock, 10 ms epochs, one core"
 $GO test -run '^$' -bench 'BenchmarkMonitor' -benchtime 3000000x -count "$COUNT" ./functions/trumpet/monitor/ | tee "$OUT/trumpet.txt" | grep -E '^Benchmark' || true
 $GO test -run '^$' -bench 'BenchmarkSweep' -benchtime 20x -count "$COUNT" ./functions/trumpet/monitor/ | tee -a "$OUT/trumpet.txt" | grep -E '^Benchmark' || true
+$GO test -run '^$' -bench 'BenchmarkMonitorAlternating' -benchtime 3000000x -count "$COUNT" ./functions/trumpet/monitor/ | tee "$OUT/trumpet-alt.txt" | grep -E '^Benchmark' || true
 awk '/^BenchmarkMonitor\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
        for (i=1;i<=NF;i++) { v=$i; u=$(i+1)
          if (u=="Mpps") { mp[m]+=v; n[m]++ } if (u=="Mpps-cpu") mc[m]+=v
@@ -241,6 +242,8 @@ echo "   (floor: the flow table alone, no trigger; target >= 14.88 Mpps/core wit
 echo "    slices after every batch of 256 packets; a late sweep is one finished at the next epoch's end instead."
 echo "    -batch: the batch through ProcessBatch, which looks its packets up together, as the trumpet function does;"
 echo "    the others one Process per packet, each against the floor of its own mode.)"
+awk '/^BenchmarkMonitorAlternating/ { for (i=1;i<=NF;i++) { if ($(i+1)=="triggers/floor") tf+=$i; if ($(i+1)=="triggers/plain") tp+=$i } n++ }
+     END { if (n) printf "   alternating epoch by epoch in one process (the load of other programs alike on each): triggers/floor %.2f, triggers/plain %.2f (means of %d)\n", tf/n, tp/n, n }' "$OUT/trumpet-alt.txt"
 
 echo
 echo "== 11b. trumpet in XDP: phase 1 on per-CPU flow summaries, phase 2 in the process (heavy hitters, 10 ms epochs)"
@@ -257,12 +260,13 @@ else
 fi
 
 echo
-echo "== 12. scaling: K = 1 .. $(nproc) sources of $((${SCALE_PACKETS:-2000000} / 1000000))M generated packets each; Mpps = packets / elapsed_ns of 'ffpf run --json'"
+SP=${SCALE_PACKETS:-1000000}
+ROUNDS=${SCALE_ROUNDS:-10}
+echo "== 12. scaling: K = 1 .. $(nproc) sources of $SP generated packets each; Mpps = packets / elapsed_ns of 'ffpf run --json', best of $ROUNDS rounds"
 # K independent chains, the same K joined into one function (a filter; a
 # sketch pair: each worker on a shard of its state, merged when read), and
-# K separate processes; each the best of $COUNT rounds, the rounds taken in
-# turn over every case so that a burst of load hits all alike.
-SP=${SCALE_PACKETS:-2000000}
+# K separate processes; each the best of $ROUNDS short rounds, taken in turn
+# over every case so that a burst of load hits all alike.
 CORES=$(nproc)
 FILTER='(bpf,"tcp and dst port 80") > (pktcount)'
 SKETCH='(cms,key=5tuple) > (hll,key=dstip)'
@@ -286,7 +290,7 @@ procs_of() { # K processes of one chain each, at once: their packets / the longe
 echo "   load average before: $(loadavg); $CORES cores"
 steal0=$(steal)
 declare -A bestm=()
-for _ in $(seq "$COUNT"); do
+for _ in $(seq "$ROUNDS"); do
 	for k in $(seq "$CORES"); do
 		srcs=() ind_f=() ind_s=()
 		for i in $(seq "$k"); do
@@ -351,7 +355,7 @@ echo "   (medians of $COUNT runs; a plugin's worker is two processes taking turn
 echo "    the plugin filters the batch and answers; both need a core of their own)"
 
 echo
-echo "== 14. the daemon (ffpf serve): submit-to-active of a userspace request over the control socket, against populating and"
+echo "== 16. the daemon (ffpf serve): submit-to-active of a userspace request over the control socket, against populating and"
 echo "   instantiating the same request on a flowgraph in the process (same run); /metrics of 1,001 functions (250 requests)"
 $GO test -run '^$' -bench 'BenchmarkSubmitToActive|BenchmarkScrape' -benchtime 300x -count "$COUNT" ./flowgraph/daemon/ 2>/dev/null | tee "$OUT/daemon.txt" | grep -E '^Benchmark' || true
 awk '/^Benchmark(SubmitToActive|Scrape)\// { split($1, p, "/"); m=p[1]"/"p[2]; sub(/-[0-9]+$/, "", m); sub(/^Benchmark/, "", m)
@@ -368,3 +372,29 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 echo "   (medians of $COUNT runs; the exposition is written per scrape from each function's counters and MBuf: ffpf_packets_total"
 echo "    per request and function, the scalar state fields, placement, readers and the process's figures)"
+echo "== 14. the P4 switch model: (cms,key=5tuple) > (hll,key=dstip) as the classes lower it, on the PISA model, one core, beside (bpf,\"tcp\") > (cms) > (hll) in userspace (8)"
+$GO test -run '^$' -bench 'BenchmarkModel|BenchmarkReference' -benchtime 2s -count "$COUNT" ./flowspaces/p4/pisa/ | tee "$OUT/pisa.txt" | grep -E '^Benchmark' || true
+$GO test -run '^$' -bench 'BenchmarkPush' -benchtime 20x -count "$COUNT" ./flowspaces/p4/server/ | tee -a "$OUT/pisa.txt" | grep -E '^Benchmark' || true
+awk '/^Benchmark(Model|Reference)-/ { name=$1; sub(/-[0-9]+$/, "", name)
+       for (i=1;i<=NF;i++) { if ($(i+1)=="Mpps-cpu") { c[name]+=$i; n[name]++ } if ($(i+1)=="Mpps") w[name]+=$i
+         if ($(i+1)=="allocs/op" && $i+0 > a[name]) a[name]=$i } }
+     /^BenchmarkPush/ { for (i=1;i<=NF;i++) if ($(i+1)=="ms/push") { p+=$i; pn++ } }
+     /^BenchmarkMeasureGraph\/zerocopy\/shared/ { for (i=1;i<=NF;i++) if ($(i+1)=="Mpps/cpu") { u+=$i; un++ } }
+     END { m="BenchmarkModel"; r="BenchmarkReference"
+       printf "   model      %5.2f Mpps/core on CPU time (%5.2f wall), %d allocs/op (target >= 2)\n", c[m]/n[m], w[m]/n[m], a[m]
+       printf "   reference  %5.2f Mpps/core (p4gen.Switch, the semantics the model is tested against): model %.0fx faster\n", c[r]/n[r], (c[m]/n[m])/(c[r]/n[r])
+       if (un) printf "   userspace  %5.2f Mpps/core, the graph of section 8 (zerocopy, shared key): the model runs at %.2f of it\n", u/un, (c[m]/n[m])/(u/un)
+       if (pn) printf "   install (cms) > (hll) over P4Runtime on loopback (SetForwardingPipelineConfig VERIFY_AND_COMMIT): %.1f ms (target < 50)\n", p/pn
+     }' "$OUT/pisa.txt" "$OUT/measure.txt"
+echo "   (the model is the IR compiled to closures: parser, stages, hash units, stateful ALUs; its CPU per packet"
+echo "    is what a software switch pays, not a hardware one's line rate)"
+
+echo
+echo "== 15. P4 switch: build the largest example's program, and build and install it over P4Runtime on the PISA model"
+$GO test -run '^$' -bench 'BenchmarkBuildInstall' -benchtime 50x -count "$COUNT" -v ./flowspaces/p4/ | tee "$OUT/p4build.txt" | grep -E 'largest example' | sort -u | sed 's/^ *bench_test.go:[0-9]*: /   /' || true
+awk '/^BenchmarkBuildInstall\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
+       for (i=1;i<=NF;i++) if ($(i+1)=="ns/op") { if (!(m in b) || $i < b[m]) b[m]=$i } }
+     END { printf "   build alone   best %6.2f ms (MAFIA'\''s compiler: < 25 ms)\n", b["build"]/1e6
+           printf "   build+install best %6.2f ms (target < 50 ms)\n", b["build+install"]/1e6 }' "$OUT/p4build.txt"
+echo "   (build: place, lower, allocate stages, print P4_16, P4Info, device config; install: connect, arbitrate,"
+echo "    SetForwardingPipelineConfig VERIFY_AND_COMMIT, digests turned on, as ffpf run does before its first packet)"

@@ -54,11 +54,13 @@ type runner struct {
 	admit func(total int64) error
 }
 
-// shard is a function's instance for one lane.
+// shard is a function's instance for one lane. Its lock is taken once per
+// batch by its worker: padding keeps another shard's off its cache line.
 type shard struct {
 	fn  functions.Function
 	mu  sync.Mutex // mergeable: held while its worker processes or ticks, and by a merge
 	ctr *functions.Counters
+	_   [64]byte
 }
 
 func newRunner(n *flowspaces.Node, admit func(int64) error) *runner {

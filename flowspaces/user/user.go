@@ -73,8 +73,8 @@ type Options struct {
 	// InPlace makes it process packets where they are, keeping no PBuf,
 	// like a kernel hook: what goes up from it is copied.
 	InPlace bool
-	// Budget limits the packets the sources of every flowspace sharing it
-	// may read (ffpf run -c); nil means no limit.
+	// Budget is the run's packet limit (ffpf run -c or --capture-count),
+	// shared by every flowspace of the run; nil means no limit.
 	Budget *flowspaces.Budget
 	// StateLimit bounds the state (MBuf bytes) of the functions placed
 	// here together (flowspaces.StateBudget): 0 is half the machine's

@@ -26,7 +26,8 @@ func init() {
 					return err
 				}},
 		},
-		Targets: []functions.Target{functions.TargetUser},
+		Targets: []functions.Target{functions.TargetUser, functions.TargetP4},
+		Code:    functions.P4Code(p4Code),
 		Reads: func(p functions.Params) ([]string, error) {
 			n, err := parse(p.Str("expr"))
 			if err != nil {

@@ -97,6 +97,37 @@ func (s *CountMin) Add(h, v uint64) uint64 {
 	return est
 }
 
+// AddRows adds v to counter pos[r] of each row r (a switch's positions,
+// flowkey.P4Index) and returns the key's new estimate.
+func (s *CountMin) AddRows(pos []uint32, v uint64) uint64 {
+	est := uint64(math.MaxUint64)
+	for r, i := range pos[:s.depth] {
+		j := uint32(r)*s.width + i
+		p := &s.c[j]
+		var n uint64
+		if s.w == Exclusive {
+			*p += v
+			n = *p
+		} else {
+			n = atomic.AddUint64(p, v)
+		}
+		if n == v && s.touched != nil {
+			s.first(j, v)
+		}
+		est = min(est, n)
+	}
+	return est
+}
+
+// EstimateRows returns the least of counters pos[r] of the rows.
+func (s *CountMin) EstimateRows(pos []uint32) uint64 {
+	est := uint64(math.MaxUint64)
+	for r, i := range pos[:s.depth] {
+		est = min(est, atomic.LoadUint64(&s.c[uint32(r)*s.width+i]))
+	}
+	return est
+}
+
 // first records that counter j went from 0 by adding v.
 func (s *CountMin) first(j uint32, v uint64) {
 	if v != 0 {
