@@ -46,7 +46,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	group := fs.String("socket-group", "", "the socket's `GROUP` (a name or number; default the daemon's)")
 	policy := fs.String("flowgroup", flowgraph.GroupUID, "map each connection to a flowgroup by its peer's `POLICY`: uid, gid, pid or all")
 	hier := fs.String("hierarchy", "", "place functions in the flowspace hierarchy described in `FILE.yaml` (default: the one found on this machine)")
-	httpAddr := fs.String("http", "", "serve the HTTP API, /metrics and the web page on `ADDR` (e.g. 127.0.0.1:9090)")
+	httpAddr := fs.String("http", "", "serve the HTTP API, /metrics and the web page on `ADDR` (a port alone, :9090, is on loopback; 0.0.0.0:9090 is every address)")
 	token := fs.String("http-token", "", "allow writes over HTTP (submit, call, rm) to requests that present `TOKEN` (Authorization: Bearer TOKEN)")
 	stateDir := fs.String("state-dir", "", "record there what would outlive a crash of the daemon, for the next one to remove (`DIR`; default the socket's path with .state)")
 	var plugins pluginOptions

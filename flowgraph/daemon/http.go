@@ -36,6 +36,11 @@ var nobody = flowgraph.Credentials{UID: 65534, GID: 65534}
 var writeOps = map[string]bool{"submit": true, "rm": true, "call": true}
 
 func (d *Daemon) newHTTP(addr string) (*httpServer, error) {
+	// Loopback unless told otherwise: ":9090" is 127.0.0.1:9090 (and
+	// "0.0.0.0:9090" every address).
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http %s: %v", addr, err)

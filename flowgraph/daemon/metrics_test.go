@@ -167,3 +167,33 @@ func firstKey(m map[string]bool) string {
 	}
 	return ""
 }
+
+// TestHTTPLoopbackByDefault: an address without a host listens on
+// loopback; a request naming another host is refused there; writes need
+// the token.
+func TestHTTPLoopbackByDefault(t *testing.T) {
+	d := startDaemon(t, Config{HTTP: ":0", Token: "tok"})
+	if !strings.HasPrefix(d.HTTPAddr(), "127.0.0.1:") {
+		t.Fatalf("listens on %s", d.HTTPAddr())
+	}
+	req, _ := http.NewRequest("GET", "http://"+d.HTTPAddr()+"/api/v1/ls", nil)
+	req.Host = "evil.example:80"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("a request for another host: %v %v", resp, err)
+	}
+	post := func(tok string) int {
+		req, _ := http.NewRequest("POST", "http://"+d.HTTPAddr()+"/api/v1/submit", strings.NewReader(`{"expr":"(gen,packets=10) > (pktcount)"}`))
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c1, c2, c3 := post(""), post("wrong"), post("tok"); c1 != 403 || c2 != 403 || c3 != 200 {
+		t.Errorf("submit without a token %d, with a wrong one %d, with the token %d", c1, c2, c3)
+	}
+}
