@@ -11,7 +11,7 @@ import (
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/p4"
-	"github.com/ffpf-go/ffpf/functions/p4gen"
+	"github.com/ffpf-go/ffpf/functions/p4gen/p4info"
 )
 
 const p4BuildSynopsis = `--hierarchy FILE.yaml [-i IFACE] [-o DIR] [--json] [-e EXPR]... [EXPR]...
@@ -116,7 +116,7 @@ func cmdP4Build(args []string, stdout, stderr io.Writer) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
-		info, err := p4gen.P4InfoText(s.out.P4Info)
+		info, err := p4info.Text(s.out.P4Info)
 		if err != nil {
 			return err
 		}
