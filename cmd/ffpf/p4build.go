@@ -1,3 +1,5 @@
+//go:build !nogrpc
+
 package main
 
 import (
@@ -13,17 +15,6 @@ import (
 	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/functions/p4gen/p4info"
 )
-
-const p4BuildSynopsis = `--hierarchy FILE.yaml [-i IFACE] [-o DIR] [--json] [-e EXPR]... [EXPR]...
-
-Builds the program of what the expressions place on the switches of the
-hierarchy, without a running switch: per switch, DIR/main.p4 (P4_16 for
-v1model), DIR/p4info.txtpb (its P4Info, prototext) and DIR/resources.txt
-(what it takes: stages used, the widest stage, stateful operations,
-tables, actions and lines of P4, stage by stage). A hierarchy with
-several switches gets a directory per switch, DIR/NAME. --json prints the
-same as one object. The functions that do not fit stay above the switch:
-'ffpf place' says why.`
 
 // switchShare is what a request places on one switch, built.
 type switchShare struct {
@@ -165,4 +156,11 @@ func switchResources(rt *flowgraph.Runtime) ([]p4.Resources, error) {
 		out = append(out, s.out.Resources)
 	}
 	return out, err
+}
+
+// isSwitchPort reports whether fs is a switch and iface one of its
+// front-panel ports.
+func isSwitchPort(fs flowspaces.Flowspace, iface string) bool {
+	sw, ok := fs.(*p4.Flowspace)
+	return ok && sw.Entry(iface) == flowspaces.OwnEntry
 }

@@ -20,25 +20,6 @@ import (
 	"github.com/ffpf-go/ffpf/functions"
 )
 
-// EnvPlugins is the environment variable that names the plugin
-// directories when no --plugins flag does (a list, as PATH is written).
-const EnvPlugins = "FFPF_PLUGINS"
-
-// Dirs returns the plugin directories: flag (a list separated by ':')
-// when set, otherwise $FFPF_PLUGINS.
-func Dirs(flag string) []string {
-	if flag == "" {
-		flag = os.Getenv(EnvPlugins)
-	}
-	var dirs []string
-	for _, d := range filepath.SplitList(flag) {
-		if d != "" {
-			dirs = append(dirs, d)
-		}
-	}
-	return dirs
-}
-
 // Options configure how plugins are loaded.
 type Options struct {
 	// Sums, when set, is a file of SHA-256 checksums in sha256sum's format:
