@@ -145,7 +145,7 @@ func TestGRPCDispatch(t *testing.T) {
 	// Without ffpf-grpc beside it, it says so, naming the file.
 	os.Remove(filepath.Join(dir, grpcSibling))
 	got := run(lean, nil, []string{"hierarchy", "--hierarchy", tor})
-	if got.code != 1 || !strings.Contains(got.stderr, "p4 flowspace tor: this ffpf was built without gRPC") ||
+	if got.code != 1 || !strings.Contains(got.stderr, "tor.yaml:28: a p4 flowspace: this ffpf was built without gRPC") ||
 		!strings.Contains(got.stderr, filepath.Join(dir, grpcSibling)+", cannot be run: no such file or directory") {
 		t.Errorf("without ffpf-grpc: status %d, %q", got.code, got.stderr)
 	}

@@ -62,6 +62,9 @@ func Parse(data []byte, filename string, reg *functions.Registry) (flowspaces.Fl
 	if err != nil {
 		return nil, err
 	}
+	if err := p.built(doc); err != nil {
+		return nil, err
+	}
 	return p.root(doc)
 }
 
