@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,7 +67,19 @@ type cliResult struct {
 
 func ffpf(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	cmd := exec.Command(ffpfBin, args...)
+	return runCLI(t, ffpfBin, "", nil, nil, args...)
+}
+
+// runCLI runs bin in dir ("": here) with stdin (nil: none), the
+// environment's env added, and returns what it printed; a stack trace
+// fails the test.
+func runCLI(t *testing.T, bin, dir string, stdin io.Reader, env []string, args ...string) cliResult {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Stdin = dir, stdin
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -65,19 +62,7 @@ func TestGRPCDispatch(t *testing.T) {
 	p4file, _ := filepath.Abs("../../functions/p4gen/testdata/bpf.p4")
 	expr := `(bpf,"tcp") > [(pktcount)|(bytecount)]`
 	run := func(bin string, env []string, args []string) cliResult {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), env...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		var ee *exec.ExitError
-		code := 0
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return cliResult{out.String(), errb.String(), code}
+		return runCLI(t, bin, "", nil, append([]string{}, env...), args...)
 	}
 	for _, tc := range []struct {
 		env      []string
