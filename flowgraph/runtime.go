@@ -831,15 +831,33 @@ func canonValue(v functions.Value) lang.Value {
 // reaches an end exactly once. Call it after the requests are populated.
 func (rt *Runtime) AttachSink(expr string) (*Request, error) {
 	rt.mu.Lock()
+	funcs := append([]*Function(nil), rt.funcs...)
+	rt.mu.Unlock()
+	return rt.attachSink(expr, funcs)
+}
+
+// AttachSink adds the function term expr fed by every end of the request:
+// each of its functions that feeds no other of its functions. The sink is
+// a request of its own, in the request's flowgroup (shared, as any
+// function, with an identical sink of an identical request); removing it
+// is the caller's. A service attaches one so that an application reads
+// what the request exports.
+func (r *Request) AttachSink(expr string) (*Request, error) {
+	return r.rt.attachSink(expr, r.funcs)
+}
+
+// attachSink adds the sink expr fed by the ends of funcs.
+func (rt *Runtime) attachSink(expr string, funcs []*Function) (*Request, error) {
+	rt.mu.Lock()
 	fed := map[*flowspaces.Node]bool{}
-	for _, f := range rt.funcs {
+	for _, f := range funcs {
 		for _, in := range f.node.Inputs {
 			fed[in] = true
 		}
 	}
 	b := &builder{src: expr, reg: rt.cfg.Registry, bound: map[*lang.Func]functions.Params{}}
 	var ends []*lnode
-	for _, f := range rt.funcs {
+	for _, f := range funcs {
 		if !fed[f.node] {
 			lt := f.node.Ctx.LinkType
 			if f.node.Producer() {
@@ -864,6 +882,36 @@ func (rt *Runtime) AttachSink(expr string) (*Request, error) {
 		return nil, err
 	}
 	return rt.overlay(expr, nil, b.bound, []*lnode{sink}, ends[0].fn.group)
+}
+
+// Ended reports whether every source of the request has ended (files read
+// to their ends, generators done) and what reached them is flushed: its
+// state is final. A source in a flowspace that does not tell
+// (flowspaces.Ender), a live capture, never ends. err joins what the
+// sources reported. A request without a source of its own (a sink
+// attached to another) reports false.
+func (r *Request) Ended() (ended bool, err error) {
+	var errs []error
+	n := 0
+	for _, f := range r.funcs {
+		if !f.node.Class.IsSource() {
+			continue
+		}
+		n++
+		if !f.ready.Load() {
+			return false, nil
+		}
+		e, ok := f.node.Flowspace.(flowspaces.Ender)
+		if !ok {
+			return false, nil
+		}
+		done, err := e.SourceEnded(f.node)
+		if !done {
+			return false, nil
+		}
+		errs = append(errs, err)
+	}
+	return n > 0, errors.Join(errs...)
 }
 
 // freeWords takes k consecutive free annotation words and returns the

@@ -221,6 +221,14 @@ type Locker interface {
 	Lock(n *Node) (unlock func())
 }
 
+// Ender is a flowspace that tells when one of its sources has ended (a
+// file read to its end, a generator done): a service reports a request
+// whose sources have all ended as ended, with its final state. err is what
+// the source reported (a truncated file), nil at a clean end.
+type Ender interface {
+	SourceEnded(n *Node) (ended bool, err error)
+}
+
 // Spreader is a flowspace that can spread the packets of one source over
 // several workers (DESIGN.md §15): an eBPF flowspace over a ring buffer
 // per CPU and its AF_XDP sockets, a Go flowspace over a reader per lane of

@@ -80,6 +80,13 @@ func runCLI(t *testing.T, bin, dir string, stdin io.Reader, env []string, args .
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
+	return runCmd(t, cmd, args)
+}
+
+// runCmd runs cmd (ffpf with args) and returns what it printed and its
+// exit status; a stack trace fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd, args []string) cliResult {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

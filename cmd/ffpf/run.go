@@ -409,14 +409,7 @@ func writeResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 	el := time.Duration(r.ElapsedNS)
 	fmt.Fprintf(w, "%d packets in %v (%s)\n", r.Packets, el.Round(time.Microsecond), formatRate(r.Packets, el))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FUNCTION\tFLOWSPACE\tIN\tOUT\tFILTERED\tDROPPED\tSTATE")
-	for _, f := range r.Functions {
-		id := f.ID
-		if f.Label != "" {
-			id += " (" + f.Label + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", id, f.Flowspace, f.In, f.Out, f.Filtered, f.Dropped, formatState(f.State))
-	}
+	writeFunctions(tw, r.Functions)
 	for _, fs := range sortedKeys(rt.Attachments()) {
 		for _, a := range rt.Attachments()[fs] {
 			fmt.Fprintf(tw, "\n%s attached on %s", fs, a)
@@ -430,6 +423,19 @@ func writeResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// writeFunctions writes the table of functions: a header, then a row per
+// function with its counters and state.
+func writeFunctions(tw io.Writer, fs []flowgraph.FunctionState) {
+	fmt.Fprintln(tw, "FUNCTION\tFLOWSPACE\tIN\tOUT\tFILTERED\tDROPPED\tSTATE")
+	for _, f := range fs {
+		id := f.ID
+		if f.Label != "" {
+			id += " (" + f.Label + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", id, f.Flowspace, f.In, f.Out, f.Filtered, f.Dropped, formatState(f.State))
+	}
 }
 
 func formatState(s map[string]any) string {

@@ -455,6 +455,7 @@ func (fs *Flowspace) Connect() error {
 		delete(fs.runs, n)
 		delete(fs.prods, n)
 	}
+	fs.ending.forget(fs.removed)
 	fs.nodes, fs.removed = keep, nil
 	return err
 }
