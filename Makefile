@@ -12,7 +12,7 @@ export PATH := $(dir $(GO)):$(PATH)
 # The command-line tests run again against make build's pair (ffpf
 # without gRPC, ffpf-grpc beside it): the CLI contract, and every command
 # that runs ffpf-grpc (p4, plugins, hierarchies).
-NOGRPC_TESTS := TestSnaplenZero|TestRunHelpNamesEveryFlag|TestVersion|TestCheckUnreadableInput|TestNULInString|TestWritePcapng|TestHierarchyNotAFile|TestDirectionNeedsAnInterface|TestWorkersFlag|TestPlugins|TestP4|TestClasses|TestPlace|TestRunOnATestHierarchy|TestHierarchyCommand|TestBadHierarchyOrGroup|TestPaperExample|TestDefaultSource|TestWriteEndsToPcap|TestCheckPrints|TestBadInput|TestFilesRefused|TestStartup|TestGRPCDispatch
+NOGRPC_TESTS := TestSnaplenZero|TestRunHelpNamesEveryFlag|TestVersion|TestCheckUnreadableInput|TestNULInString|TestWritePcapng|TestHierarchyNotAFile|TestDirectionNeedsAnInterface|TestWorkersFlag|TestPlugins|TestP4|TestClasses|TestPlace|TestRunOnATestHierarchy|TestHierarchyCommand|TestBadHierarchyOrGroup|TestPaperExample|TestDefaultSource|TestWriteEndsToPcap|TestCheckPrints|TestBadInput|TestFilesRefused|TestStartup|TestGRPCDispatch|TestDaemon
 
 all: build
 
