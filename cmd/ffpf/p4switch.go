@@ -1,3 +1,5 @@
+//go:build !nogrpc
+
 package main
 
 import (
@@ -32,8 +34,6 @@ type switchPort struct {
 	in    *ports.FileIn
 	out   *ports.FileOut
 }
-
-const p4SwitchSynopsis = "--p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255] [--resources FILE.yaml] [--rate PORT=PPS]... [--queue N]"
 
 func init() {
 	p4Commands = append(p4Commands, p4Command{"switch", p4SwitchSynopsis, cmdP4Switch})

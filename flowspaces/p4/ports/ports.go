@@ -24,75 +24,54 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
+
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/gen"
+	"github.com/ffpf-go/ffpf/functions/pcap"
 )
 
 // FileIn replays a capture file (pcap or pcapng) into a port.
 type FileIn struct {
 	path string
-	f    *os.File
-	r    interface {
-		ReadPacketData() ([]byte, gopacket.CaptureInfo, error)
-	}
+	r    *pcap.Reader
 }
 
 // OpenFileIn opens a capture file of Ethernet frames.
 func OpenFileIn(path string) (*FileIn, error) {
-	f, err := os.Open(path)
+	r, err := pcap.OpenAccess(path, pcap.AccessRead)
 	if err != nil {
-		return nil, fmt.Errorf("port file %s: %v", path, err)
+		return nil, fmt.Errorf("port file: %v", err) // it names the file
 	}
-	br := bufio.NewReaderSize(f, 1<<16)
-	magic, _ := br.Peek(4)
-	var r interface {
-		ReadPacketData() ([]byte, gopacket.CaptureInfo, error)
-	}
-	var lt layers.LinkType
-	if len(magic) == 4 && magic[0] == 0x0a && magic[1] == 0x0d && magic[2] == 0x0d && magic[3] == 0x0a {
-		ng, err := pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("port file %s: %v", path, err)
-		}
-		r, lt = ng, ng.LinkType()
-	} else {
-		pr, err := pcapgo.NewReader(br)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("port file %s: not a capture file: %v", path, err)
-		}
-		r, lt = pr, pr.LinkType()
-	}
-	if lt != layers.LinkTypeEthernet {
-		f.Close()
+	if lt := r.LinkType(); lt != functions.LinkEthernet {
+		r.Close()
 		return nil, fmt.Errorf("port file %s: link type %v; a switch port takes Ethernet frames", path, lt)
 	}
-	return &FileIn{path: path, f: f, r: r}, nil
+	return &FileIn{path: path, r: r}, nil
 }
 
-// Next returns the next frame and its capture time; io.EOF at the end.
+// Next returns the next frame (valid until the next call) and its capture
+// time; io.EOF at the end.
 func (p *FileIn) Next() ([]byte, time.Time, error) {
-	data, ci, err := p.r.ReadPacketData()
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	data, _, ts, err := p.r.Next()
+	if errors.Is(err, io.EOF) {
 		return nil, time.Time{}, io.EOF
 	}
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("port file %s: %v", p.path, err)
 	}
-	return data, ci.Timestamp, nil
+	return data, time.Unix(0, ts), nil
 }
 
 // Close closes the file.
-func (p *FileIn) Close() error { return p.f.Close() }
+func (p *FileIn) Close() error { return p.r.Close() }
 
-// FileOut records the frames leaving a port as a pcap file.
+// FileOut records the frames leaving a port as a pcap file (nanosecond
+// timestamps).
 type FileOut struct {
 	mu sync.Mutex
 	f  *os.File
 	bw *bufio.Writer
-	w  *pcapgo.Writer
+	w  *gen.PcapWriter
 	n  uint64
 }
 
@@ -103,8 +82,8 @@ func CreateFileOut(path string) (*FileOut, error) {
 		return nil, fmt.Errorf("port file %s: %v", path, err)
 	}
 	bw := bufio.NewWriter(f)
-	w := pcapgo.NewWriterNanos(bw)
-	if err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
+	w, err := gen.NewPcapWriterNanos(bw, 65536)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("port file %s: %v", path, err)
 	}
@@ -116,7 +95,7 @@ func (p *FileOut) Write(frame []byte, t time.Time) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
-	return p.w.WritePacket(gopacket.CaptureInfo{Timestamp: t, CaptureLength: len(frame), Length: len(frame)}, frame)
+	return p.w.Write(frame, len(frame), t.UnixNano())
 }
 
 // Frames returns how many frames were recorded.
