@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/gen"
 	"github.com/ffpf-go/ffpf/functions/pcap"
