@@ -96,13 +96,15 @@ $GO run scripts/paired.go -n "$STARTUP_RUNS" \
 	-- $BIN run -r "$ONE" '(bpf,"tcp") > [(pktcount)|(bytecount)]' \
 	-- $BIN run -r "$ONE" '(pktcount)' \
 	-- $BIN hierarchy \
+	-- $BIN-grpc run -r "$ONE" '(bpf,"tcp") > [(pktcount)|(bytecount)]' \
 	-- "$TCPDUMP" -r "$ONE" -w /dev/null > "$OUT/startup.txt"
 awk '/^cmd/ { ms[$2]=$4; r[$2]=$6 } /^load/ { before=$2; after=$3 }
      END {
        printf "   %-66s %6.2f ms   %.2f of tcpdump (target <= 1.20)\n", "ffpf run -r one.pcap '\''(bpf,\"tcp\") > [(pktcount)|(bytecount)]'\''", ms[0], r[0]
        printf "   %-66s %6.2f ms   %.2f of tcpdump\n", "ffpf run -r one.pcap '\''(pktcount)'\'' (no filter)", ms[1], r[1]
        printf "   %-66s %6.2f ms   %.2f of tcpdump\n", "ffpf hierarchy (probes eBPF; a run of files only does not)", ms[2], r[2]
-       printf "   %-66s %6.2f ms\n", "tcpdump -r one.pcap -w /dev/null", ms[3]
+       printf "   %-66s %6.2f ms   %.2f of tcpdump\n", "ffpf-grpc run, the same (the whole build, gRPC linked)", ms[3], r[3]
+       printf "   %-66s %6.2f ms\n", "tcpdump -r one.pcap -w /dev/null", ms[4]
        printf "   (medians; \"of tcpdump\" is the median of the ratios within a round; load average %s before, %s after)\n", before, after
      }' "$OUT/startup.txt"
 
@@ -381,3 +383,21 @@ awk '/^BenchmarkBuildInstall\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "",
            printf "   build+install best %6.2f ms (target < 50 ms)\n", b["build+install"]/1e6 }' "$OUT/p4build.txt"
 echo "   (build: place, lower, allocate stages, print P4_16, P4Info, device config; install: connect, arbitrate,"
 echo "    SetForwardingPipelineConfig VERIFY_AND_COMMIT, digests turned on, as ffpf run does before its first packet)"
+echo
+echo "== 16. the daemon (ffpf serve): submit-to-active of a userspace request over the control socket, against populating and"
+echo "   instantiating the same request on a flowgraph in the process (same run); /metrics of 1,001 functions (250 requests)"
+$GO test -run '^$' -bench 'BenchmarkSubmitToActive|BenchmarkScrape' -benchtime 300x -count "$COUNT" ./flowgraph/daemon/ 2>/dev/null | tee "$OUT/daemon.txt" | grep -E '^Benchmark' || true
+awk '/^Benchmark(SubmitToActive|Scrape)\// { split($1, p, "/"); m=p[1]"/"p[2]; sub(/-[0-9]+$/, "", m); sub(/^Benchmark/, "", m)
+       for (i=1;i<=NF;i++) if ($(i+1)=="ms/submit" || $(i+1)=="ms/scrape") v[m]=v[m]" "$i }
+     function median(s,   x, n, i, j, t) { n=split(s, x, " "); for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (x[j]+0<x[i]+0) { t=x[i]; x[i]=x[j]; x[j]=t }
+       return n%2 ? x[(n+1)/2] : (x[n/2]+x[n/2+1])/2 }
+     END { d=median(v["SubmitToActive/daemon"]); r=median(v["SubmitToActive/runtime"])
+       printf "   submit to active   %6.2f ms through the daemon, %6.2f ms in the process (%.2fx; target < 20 ms)\n", d, r, d/r
+       h=median(v["Scrape/http"]); e=median(v["Scrape/exposition"]); s=median(v["Scrape/state"])
+       printf "   /metrics, 1,001 functions   %6.2f ms over HTTP, %6.2f ms writing it, %6.2f ms reading their state alone (%.1fx)\n", h, e, s, e/s }' "$OUT/daemon.txt"
+if [ "$(id -u)" -eq 0 ]; then
+	echo "   1,000 kernel (tc) requests submitted and removed on a veth, then SIGKILL and a restart:"
+	FFPF_DAEMON_CYCLES=1000 $GO test -count=1 -run 'TestDaemonKilledThenRestarted' -v ./cmd/ffpf/ 2>&1 | grep -E '^(--- |ok|FAIL|\s+daemon_e2e)' | sed 's/^/   /'
+fi
+echo "   (medians of $COUNT runs; the exposition is written per scrape from each function's counters and MBuf: ffpf_packets_total"
+echo "    per request and function, the scalar state fields, placement, readers and the process's figures)"

@@ -62,6 +62,23 @@ captured at its XDP or tc hook is spread over a worker per ring buffer
 class allows ('ffpf classes': stateless and mergeable ones on every worker
 at once, ordered ones under one lock).`
 
+// checkCount refuses -c or --capture-count (run's, submit's) that is not a
+// number of packets, or both at once: a usage error.
+func checkCount(count, captureCount int64) error {
+	for _, c := range []struct {
+		flag string
+		n    int64
+	}{{"-c", count}, {"--capture-count", captureCount}} {
+		if c.n < 0 || c.n > flowspaces.MaxLimit {
+			return usageErrorf("%s must be a number of packets up to %d (0: no limit)", c.flag, flowspaces.MaxLimit)
+		}
+	}
+	if count > 0 && captureCount > 0 {
+		return usageErrorf("-c and --capture-count exclude each other")
+	}
+	return nil
+}
+
 // runOptions are the flags shared by run, check and place.
 type runOptions struct {
 	file, iface string
@@ -219,16 +236,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, c := range []struct {
-		flag string
-		n    int64
-	}{{"-c", *count}, {"--capture-count", *captureCount}} {
-		if c.n < 0 || c.n > flowspaces.MaxLimit {
-			return usageErrorf("%s must be a number of packets up to %d (0: no limit)", c.flag, flowspaces.MaxLimit)
-		}
-	}
-	if *count > 0 && *captureCount > 0 {
-		return usageErrorf("-c and --capture-count exclude each other")
+	if err := checkCount(*count, *captureCount); err != nil {
+		return err
 	}
 	if *snaplen == 0 {
 		*snaplen = flowgraph.DefaultSnaplen // tcpdump's -s 0
@@ -409,14 +418,7 @@ func writeResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 	el := time.Duration(r.ElapsedNS)
 	fmt.Fprintf(w, "%d packets in %v (%s)\n", r.Packets, el.Round(time.Microsecond), formatRate(r.Packets, el))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FUNCTION\tFLOWSPACE\tIN\tOUT\tFILTERED\tDROPPED\tSTATE")
-	for _, f := range r.Functions {
-		id := f.ID
-		if f.Label != "" {
-			id += " (" + f.Label + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", id, f.Flowspace, f.In, f.Out, f.Filtered, f.Dropped, formatState(f.State))
-	}
+	writeFunctions(tw, r.Functions)
 	for _, fs := range sortedKeys(rt.Attachments()) {
 		for _, a := range rt.Attachments()[fs] {
 			fmt.Fprintf(tw, "\n%s attached on %s", fs, a)
@@ -430,6 +432,19 @@ func writeResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// writeFunctions writes the table of functions: a header, then a row per
+// function with its counters and state.
+func writeFunctions(tw io.Writer, fs []flowgraph.FunctionState) {
+	fmt.Fprintln(tw, "FUNCTION\tFLOWSPACE\tIN\tOUT\tFILTERED\tDROPPED\tSTATE")
+	for _, f := range fs {
+		id := f.ID
+		if f.Label != "" {
+			id += " (" + f.Label + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", id, f.Flowspace, f.In, f.Out, f.Filtered, f.Dropped, formatState(f.State))
+	}
 }
 
 func formatState(s map[string]any) string {

@@ -435,6 +435,7 @@ func attachClsact(ifindex int, p *ebpf.Program, egress bool) (*clsactFilter, err
 	key := qdiscKey{nsInode("net"), ifindex}
 	if err := netlink.QdiscAdd(clsactQdisc(ifindex)); err == nil {
 		ownQdiscs[key] = true
+		recordQdisc(key)
 	} else if !errors.Is(err, unix.EEXIST) {
 		return nil, err
 	}
@@ -466,15 +467,15 @@ func attachClsact(ifindex int, p *ebpf.Program, egress bool) (*clsactFilter, err
 
 // removeStale removes the filters of ffpf runs that ended without removing
 // theirs (a crash): those named after a process of this pid namespace
-// that is gone.
-func removeStale(ifindex int, parent uint32) {
+// that is gone. It returns the names of those it removed.
+func removeStale(ifindex int, parent uint32) (removed []string) {
 	l, err := netlink.LinkByIndex(ifindex)
 	if err != nil {
-		return
+		return nil
 	}
 	fs, err := netlink.FilterList(l, parent)
 	if err != nil {
-		return
+		return nil
 	}
 	ns := nsInode("pid")
 	for _, f := range fs {
@@ -487,10 +488,11 @@ func removeStale(ifindex int, parent uint32) {
 		if n, _ := fmt.Sscanf(b.Name, "ffpf:%d:%d", &fns, &pid); n != 2 || fns != ns || pid <= 0 || pid == os.Getpid() {
 			continue
 		}
-		if unix.Kill(pid, 0) == unix.ESRCH {
-			netlink.FilterDel(b)
+		if unix.Kill(pid, 0) == unix.ESRCH && netlink.FilterDel(b) == nil {
+			removed = append(removed, b.Name)
 		}
 	}
+	return removed
 }
 
 // Update replaces the program in place.

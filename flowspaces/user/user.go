@@ -321,6 +321,10 @@ func (fs *Flowspace) start(w *worker) {
 	go func() {
 		defer fs.wg.Done()
 		w.run(wctx)
+		// The worker's context goes with it: left registered with the
+		// flowspace's, it (and the AfterFunc below, with the source) would
+		// live as long as the flowspace, one per source ever run.
+		cancel()
 		fs.mu.Lock()
 		if w.err != nil {
 			fs.errs = append(fs.errs, w.err)
@@ -378,6 +382,19 @@ func (fs *Flowspace) Close() error {
 	}
 	fs.nodes = nil
 	return err
+}
+
+// SourceEnded implements flowspaces.Ender: the source's worker has run
+// to its end, and its stream has ended in the highest flowspace it
+// reaches, where what it reached is flushed (flowspaces.Node.EndStream).
+func (fs *Flowspace) SourceEnded(n *flowspaces.Node) (bool, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	w := fs.srcs[n]
+	if w == nil || !w.done.Load() || !n.StreamEnded() {
+		return false, nil
+	}
+	return true, w.err
 }
 
 // SetBudget implements flowspaces.Limited: the flowspace's sources share b
