@@ -1,21 +1,18 @@
 // Package shared is packet memory that another process can map
-// read-only: a PBuf's slots in a memfd (Alloc), or a capture file that a
-// source mapped (Register). Each such memory is registered, so that the
+// read-only: a PBuf's slots in a memfd (Alloc). Each such memory is
+// registered, so that the
 // bridge across a process boundary (bridges/shm) finds, from a batch's
 // PBuf, the memory its packets lie in (Find) and hands the other process a
 // descriptor of it once, instead of copying the packets of every batch:
 // zero-copy rather than copy-once (FFPF §3.1, DESIGN.md §14).
 //
-// The sharp edge: a memfd of Alloc is sealed, so that only this process's
-// own mapping can write it and nobody can resize it, but a registered file
-// can be cut short by another program; a process that maps it then faults
-// where it reads, as this one does (the pcap source guards that).
+// A memfd of Alloc is sealed: only this process's own mapping can write it
+// and nobody can resize it, so a process that maps it can neither change
+// the packets nor make this one fault by cutting the memory short.
 package shared
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,12 +24,11 @@ import (
 // Memory is packet memory registered for other processes to map: its
 // mapping here and a read-only descriptor of what it maps.
 type Memory struct {
-	id    uint64
-	mem   []byte
-	fd    int   // read-only
-	off   int64 // where mem starts in what fd refers to
-	owned bool  // Alloc mapped mem: Close unmaps it
-	once  sync.Once
+	id   uint64
+	mem  []byte
+	fd   int   // read-only
+	off  int64 // where mem starts in what fd refers to
+	once sync.Once
 }
 
 // registry is the memory registered, sorted by address; Find reads a
@@ -104,22 +100,7 @@ func Alloc(name string, size int) (*Memory, error) {
 		unix.Munmap(mem)
 		return nil, fmt.Errorf("shared: a read-only descriptor of a memfd: %w", err)
 	}
-	m := &Memory{mem: mem, fd: ro, owned: true}
-	register(m)
-	return m, nil
-}
-
-// Register makes mem, a read-only mapping of f from offset off, memory
-// that other processes can map; it keeps a descriptor of f of its own.
-func Register(mem []byte, f *os.File, off int64) (*Memory, error) {
-	if len(mem) == 0 {
-		return nil, errors.New("shared: no memory to register")
-	}
-	fd, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("shared: a read-only descriptor of %s: %w", f.Name(), err)
-	}
-	m := &Memory{mem: mem, fd: fd, off: off}
+	m := &Memory{mem: mem, fd: ro}
 	register(m)
 	return m, nil
 }
@@ -159,9 +140,8 @@ func (m *Memory) Bytes() []byte { return m.mem }
 // to map len(Bytes()) bytes from.
 func (m *Memory) File() (fd int, off int64) { return m.fd, m.off }
 
-// Close takes the memory out of the registry and closes its descriptor;
-// memory of Alloc is unmapped too. Processes that mapped it keep their
-// mappings.
+// Close takes the memory out of the registry, closes its descriptor and
+// unmaps it. Processes that mapped it keep their mappings.
 func (m *Memory) Close() error {
 	m.once.Do(func() {
 		registry.mu.Lock()
@@ -171,9 +151,7 @@ func (m *Memory) Close() error {
 		}
 		registry.mu.Unlock()
 		unix.Close(m.fd)
-		if m.owned {
-			unix.Munmap(m.mem)
-		}
+		unix.Munmap(m.mem)
 	})
 	return nil
 }
