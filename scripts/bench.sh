@@ -344,19 +344,23 @@ echo "    joined function scales as independent chains do)"
 
 echo
 echo "== 13. plugins: (memory) > (dnsname,suffix=\".com\") > (pktcount), one source worker: dnsname compiled in, served by its plugin over"
-echo "   shared memory (bridges/shm), and by its plugin with one go-plugin RPC per batch (packets in the message), in one run"
+echo "   shared memory (bridges/shm) with the trace in a memfd the plugin maps (zero-copy) or on the heap (copied once into the ring),"
+echo "   and by its plugin with one go-plugin RPC per batch (packets in the message), in one run"
 $GO test -run '^$' -bench 'BenchmarkPluginFilter' -benchtime 4000x -count "$COUNT" ./functions/plugin/ 2>/dev/null | tee "$OUT/plugin.txt" | grep -E '^Benchmark' || true
 awk '/^BenchmarkPluginFilter\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
-       for (i=1;i<=NF;i++) { if ($(i+1)=="Mpps") v[m]=v[m]" "$i; if ($(i+1)=="allocs/op") a[m]=$i } }
+       for (i=1;i<=NF;i++) { if ($(i+1)=="Mpps") v[m]=v[m]" "$i; if ($(i+1)=="allocs/op") a[m]=$i; if ($(i+1)=="wakes/part") w[m]=w[m]" "$i } }
      function median(s,   x, n, i, j, t) { n=split(s, x, " "); for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (x[j]<x[i]) { t=x[i]; x[i]=x[j]; x[j]=t }
        return n%2 ? x[(n+1)/2] : (x[n/2]+x[n/2+1])/2 }
-     END { ip=median(v["inprocess"]); s=median(v["shm"]); r=median(v["rpc"])
-       printf "   compiled in   %6.2f Mpps\n   plugin, shm   %6.2f Mpps  (%.2fx compiled in; %d allocs/op; target >= 5 Mpps)\n   plugin, RPC   %6.2f Mpps  (%.3fx compiled in; shm is %.1fx RPC)\n",
-         ip, s, s/ip, a["shm"], r, r/ip, s/r }' "$OUT/plugin.txt"
-echo "   (medians of $COUNT runs; a plugin's worker is two processes taking turns: ffpf copies each packet once into the arena,"
-echo "    the plugin filters the batch and answers; both need a core of their own)"
+     END { ip=median(v["inprocess"]); is=median(v["inprocessshared"]); s=median(v["shm"]); c=median(v["shmcopy"]); r=median(v["rpc"])
+       printf "   compiled in             %6.2f Mpps  (trace in a memfd: %.2f)\n", ip, is
+       printf "   plugin, shm, zero-copy  %6.2f Mpps  (%.2fx compiled in; %d allocs/op; %.2f eventfd wake-ups per batch; target >= 5 Mpps)\n", s, s/ip, a["shm"], median(w["shm"])
+       printf "   plugin, shm, copy-once  %6.2f Mpps  (%.2fx compiled in; %d allocs/op; %.2f eventfd wake-ups per batch)\n", c, c/ip, a["shmcopy"], median(w["shmcopy"])
+       printf "   plugin, RPC             %6.2f Mpps  (%.3fx compiled in; shm zero-copy is %.1fx RPC)\n", r, r/ip, s/r }' "$OUT/plugin.txt"
+echo "   (medians of $COUNT runs; a plugin's worker is two processes taking turns on each batch of 256: ffpf sends"
+echo "    descriptors of the packets, or copies each once into the ring when the source's memory is not shared, the plugin"
+echo "    filters and answers; both need a core of their own, and the copy reads the whole packet where the filter reads"
+echo "    its headers. No source allocates its packets in shared memory yet: a real run takes the copy-once path)"
 
-echo
 echo "== 14. the P4 switch model: (cms,key=5tuple) > (hll,key=dstip) as the classes lower it, on the PISA model, one core, beside (bpf,\"tcp\") > (cms) > (hll) in userspace (8)"
 $GO test -run '^$' -bench 'BenchmarkModel|BenchmarkReference' -benchtime 2s -count "$COUNT" ./flowspaces/p4/pisa/ | tee "$OUT/pisa.txt" | grep -E '^Benchmark' || true
 $GO test -run '^$' -bench 'BenchmarkPush' -benchtime 20x -count "$COUNT" ./flowspaces/p4/server/ | tee -a "$OUT/pisa.txt" | grep -E '^Benchmark' || true
