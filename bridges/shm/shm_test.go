@@ -176,8 +176,12 @@ func TestNextWaitsTimesOutAndSeesTheClose(t *testing.T) {
 	if err != nil || c.N != 7 {
 		t.Fatalf("a sleeping receiver got %v, %v", c, err)
 	}
-	if r.Stats.Slept != 1 {
-		t.Errorf("stats %+v: the batch should have woken it from sleep", r.Stats)
+	if r.Stats.Slept != 1 || s.Wakes != 1 {
+		t.Errorf("stats %+v, %d wake-ups: the batch should have woken it from sleep", r.Stats, s.Wakes)
+	}
+	// It waited 20 ms for the timeout, then at least 30 for the batch.
+	if r.Stats.Waited < uint64(50*time.Millisecond) {
+		t.Errorf("waited %v in all", time.Duration(r.Stats.Waited))
 	}
 	r.Release()
 	if _, err := r.Next(-1); !errors.Is(err, ErrClosed) {

@@ -96,7 +96,7 @@ func (r *Receiver) Next(timeout time.Duration) (*Cell, error) {
 	for i := 0; ; i++ {
 		if c, err := r.Poll(); c != nil || err != nil {
 			r.Stats.Spun++
-			r.adapt(start, false)
+			r.adapt(start)
 			return c, err
 		}
 		if i&63 == 63 && time.Since(start) > r.spin {
@@ -136,7 +136,7 @@ func (r *Receiver) Next(timeout time.Duration) (*Cell, error) {
 		}
 		if c, err := r.Poll(); c != nil || err != nil {
 			r.Stats.Slept++
-			r.adapt(start, true)
+			r.adapt(start)
 			return c, err
 		}
 		if r.npfd == 2 && r.pfd[1].Revents != 0 {
@@ -147,21 +147,13 @@ func (r *Receiver) Next(timeout time.Duration) (*Cell, error) {
 
 func (r *Receiver) waited(start time.Time) { r.Stats.Waited += uint64(time.Since(start)) }
 
-// adapt sets the next spin from this wait, which started at start:
-// about twice the wait when the cell came while spinning; twice the spin
-// when the receiver slept but the cell came within 2×MaxSpin all the same
-// (the peer was busy, not idle: a wake-up costs more than the spin would
-// have); MinSpin when it took longer (idle: sleep at once). Under load the
-// receiver thus spins through the peer's time per batch and makes no
-// system call, even after the scheduler made it sleep once.
-func (r *Receiver) adapt(start time.Time, slept bool) {
-	w := time.Since(start)
-	switch {
-	case !slept:
+// adapt sets the next spin from this wait, which started at start: about
+// twice as long when the cell came within MaxSpin (under load, spinning is
+// cheaper than sleeping), MinSpin when it took longer (idle: sleep at once).
+func (r *Receiver) adapt(start time.Time) {
+	if w := time.Since(start); w <= MaxSpin {
 		r.spin = min(max(2*w, MinSpin), MaxSpin)
-	case w <= 2*MaxSpin:
-		r.spin = min(2*r.spin, MaxSpin)
-	default:
+	} else {
 		r.spin = MinSpin
 	}
 }
