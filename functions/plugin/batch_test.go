@@ -160,16 +160,17 @@ func TestBatchesCrossInParts(t *testing.T) {
 	}
 }
 
-// TestPluginDyingMidBatchLosesNothing: a plugin that dies or answers with
-// a foreign entry in the fifth part of a batch sent in parts of 16, with
-// more parts in flight behind it, passes exactly the four parts it
-// answered; the rest of that batch (the part it failed in, those in
-// flight, those not sent yet) and every later packet count as dropped,
+// TestPluginDyingMidBatchLosesNothing: a plugin that dies (kill -9, or a
+// write into the packet memory it maps read-only, which faults it) or
+// answers with a foreign entry in the fifth part of a batch sent in parts
+// of 16, with more parts in flight behind it, passes exactly the four
+// parts it answered; the rest of that batch (the part it failed in, those
+// in flight, those not sent yet) and every later packet count as dropped,
 // copied or zero-copy.
 func TestPluginDyingMidBatchLosesNothing(t *testing.T) {
 	const n, part = 1000, 16
 	defer plugin.SetPartSize(part)()
-	for _, mode := range []string{"kill", "foreign"} {
+	for _, mode := range []string{"kill", "write", "foreign"} {
 		for _, share := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/shared=%v", mode, share), func(t *testing.T) {
 				reg, _, log := load(t, pluginDir(t, "faulty"), plugin.Options{})
