@@ -8,12 +8,10 @@ import (
 	"testing"
 
 	"github.com/ffpf-go/ffpf/buffers"
-	"github.com/ffpf-go/ffpf/buffers/shared"
 	"github.com/ffpf-go/ffpf/examples/plugin/dnsname/dns"
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
 	"github.com/ffpf-go/ffpf/functions"
-	"github.com/ffpf-go/ffpf/functions/gen"
 	"github.com/ffpf-go/ffpf/functions/plugin"
 )
 
@@ -49,34 +47,22 @@ func (s *sized) Fill(b *buffers.Batch) error {
 // (gen's mix) in batches of sizes, from a memfd the plugin can map
 // (buffers/shared) when share, from the heap otherwise.
 func sizedClass(t testing.TB, name string, n int, share bool, sizes ...int) *functions.Class {
-	p := buffers.NewPBuf(n, gen.MaxFrameLen)
-	if share {
-		m, err := shared.Alloc("ffpf-test-trace", n*gen.MaxFrameLen)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		p = buffers.NewPBufOn(m.Bytes(), n, gen.MaxFrameLen)
-	}
-	g := gen.New(gen.Config{Seed: 1, Packets: int64(n)})
-	for i := range n {
-		c, w, ts, _ := g.Next(p.Slot(uint32(i)))
-		m := p.Meta(uint32(i))
-		m.CapLen, m.WireLen, m.Timestamp = uint32(c), uint32(w), ts
-	}
+	p := generated(t, n, share)
 	return &functions.Class{Name: name, Summary: "generated packets replayed from memory in batches of given sizes",
 		Validate:  func(ctx *functions.Context) error { ctx.LinkType = functions.LinkEthernet; return nil },
 		NewSource: func(*functions.Context) (functions.Source, error) { return &sized{pbuf: p, sizes: sizes}, nil }}
 }
 
-// runGraph runs expr (which names its source) with registry reg, checks
-// in = out + filtered + dropped on every function, and returns their
-// states by id and the run's error.
-func runGraph(t testing.TB, reg *functions.Registry, expr string) (map[string]flowgraph.FunctionState, error) {
+// runGraph runs exprs with registry reg, checks in = out + filtered +
+// dropped on every function, and returns their states by id and the run's
+// error (Wait's, then Close's).
+func runGraph(t testing.TB, reg *functions.Registry, opts flowgraph.RequestOptions, exprs ...string) (map[string]flowgraph.FunctionState, error) {
 	t.Helper()
 	rt := flowgraph.New(flowgraph.Config{Registry: reg, Hierarchy: hierarchy.Userspace()})
-	if _, err := rt.Populate(expr, flowgraph.RequestOptions{}); err != nil {
-		t.Fatal(err)
+	for _, e := range exprs {
+		if _, err := rt.Populate(e, opts); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := rt.Instantiate(); err != nil {
 		t.Fatal(err)
@@ -118,7 +104,7 @@ func TestBatchesCrossInParts(t *testing.T) {
 		in.Register(sizedClass(t, src, n, share, sizes...))
 	}
 	expr := func(src string) string { return "(" + src + `) > (dnsname,suffix=".com") > (pktcount)` }
-	want, err := runGraph(t, in, expr("heap"))
+	want, err := runGraph(t, in, flowgraph.RequestOptions{}, expr("heap"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +116,7 @@ func TestBatchesCrossInParts(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/part%d", src, part), func(t *testing.T) {
 				defer plugin.SetPartSize(part)()
 				before := h.Stats("dnsname")
-				got, err := runGraph(t, reg, expr(src))
+				got, err := runGraph(t, reg, flowgraph.RequestOptions{}, expr(src))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -175,7 +161,7 @@ func TestPluginDyingMidBatchLosesNothing(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/shared=%v", mode, share), func(t *testing.T) {
 				reg, _, log := load(t, pluginDir(t, "faulty"), plugin.Options{})
 				reg.Register(sizedClass(t, "trace", n, share, 256))
-				got, err := runGraph(t, reg, `(trace) > (faulty,mode=`+mode+`,after=5) > (pktcount)`)
+				got, err := runGraph(t, reg, flowgraph.RequestOptions{}, `(trace) > (faulty,mode=`+mode+`,after=5) > (pktcount)`)
 				if err == nil {
 					t.Fatal("the run reported no failure")
 				}

@@ -46,9 +46,19 @@ func (s *trace) Fill(b *buffers.Batch) error {
 // memoryClass replays n generated packets (gen's mix: 5% DNS), from
 // memory another process can map (a memfd, buffers/shared) when shared.
 func memoryClass(tb testing.TB, n int, share bool) *functions.Class {
+	p := generated(tb, n, share)
+	return &functions.Class{Name: "memory", Summary: "generated packets replayed from memory",
+		Validate:  func(ctx *functions.Context) error { ctx.LinkType = functions.LinkEthernet; return nil },
+		NewSource: func(*functions.Context) (functions.Source, error) { return &trace{pbuf: p}, nil }}
+}
+
+// generated returns a PBuf of n generated packets (gen's mix), its slots
+// in a memfd the plugin can map (buffers/shared) when share, on the heap
+// otherwise.
+func generated(tb testing.TB, n int, share bool) *buffers.PBuf {
 	p := buffers.NewPBuf(n, gen.MaxFrameLen)
 	if share {
-		m, err := shared.Alloc("ffpf-bench-trace", n*gen.MaxFrameLen)
+		m, err := shared.Alloc("ffpf-test-trace", n*gen.MaxFrameLen)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -61,9 +71,7 @@ func memoryClass(tb testing.TB, n int, share bool) *functions.Class {
 		m := p.Meta(uint32(i))
 		m.CapLen, m.WireLen, m.Timestamp = uint32(c), uint32(w), ts
 	}
-	return &functions.Class{Name: "memory", Summary: "generated packets replayed from memory",
-		Validate:  func(ctx *functions.Context) error { ctx.LinkType = functions.LinkEthernet; return nil },
-		NewSource: func(*functions.Context) (functions.Source, error) { return &trace{pbuf: p}, nil }}
+	return p
 }
 
 // BenchmarkPluginFilter runs (memory) > (dnsname,suffix=".com") > (pktcount)
