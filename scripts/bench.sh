@@ -359,7 +359,9 @@ awk '/^BenchmarkPluginFilter\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "",
 echo "   (medians of $COUNT runs; a plugin's worker is two processes taking turns on each batch of 256: ffpf sends"
 echo "    descriptors of the packets, or copies each once into the ring when the source's memory is not shared, the plugin"
 echo "    filters and answers; both need a core of their own, and the copy reads the whole packet where the filter reads"
-echo "    its headers. No source allocates its packets in shared memory yet: a real run takes the copy-once path)"
+echo "    its headers. No source allocates its packets in shared memory yet: a real run takes the copy-once path. Each side"
+echo "    spins a while for the other's cell, then sleeps on the eventfd: about 0 wake-ups per batch when both have a core,"
+echo "    1 or more when the machine is shared and they take turns on the same cores, and then the wake-ups bound the rate)"
 
 echo "== 14. the P4 switch model: (cms,key=5tuple) > (hll,key=dstip) as the classes lower it, on the PISA model, one core, beside (bpf,\"tcp\") > (cms) > (hll) in userspace (8)"
 $GO test -run '^$' -bench 'BenchmarkModel|BenchmarkReference' -benchtime 2s -count "$COUNT" ./flowspaces/p4/pisa/ | tee "$OUT/pisa.txt" | grep -E '^Benchmark' || true
