@@ -2,6 +2,6 @@
 
 package main
 
-// elsewhere is where a build without gRPC runs a command that needs it
-// again; this build has gRPC, so never.
+// elsewhere is where the lean build runs a command that needs what it
+// leaves out again; this is the whole build, so never.
 func elsewhere(error) (int, bool) { return 0, false }
