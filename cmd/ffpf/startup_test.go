@@ -63,7 +63,7 @@ var slowInits = map[string]slowInit{
 	"github.com/prometheus/client_golang/prometheus": {grpc: true, why: "it and protobuf initialise registries, and protobuf hashes the executable at init: " +
 		"the daemon, which serves /metrics with it, runs in the whole build (ffpf serve)"},
 	"github.com/prometheus/client_model/go": {grpc: true, why: "its generated protobuf types build their file descriptors at init"},
-	"github.com/cilium/ebpf/rlimit": {why: "its init creates a BPF map in every process: hierarchy lifts RLIMIT_MEMLOCK with setrlimit"},
+	"github.com/cilium/ebpf/rlimit":         {why: "its init creates a BPF map in every process: hierarchy lifts RLIMIT_MEMLOCK with setrlimit"},
 	"github.com/hashicorp/go-plugin": {why: "it links gRPC's reflection and health services, protodesc, net/rpc and gob (2.6 ms of a one-packet run, 0.2 to 0.4 of tcpdump's, at a load of 11 to 16): " +
 		"functions/plugin speaks go-plugin's client protocol itself; plugins link it (functions/plugin/sdk)"},
 	"google.golang.org/grpc/reflection":            {why: "go-plugin's: protodesc builds descriptor.proto's descriptors at init (200 KB)"},
