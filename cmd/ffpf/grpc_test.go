@@ -38,8 +38,9 @@ var timings = regexp.MustCompile(`[0-9.]+ ?(ns|µs|ms|s|[kMG]?pps)\b`)
 
 // TestGRPCDispatch: the lean build (-tags nogrpc) runs ffpf-grpc, beside
 // it, with the same arguments and environment, for exactly the commands
-// that need what it leaves out (ffpf serve, ffpf p4 build and switch, a
-// plugin directory, a hierarchy with a p4 flowspace), and runs every other
+// that need what it leaves out (ffpf serve, ffpf dta collect --http, ffpf
+// p4 build and switch, a plugin directory, a hierarchy with a p4
+// flowspace), and runs every other
 // command itself, the daemon's clients included, with the whole build's
 // output and status.
 func TestGRPCDispatch(t *testing.T) {
@@ -87,6 +88,7 @@ func TestGRPCDispatch(t *testing.T) {
 		{nil, []string{"serve", "-h"}, true},
 		{nil, []string{"serve", "--socket", nosock, "--http", "127.0.0.1:0"}, true},
 		{nil, []string{"serve", "--no-such-flag"}, true},
+		{nil, []string{"dta", "collect", "--listen", "127.0.0.1:0", "--keywrite", "slots=1000", "--http", "127.0.0.1:0"}, true},
 
 		{nil, []string{"run", "-r", one, expr}, false},
 		{nil, []string{"run", "-r", one, "--plugin-sums", "SUMS", expr}, false}, // no plugin named: a usage error
@@ -109,6 +111,9 @@ func TestGRPCDispatch(t *testing.T) {
 		{nil, []string{"read", "--socket", nosock, "--jsonl", "1"}, false},
 		{nil, []string{"rm", "--socket", nosock, "1"}, false},
 		{nil, []string{"rm"}, false},
+		{nil, []string{"dta", "collect", "-h"}, false},
+		{nil, []string{"dta", "collect", "--http", "127.0.0.1:0"}, false}, // no --listen: a usage error
+		{nil, []string{"dta", "collect", "--listen", "127.0.0.1:0", "--keywrite", "slots=x", "--http", "127.0.0.1:0"}, false},
 		{nil, []string{"help"}, false},
 		{nil, []string{"version"}, false},
 	} {

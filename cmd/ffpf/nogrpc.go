@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
+	"github.com/ffpf-go/ffpf/functions/dta/collector"
 )
 
 // This build, the lean one, leaves out ffpf's gRPC stacks and the daemon
@@ -52,6 +54,11 @@ func cmdServe([]string, io.Writer, io.Writer) error {
 func init() {
 	p4Commands = append(p4Commands, p4Command{"switch", p4SwitchSynopsis, cmdP4Switch})
 }
+
+// dtaMetrics would answer the scrapes of ffpf dta collect --http with
+// Prometheus's client library, which this build leaves out: the command
+// runs elsewhere (its flags checked first).
+var dtaMetrics func(*collector.Server) http.Handler
 
 // A hierarchy of this build has no switch.
 
