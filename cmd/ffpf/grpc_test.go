@@ -111,7 +111,7 @@ func TestGRPCDispatch(t *testing.T) {
 		{nil, []string{"read", "--socket", nosock, "--jsonl", "1"}, false},
 		{nil, []string{"rm", "--socket", nosock, "1"}, false},
 		{nil, []string{"rm"}, false},
-		{nil, []string{"dta", "collect", "-h"}, false},
+		{nil, []string{"dta", "collect", "--listen", "127.0.0.1:0", "--sockets", "-1", "--http", "127.0.0.1:0"}, false},
 		{nil, []string{"dta", "collect", "--http", "127.0.0.1:0"}, false}, // no --listen: a usage error
 		{nil, []string{"dta", "collect", "--listen", "127.0.0.1:0", "--keywrite", "slots=x", "--http", "127.0.0.1:0"}, false},
 		{nil, []string{"help"}, false},

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"log"
 	"maps"
 	"net/http"
@@ -83,6 +84,28 @@ func emit(ch chan<- prometheus.Metric, desc *prometheus.Desc, typ prometheus.Val
 	ch <- m
 }
 
+// series is one function's (or bridge's, or reader's) series of a family,
+// under one request, with its labels.
+type series struct {
+	class, flowspace, function, request string
+	field                               string // the state field, in ffpf_state(_total)
+	counter                             bool   // ffpf_state_total, not ffpf_state
+	packets                             [4]uint64
+	v                                   float64
+}
+
+// seriesOrder orders series by their label values in the order of the
+// labels' names, as the registry sorts each family: sent in that order,
+// a family of thousands of series costs the registry one pass, not a
+// sort.
+func seriesOrder(a, b series) int {
+	return cmp.Or(cmp.Compare(a.class, b.class), cmp.Compare(a.field, b.field), cmp.Compare(a.flowspace, b.flowspace),
+		cmp.Compare(a.function, b.function), cmp.Compare(a.request, b.request))
+}
+
+// kindOrder is the kinds' indexes in their order as label values.
+var kindOrder = [4]int{3, 2, 0, 1} // dropped, filtered, in, out
+
 func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	d := c.d
 	d.ctl.Lock() // no function is released while its state is read
@@ -99,32 +122,58 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	d.mu.Unlock()
 
+	var packets, records, state []series
 	for _, r := range reqs {
 		for _, id := range r.fids {
 			f, ok := states[id]
 			if !ok {
 				continue
 			}
-			for i, v := range [4]uint64{f.In, f.Out, f.Filtered, f.Dropped} {
-				emit(ch, packetsDesc, prometheus.CounterValue, float64(v), r.id, f.ID, f.Class, f.Flowspace, kinds[i])
-			}
+			s := series{class: f.Class, flowspace: f.Flowspace, function: f.ID, request: r.id,
+				packets: [4]uint64{f.In, f.Out, f.Filtered, f.Dropped}}
+			packets = append(packets, s)
 			if f.Records > 0 {
-				emit(ch, recordsDesc, prometheus.CounterValue, float64(f.Records), r.id, f.ID, f.Class, f.Flowspace)
+				s.v = float64(f.Records)
+				records = append(records, s)
 			}
-			d.collectState(ch, r.id, f)
+			state = d.appendState(state, s, f)
 		}
 	}
 	for _, b := range d.rt.Bridges() {
-		name := b.From + ">" + b.To
-		for i, v := range [4]uint64{b.In, b.Out, 0, b.Dropped} {
-			emit(ch, packetsDesc, prometheus.CounterValue, float64(v), "", name, "bridge", b.From, kinds[i])
-		}
+		packets = append(packets, series{class: "bridge", flowspace: b.From, function: b.From + ">" + b.To,
+			packets: [4]uint64{b.In, b.Out, 0, b.Dropped}})
 	}
 	for _, rd := range rds {
-		s := rd.stats()
-		name := "reader:" + strconv.FormatUint(s.Reader, 10)
-		for i, v := range [4]uint64{s.In, s.Out, 0, s.Dropped} {
-			emit(ch, packetsDesc, prometheus.CounterValue, float64(v), rd.req.id, name, "shm", "user", kinds[i])
+		st := rd.stats()
+		packets = append(packets, series{class: "shm", flowspace: "user", function: "reader:" + strconv.FormatUint(st.Reader, 10),
+			request: rd.req.id, packets: [4]uint64{st.In, st.Out, 0, st.Dropped}})
+	}
+	slices.SortFunc(packets, seriesOrder)
+	slices.SortFunc(records, seriesOrder)
+	slices.SortFunc(state, seriesOrder)
+
+	// kind comes between function and request: each function's series
+	// (one per request that has it) kind by kind.
+	for i := 0; i < len(packets); {
+		j := i + 1
+		for j < len(packets) && packets[j].class == packets[i].class && packets[j].flowspace == packets[i].flowspace && packets[j].function == packets[i].function {
+			j++
+		}
+		for _, k := range kindOrder {
+			for _, s := range packets[i:j] {
+				emit(ch, packetsDesc, prometheus.CounterValue, float64(s.packets[k]), s.request, s.function, s.class, s.flowspace, kinds[k])
+			}
+		}
+		i = j
+	}
+	for _, s := range records {
+		emit(ch, recordsDesc, prometheus.CounterValue, s.v, s.request, s.function, s.class, s.flowspace)
+	}
+	for _, s := range state {
+		if s.counter {
+			emit(ch, stateTotalDesc, prometheus.CounterValue, s.v, s.request, s.function, s.class, s.flowspace, s.field)
+		} else {
+			emit(ch, stateDesc, prometheus.GaugeValue, s.v, s.request, s.function, s.class, s.flowspace, s.field)
 		}
 	}
 
@@ -132,8 +181,8 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, f := range states {
 		per[f.Flowspace]++
 	}
-	for fs, n := range per {
-		emit(ch, functionsDesc, prometheus.GaugeValue, float64(n), fs)
+	for _, fs := range slices.Sorted(maps.Keys(per)) {
+		emit(ch, functionsDesc, prometheus.GaugeValue, float64(per[fs]), fs)
 	}
 	byState := map[string]int{"active": 0, "ended": 0, "failed": 0}
 	for _, r := range reqs {
@@ -146,20 +195,20 @@ func (c metricsCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		byState[state]++
 	}
-	for s, n := range byState {
-		emit(ch, requestsDesc, prometheus.GaugeValue, float64(n), s)
+	for _, s := range []string{"active", "ended", "failed"} {
+		emit(ch, requestsDesc, prometheus.GaugeValue, float64(byState[s]), s)
 	}
 	emit(ch, readersDesc, prometheus.GaugeValue, float64(len(rds)))
 }
 
-// collectState sends f's scalar numeric state fields: those summed and
-// unwindowed as ffpf_state_total (counters), the rest as ffpf_state
-// (gauges). Arrays and structures are left out: a series per element
-// would grow with the traffic.
-func (d *Daemon) collectState(ch chan<- prometheus.Metric, req string, f flowgraph.FunctionState) {
+// appendState appends f's scalar numeric state fields, as the series of
+// fn: those summed and unwindowed as ffpf_state_total (counters), the
+// rest as ffpf_state (gauges). Arrays and structures are left out: a
+// series per element would grow with the traffic.
+func (d *Daemon) appendState(out []series, fn series, f flowgraph.FunctionState) []series {
 	c, ok := d.reg.Lookup(f.Class)
 	if !ok {
-		return
+		return out
 	}
 	st := c.State
 	if st == nil {
@@ -180,19 +229,18 @@ func (d *Daemon) collectState(ch chan<- prometheus.Metric, req string, f flowgra
 		if !ok {
 			continue
 		}
-		if sf.Merge == functions.MergeSum && !windowed {
-			emit(ch, stateTotalDesc, prometheus.CounterValue, v, req, f.ID, f.Class, f.Flowspace, sf.Name)
-		} else {
-			emit(ch, stateDesc, prometheus.GaugeValue, v, req, f.ID, f.Class, f.Flowspace, sf.Name)
-		}
+		fn.field, fn.v, fn.counter = sf.Name, v, sf.Merge == functions.MergeSum && !windowed
+		out = append(out, fn)
 	}
 	// What a class computes from its state when read (hll's estimate): a
 	// figure of the moment, a gauge.
-	for _, k := range slices.Sorted(maps.Keys(f.State)) {
-		if v, ok := number(f.State[k]); ok && !declared[k] {
-			emit(ch, stateDesc, prometheus.GaugeValue, v, req, f.ID, f.Class, f.Flowspace, k)
+	for k, x := range f.State {
+		if v, ok := number(x); ok && !declared[k] {
+			fn.field, fn.v, fn.counter = k, v, false
+			out = append(out, fn)
 		}
 	}
+	return out
 }
 
 // number converts a decoded state value to a float.
