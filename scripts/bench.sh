@@ -400,10 +400,10 @@ awk '/^Benchmark(SubmitToActive|Scrape)\// { split($1, p, "/"); m=p[1]"/"p[2]; s
      END { d=median(v["SubmitToActive/daemon"]); r=median(v["SubmitToActive/runtime"])
        printf "   submit to active   %6.2f ms through the daemon, %6.2f ms in the process (%.2fx; target < 20 ms)\n", d, r, d/r
        h=median(v["Scrape/http"]); e=median(v["Scrape/exposition"]); s=median(v["Scrape/state"])
-       printf "   /metrics, 1,001 functions   %6.2f ms over HTTP, %6.2f ms writing it, %6.2f ms reading their state alone (%.1fx)\n", h, e, s, e/s }' "$OUT/daemon.txt"
+       printf "   /metrics, 1,001 functions   %6.2f ms over HTTP (gzip), %6.2f ms gathering and writing it, %6.2f ms reading their state alone (%.1fx)\n", h, e, s, e/s }' "$OUT/daemon.txt"
 if [ "$(id -u)" -eq 0 ]; then
 	echo "   1,000 kernel (tc) requests submitted and removed on a veth, then SIGKILL and a restart:"
 	FFPF_DAEMON_CYCLES=1000 $GO test -count=1 -run 'TestDaemonKilledThenRestarted' -v ./cmd/ffpf/ 2>&1 | grep -E '^(--- |ok|FAIL|\s+daemon_e2e)' | sed 's/^/   /'
 fi
-echo "   (medians of $COUNT runs; the exposition is written per scrape from each function's counters and MBuf: ffpf_packets_total"
-echo "    per request and function, the scalar state fields, placement, readers and the process's figures)"
+echo "   (medians of $COUNT runs; the exposition is Prometheus's client library's, gathered per scrape from each function's counters"
+echo "    and MBuf: ffpf_packets_total per request and function, the scalar state fields, placement, readers; and its process and Go collectors)"
