@@ -107,6 +107,14 @@ func (c *compiler) refSlot(x p4gen.Expr, sc *scope) (int, bool) {
 }
 
 func (c *compiler) expr(x p4gen.Expr, sc *scope) (expr, error) {
+	if bitwise(x) {
+		return c.fused(x, sc)
+	}
+	return c.node(x, sc)
+}
+
+// node compiles x's own operation into a closure, its operands by expr.
+func (c *compiler) node(x p4gen.Expr, sc *scope) (expr, error) {
 	switch x := x.(type) {
 	case p4gen.Const:
 		v := x.Value

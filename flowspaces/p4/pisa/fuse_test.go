@@ -1,0 +1,75 @@
+package pisa
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ffpf-go/ffpf/functions/p4gen"
+)
+
+// bitExpr makes a random expression of w bits that mostly only moves
+// bits (what fused compiles into one closure), over g's fields, with
+// now and then an addition, which is a term of its own.
+func (g *exprGen) bitExpr(w, depth int) p4gen.Expr {
+	if depth <= 0 || g.rng.IntN(5) == 0 {
+		if g.rng.IntN(4) == 0 {
+			return g.konst(w)
+		}
+		rs := g.refs[w]
+		return rs[g.rng.IntN(len(rs))]
+	}
+	switch g.rng.IntN(8) {
+	case 0:
+		return p4gen.Cast{Bits: w, X: g.bitExpr(foldWidths[g.rng.IntN(len(foldWidths))], depth-1)}
+	case 1:
+		if w < 64 {
+			lo := g.rng.IntN(64 - w + 1)
+			return p4gen.Slice{X: g.bitExpr(64, depth-1), Hi: lo + w - 1, Lo: lo}
+		}
+	case 2:
+		return p4gen.B(p4gen.And, g.bitExpr(w, depth-1), g.konst(w))
+	case 3:
+		return p4gen.B(p4gen.Shl, g.bitExpr(w, depth-1), p4gen.C(uint64(g.rng.IntN(w+2)), w))
+	case 4:
+		return p4gen.B(p4gen.Shr, g.bitExpr(w, depth-1), p4gen.C(uint64(g.rng.IntN(w+2)), w))
+	case 5:
+		return p4gen.B(p4gen.Add, g.bitExpr(w, depth-1), g.bitExpr(w, depth-1))
+	case 6:
+		// One field's bits taken apart and put together again.
+		x := g.refs[w][g.rng.IntN(len(g.refs[w]))]
+		k := g.konst(w)
+		n := p4gen.C(uint64(g.rng.IntN(w)), w)
+		return p4gen.B(p4gen.Or, p4gen.B(p4gen.And, x, k), p4gen.B(p4gen.Shl, p4gen.B(p4gen.Shr, x, n), n))
+	}
+	return p4gen.B(p4gen.Or, g.bitExpr(w, depth-1), g.bitExpr(w, depth-1))
+}
+
+// Expressions that move bits, compiled into one closure each, compute
+// what the reference does: random fields (drawn by random, so unknown
+// to the specialiser), random expressions over them in digests.
+func TestFusedAsReference(t *testing.T) {
+	prog := p4gen.NewProgram("fused")
+	g := &exprGen{rng: rand.New(rand.NewPCG(5, 6)), refs: map[int][]p4gen.Ref{}}
+	for _, w := range foldWidths {
+		for i := range 3 {
+			f := p4gen.Field{Name: fmt.Sprintf("w%d_%d", w, i), Bits: w}
+			prog.Metadata = append(prog.Metadata, f)
+			r := p4gen.Ref{Path: "meta." + f.Name, Bits: w}
+			g.refs[w] = append(g.refs[w], r)
+			prog.Ingress = append(prog.Ingress, p4gen.Random{Dst: r, Hi: r.Type().Mask()})
+		}
+	}
+	for i := range 60 {
+		d := &p4gen.DigestType{Name: fmt.Sprintf("d%d_t", i)}
+		var vals []p4gen.Expr
+		for j, w := range foldWidths {
+			d.Fields = append(d.Fields, p4gen.Field{Name: fmt.Sprintf("v%d", j), Bits: w})
+			vals = append(vals, g.bitExpr(w, 5))
+		}
+		prog.Digests = append(prog.Digests, d)
+		prog.Ingress = append(prog.Ingress, p4gen.Digest{Type: d, Values: vals})
+	}
+	prog.Ingress = append(prog.Ingress, p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(1, 9)})
+	sameAsReference(t, prog, nil, splitReads)
+}
