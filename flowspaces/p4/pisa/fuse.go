@@ -1,6 +1,8 @@
 package pisa
 
 import (
+	"reflect"
+
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
@@ -196,4 +198,73 @@ func (c *compiler) fused(x p4gen.Expr, sc *scope) (expr, error) {
 		}
 		return v
 	}, nil
+}
+
+// rmwDirect compiles the read-modify-writes that sketches make, when
+// the index is a field and there is no condition, into one closure
+// with no closure calls: a count (old + k) and a maximum (old < x ? x
+// : old, as hll keeps its ranks). Nil for another.
+func (c *compiler) rmwDirect(s p4gen.RMW, sc *scope, cells []uint64, mask uint64, errIdx error, oldTo, newTo int) op {
+	if s.Cond != nil {
+		return nil
+	}
+	is, ok := c.refSlot(s.Index, sc)
+	if !ok {
+		return nil
+	}
+	n := uint64(len(cells))
+	isOld := func(x p4gen.Expr) bool { _, ok := x.(p4gen.Old); return ok }
+	switch x := s.New.(type) {
+	case p4gen.Binary:
+		k, ok := x.R.(p4gen.Const)
+		if x.Op != p4gen.Add || !ok || !isOld(x.L) {
+			return nil
+		}
+		k1, m := k.Value, x.L.Type().Mask()&mask
+		return func(p *pkt) {
+			i := p.v[is]
+			if i >= n {
+				p.err = errIdx
+				return
+			}
+			old := cells[i]
+			v := (old + k1) & m
+			cells[i] = v
+			if oldTo >= 0 {
+				p.v[oldTo] = old
+			}
+			if newTo >= 0 {
+				p.v[newTo] = v
+			}
+		}
+	case p4gen.Mux:
+		lt, ok := x.Cond.(p4gen.Binary)
+		if !ok || lt.Op != p4gen.Lt || !isOld(lt.L) || !isOld(x.Else) || !reflect.DeepEqual(lt.R, x.Then) {
+			return nil
+		}
+		xs, ok := c.refSlot(x.Then, sc)
+		if !ok {
+			return nil
+		}
+		return func(p *pkt) {
+			i := p.v[is]
+			if i >= n {
+				p.err = errIdx
+				return
+			}
+			old, v := cells[i], p.v[xs]
+			if old >= v {
+				v = old
+			}
+			v &= mask
+			cells[i] = v
+			if oldTo >= 0 {
+				p.v[oldTo] = old
+			}
+			if newTo >= 0 {
+				p.v[newTo] = v
+			}
+		}
+	}
+	return nil
 }

@@ -73,3 +73,32 @@ func TestFusedAsReference(t *testing.T) {
 	prog.Ingress = append(prog.Ingress, p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(1, 9)})
 	sameAsReference(t, prog, nil, splitReads)
 }
+
+// The read-modify-writes sketches make (a count, a maximum) run as one
+// closure each: the cells, the old and new values they give back, and
+// an index past the end (an error, as in the reference) come out as the
+// reference's.
+func TestSketchRMWAsReference(t *testing.T) {
+	prog := p4gen.NewProgram("rmw")
+	ref := func(n string, bits int) p4gen.Ref { return p4gen.Ref{Path: "meta." + n, Bits: bits} }
+	i, x := ref("i", 32), ref("x", 16)
+	o1, n1, o2, n2 := ref("o1", 16), ref("n1", 16), ref("o2", 16), ref("n2", 16)
+	prog.Metadata = []p4gen.Field{{Name: "i", Bits: 32}, {Name: "x", Bits: 16}, {Name: "o1", Bits: 16},
+		{Name: "n1", Bits: 16}, {Name: "o2", Bits: 16}, {Name: "n2", Bits: 16}}
+	cnt := &p4gen.Register{Name: "cnt", Width: 16, Size: 8}
+	top := &p4gen.Register{Name: "top", Width: 16, Size: 9}
+	prog.Registers = []*p4gen.Register{cnt, top}
+	d := &p4gen.DigestType{Name: "d_t", Fields: []p4gen.Field{{Name: "o1", Bits: 16}, {Name: "n1", Bits: 16},
+		{Name: "o2", Bits: 16}, {Name: "n2", Bits: 16}}}
+	prog.Digests = []*p4gen.DigestType{d}
+	old := p4gen.Old{Bits: 16}
+	prog.Ingress = []p4gen.Stmt{
+		p4gen.Random{Dst: i, Hi: 8}, // 8 is past cnt's end
+		p4gen.Random{Dst: x, Hi: 5},
+		p4gen.RMW{Reg: cnt, Index: i, New: p4gen.B(p4gen.Add, old, p4gen.C(0x7fff, 16)), OldTo: &o1, NewTo: &n1},
+		p4gen.RMW{Reg: top, Index: i, New: p4gen.Mux{Cond: p4gen.B(p4gen.Lt, old, x), Then: x, Else: old}, OldTo: &o2, NewTo: &n2},
+		p4gen.Digest{Type: d, Values: []p4gen.Expr{o1, n1, o2, n2}},
+		p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(1, 9)},
+	}
+	sameAsReference(t, prog, nil, splitReads)
+}
