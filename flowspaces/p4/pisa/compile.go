@@ -21,7 +21,11 @@ type pkt struct {
 	payload int     // offset of the bytes past the parsed headers; -1: none
 	varOff  []int32 // per header: its varbit field's bytes in data
 	varLen  []int32
-	hdrAt   []int32  // per header: 1 + the bit offset it was extracted at; 0: not extracted
+	hdrAt   []int32  // per header: 1 + the bit offset it was extracted at; 0: not extracted (see locate)
+	// visits are the parser's extractions in order, from which locate
+	// sets hdrAt when something needs it (located).
+	visits  []visit
+	located bool
 	vbits   []uint64 // the headers that are valid, a bit per header index
 	old     uint64   // the register cell an RMW is updating
 	clones  []uint32
@@ -528,6 +532,7 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 			return func(p *pkt) { p.vbits[w], p.dirty = p.vbits[w]&^b, true }, nil
 		}
 		return func(p *pkt) {
+			m.locate(p)
 			p.vbits[w], p.dirty = p.vbits[w]|b, true
 			p.hdrAt[h.index] = 0
 			for _, f := range h.fields {

@@ -221,7 +221,7 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 // newPkt returns a packet's state sized for the program.
 func (m *Model) newPkt() pkt {
 	return pkt{v: make([]uint64, m.nslots), vbits: make([]uint64, (len(m.headers)+63)/64),
-		hdrAt: make([]int32, len(m.headers)), varOff: make([]int32, len(m.headers)),
+		hdrAt: make([]int32, len(m.headers)), varOff: make([]int32, len(m.headers)), visits: make([]visit, 0, 16),
 		varLen: make([]int32, len(m.headers)), clones: make([]uint32, 0, 8)}
 }
 
@@ -315,7 +315,7 @@ func (m *Model) Sessions() map[uint32]uint16 {
 // bytes, no header valid, the slots zeroed (all of them when full,
 // else those the parser reads: the rest are zeroed once its variant is
 // known). Where a header was extracted (hdrAt) is read only while it is
-// valid, and set when it becomes so.
+// valid, and set (by locate) when it becomes so.
 func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) {
 	if full {
 		clear(p.v)
@@ -331,6 +331,7 @@ func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) {
 	p.data, p.payload, p.err = a.Data, -1, nil
 	p.dirty, p.ordered, p.lastPos = false, true, -1
 	p.clones = p.clones[:0]
+	p.visits, p.located = p.visits[:0], false
 	p.v[m.sIngressPort] = uint64(a.Port) & 0x1ff
 	p.v[m.sPacketLength] = uint64(len(a.Data)) & 0xffffffff
 	p.v[m.sIngressTS] = a.Time & p4gen.Bit(48).Mask()

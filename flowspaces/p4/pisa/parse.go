@@ -52,6 +52,42 @@ type pstate struct {
 	vwords            []vword
 	inOrder           bool // its headers are in the deparser's order among themselves
 	firstPos, lastPos int
+	// fast: the loads as one 8-byte load each, shifted, when the state
+	// starts on a byte and the packet holds span bytes from there
+	// (nil when a field does not fit such a load).
+	fast []fload
+	span int
+}
+
+// fload is a field's load from a state's bytes: the 8 bytes at boff,
+// shifted left by sh then right by rsh.
+type fload struct {
+	slot    int32
+	boff    int32
+	sh, rsh uint8
+}
+
+// visit is an extraction by the parser at bit at: of state st's
+// headers, or of header ^st alone when st < 0.
+type visit struct{ st, at int32 }
+
+// locate sets where p's headers were extracted (hdrAt) from its visits,
+// once: the parser records only its visits, since most packets leave
+// with the bytes they came with and nothing reads hdrAt.
+func (m *Model) locate(p *pkt) {
+	if p.located {
+		return
+	}
+	p.located = true
+	for _, v := range p.visits {
+		if v.st < 0 {
+			p.hdrAt[^v.st] = v.at + 1
+			continue
+		}
+		for _, h := range m.states[v.st].places {
+			p.hdrAt[h.index] = v.at + int32(h.off) + 1
+		}
+	}
 }
 
 // hplace is a header a state extracts, off bits into it.
@@ -139,6 +175,11 @@ func (m *Model) wholeStates() {
 			for _, f := range h.used {
 				f.off += s.bits
 				s.loads = append(s.loads, f)
+				s.fast = append(s.fast, fload{slot: int32(f.slot), boff: int32(f.off >> 3), sh: uint8(f.off & 7), rsh: uint8(64 - f.bits)})
+				s.span = max(s.span, f.off>>3+8)
+				if f.off&7+f.bits > 64 {
+					s.whole = false // a field of more than 57 bits off a byte
+				}
 			}
 			s.places = append(s.places, hplace{index: h.index, off: s.bits})
 			w := h.index >> 6
@@ -164,7 +205,23 @@ func (m *Model) parse(p *pkt) error {
 	bit, st := 0, 0
 	for step := 0; step < maxParserSteps; step++ {
 		s := &m.states[st]
-		if s.whole && bit+s.bits <= 8*len(data) {
+		if s.whole && bit&7 == 0 && bit>>3+s.span <= len(data) && bit+s.bits <= 8*len(data) {
+			d := data[bit>>3:]
+			for _, f := range s.fast {
+				p.v[f.slot] = binary.BigEndian.Uint64(d[f.boff:]) << f.sh >> f.rsh
+			}
+			p.visits = append(p.visits, visit{st: int32(st), at: int32(bit)})
+			for _, w := range s.vwords {
+				p.vbits[w.i] |= w.bits
+			}
+			if len(s.extract) > 0 {
+				if !s.inOrder || s.firstPos <= p.lastPos {
+					p.ordered = false
+				}
+				p.lastPos = s.lastPos
+			}
+			bit += s.bits
+		} else if s.whole && bit+s.bits <= 8*len(data) {
 			for _, f := range s.loads {
 				off := bit + f.off
 				if i, s := off>>3, off&7; i+8 <= len(data) && s+f.bits <= 64 {
@@ -173,9 +230,7 @@ func (m *Model) parse(p *pkt) error {
 					p.v[f.slot] = getBits(data, off, f.bits)
 				}
 			}
-			for _, h := range s.places {
-				p.hdrAt[h.index] = int32(bit + h.off + 1)
-			}
+			p.visits = append(p.visits, visit{st: int32(st), at: int32(bit)})
 			for _, w := range s.vwords {
 				p.vbits[w.i] |= w.bits
 			}
@@ -237,7 +292,7 @@ func (m *Model) extract(p *pkt, s *pstate, at *int) error {
 		if h.varMax > 0 && varBits > h.varMax {
 			return h.varErr(varBits)
 		}
-		p.hdrAt[h.index] = int32(bit + 1)
+		p.visits = append(p.visits, visit{st: ^int32(h.index), at: int32(bit)})
 		for _, f := range h.used {
 			off := bit + f.off
 			if f.afterVar {
@@ -275,6 +330,7 @@ func (h *header) varErr(bits int) error {
 // payload, into out.
 func (m *Model) deparse(p *pkt, out []byte) []byte {
 	if m.csumLast != nil && p.valid(m.csumLast) {
+		m.locate(p)
 		was := p.v[m.ipv4csum]
 		p.v[m.ipv4csum] = 0
 		w := bitWriter{b: m.scratch[:0]}
@@ -292,6 +348,7 @@ func (m *Model) deparse(p *pkt, out []byte) []byte {
 	if !p.dirty && p.ordered && p.payload >= 0 {
 		return append(out[:0], p.data...)
 	}
+	m.locate(p)
 	w := bitWriter{b: out[:0]}
 	for _, h := range m.deparser {
 		if p.valid(h) {
