@@ -21,7 +21,7 @@ type pkt struct {
 	payload int     // offset of the bytes past the parsed headers; -1: none
 	varOff  []int32 // per header: its varbit field's bytes in data
 	varLen  []int32
-	hdrAt   []int32  // per header: 1 + the bit offset it was extracted at; 0: not extracted (see locate)
+	hdrAt   []int32 // per header: 1 + the bit offset it was extracted at; 0: not extracted (see locate)
 	// visits are the parser's extractions in order, from which locate
 	// sets hdrAt when something needs it (located).
 	visits  []visit

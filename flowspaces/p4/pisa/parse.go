@@ -40,6 +40,11 @@ type pstate struct {
 	masks   []uint64 // each select expression's type mask
 	cases   []pcase
 	def     int
+	// packed: the select's values fit one word, each at its shift (its
+	// field when selSlots' is not -1), so that a case is one compare.
+	packed   bool
+	selSlots []int
+	shifts   []uint
 
 	// A state without a varbit field extracts its headers at once when
 	// the packet holds them all: the fields the program uses (offsets
@@ -102,6 +107,7 @@ type vword struct {
 type pcase struct {
 	vals, masks []uint64
 	next        int
+	pv, pm      uint64 // the values and masks packed, when the state's select is
 }
 
 // Parser next states that end parsing.
@@ -140,6 +146,7 @@ func (c *compiler) parser(prog *p4gen.Program) error {
 				return fmt.Errorf("parser state %s: %v", s.Name, err)
 			}
 		}
+		width := 0
 		for _, x := range s.Select {
 			e, err := c.expr(x, nil)
 			if err != nil {
@@ -147,11 +154,30 @@ func (c *compiler) parser(prog *p4gen.Program) error {
 			}
 			ps.sel = append(ps.sel, e)
 			ps.masks = append(ps.masks, x.Type().Mask())
+			slot, ok := c.refSlot(x, nil)
+			if !ok {
+				slot = -1
+			}
+			ps.selSlots, ps.shifts = append(ps.selSlots, slot), append(ps.shifts, uint(width))
+			width += max(1, x.Type().Bits)
 		}
+		ps.packed = width <= 64
 		for _, cs := range s.Cases {
 			pc := pcase{vals: cs.Values, masks: cs.Masks, next: index[cs.Next]}
 			if pc.masks == nil {
 				pc.masks = ps.masks
+			}
+			never := false
+			for i, v := range pc.vals {
+				m := pc.masks[i] & ps.masks[i]
+				pc.pv |= v & m << ps.shifts[i]
+				pc.pm |= m << ps.shifts[i]
+				// A value past its key's width that the mask keeps is
+				// never matched.
+				never = never || v&pc.masks[i]&^ps.masks[i] != 0
+			}
+			if never {
+				pc.pm, pc.pv = 0, 1
 			}
 			ps.cases = append(ps.cases, pc)
 		}
@@ -247,7 +273,24 @@ func (m *Model) parse(p *pkt) error {
 			}
 		}
 		next := s.def
-		if len(s.sel) > 0 {
+		if s.packed && len(s.sel) > 0 {
+			var key uint64
+			for i, x := range s.sel {
+				var v uint64
+				if sl := s.selSlots[i]; sl >= 0 {
+					v = p.v[sl]
+				} else {
+					v = x(p)
+				}
+				key |= v & s.masks[i] << s.shifts[i]
+			}
+			for i := range s.cases {
+				if c := &s.cases[i]; key&c.pm == c.pv {
+					next = c.next
+					break
+				}
+			}
+		} else if len(s.sel) > 0 {
 			keys := m.keys[:0]
 			for _, x := range s.sel {
 				keys = append(keys, x(p))
