@@ -102,3 +102,23 @@ func TestSketchRMWAsReference(t *testing.T) {
 	}
 	sameAsReference(t, prog, nil, splitReads)
 }
+
+// After the parser, a variant zeroes the metadata its ingress may read
+// before writing it (and only that): a field written on one side of a
+// branch, then read and written, comes out as the reference's for
+// packets of one variant that take either side.
+func TestZeroedUnlessWritten(t *testing.T) {
+	prog := p4gen.NewProgram("zero")
+	prog.Metadata = []p4gen.Field{{Name: "m", Bits: 16}}
+	m := p4gen.Ref{Path: "meta.m", Bits: 16}
+	tl := p4gen.F("ipv4_len", "total_len")
+	d := &p4gen.DigestType{Name: "d_t", Fields: []p4gen.Field{{Name: "m", Bits: 16}}}
+	prog.Digests = []*p4gen.DigestType{d}
+	prog.Ingress = []p4gen.Stmt{
+		p4gen.If{Cond: p4gen.B(p4gen.Gt, tl, p4gen.C(60, 16)), Then: []p4gen.Stmt{p4gen.Assign{Dst: m, X: tl}}},
+		p4gen.Assign{Dst: m, X: p4gen.B(p4gen.Add, m, p4gen.C(1, 16))},
+		p4gen.Digest{Type: d, Values: []p4gen.Expr{m}},
+		p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(1, 9)},
+	}
+	sameAsReference(t, prog, nil, splitReads)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
@@ -194,13 +195,30 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	m.comp, m.liveOut, m.maxVars, m.splitReads = c, liveOut(prog), maxVariants, splitReads
 	m.egressReads = map[string]bool{}
 	readsAll(prog.Egress, m.egressReads, map[*p4gen.Action]bool{})
+	// A state's select runs after it extracted its headers, its varbit
+	// length after all but the last: what it reads of those is the
+	// packet's, not a slot to zero.
 	parserReads := map[string]bool{}
 	for _, s := range prog.Parser {
+		r := map[string]bool{}
 		for _, x := range s.Select {
-			reads(x, parserReads)
+			reads(x, r)
 		}
+		own := s.Extract
 		if s.VarBits != nil {
-			reads(s.VarBits, parserReads)
+			for path := range r {
+				if !ownField(path, own) {
+					parserReads[path] = true
+				}
+			}
+			r = map[string]bool{}
+			reads(s.VarBits, r)
+			own = own[:len(own)-1]
+		}
+		for path := range r {
+			if !ownField(path, own) {
+				parserReads[path] = true
+			}
 		}
 	}
 	for path := range parserReads {
@@ -216,6 +234,16 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	}
 	m.pk, m.ck = m.newPkt(), m.newPkt()
 	return m, nil
+}
+
+// ownField reports whether path is a field of one of headers hs.
+func ownField(path string, hs []string) bool {
+	for _, h := range hs {
+		if strings.HasPrefix(path, "hdr."+h+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // newPkt returns a packet's state sized for the program.
