@@ -408,6 +408,10 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		if r, ok := c.refSlot(s.X, sc); ok {
 			return c.dirties(d, func(p *pkt) { p.v[d] = p.v[r] }), nil
 		}
+		if bitwise(s.X) {
+			o, err := c.assignFused(d, s.X, sc)
+			return c.dirties(d, o), err
+		}
 		x, err := c.expr(s.X, sc)
 		if err != nil {
 			return nil, err

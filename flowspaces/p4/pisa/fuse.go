@@ -158,6 +158,11 @@ func (c *compiler) fused(x p4gen.Expr, sc *scope) (expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.fusedOf(f), nil
+}
+
+// fusedOf is the closure that computes f.
+func (c *compiler) fusedOf(f lform) expr {
 	k, ts := f.k, f.terms
 	slots := true
 	for _, t := range ts {
@@ -165,31 +170,31 @@ func (c *compiler) fused(x p4gen.Expr, sc *scope) (expr, error) {
 	}
 	switch {
 	case len(ts) == 0:
-		return func(*pkt) uint64 { return k }, nil
+		return func(*pkt) uint64 { return k }
 	case len(ts) == 1 && k == 0:
 		t := ts[0]
 		if t.x != nil {
 			if t.rsh == 0 && t.lsh == 0 {
-				return func(p *pkt) uint64 { return t.x(p) & t.m }, nil
+				return func(p *pkt) uint64 { return t.x(p) & t.m }
 			}
-			return func(p *pkt) uint64 { return t.x(p) >> t.rsh << t.lsh & t.m }, nil
+			return func(p *pkt) uint64 { return t.x(p) >> t.rsh << t.lsh & t.m }
 		}
 		s, m := t.slot, t.m
 		if t.rsh == 0 && t.lsh == 0 {
-			return func(p *pkt) uint64 { return p.v[s] & m }, nil
+			return func(p *pkt) uint64 { return p.v[s] & m }
 		}
 		r, l := t.rsh, t.lsh
-		return func(p *pkt) uint64 { return p.v[s] >> r << l & m }, nil
+		return func(p *pkt) uint64 { return p.v[s] >> r << l & m }
 	case len(ts) == 2 && slots:
 		a, b := ts[0], ts[1]
 		return func(p *pkt) uint64 {
 			return k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m
-		}, nil
+		}
 	case len(ts) == 3 && slots:
 		a, b, d := ts[0], ts[1], ts[2]
 		return func(p *pkt) uint64 {
 			return k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m | p.v[d.slot]>>d.rsh<<d.lsh&d.m
-		}, nil
+		}
 	}
 	return func(p *pkt) uint64 {
 		v := k
@@ -197,7 +202,38 @@ func (c *compiler) fused(x p4gen.Expr, sc *scope) (expr, error) {
 			v |= ts[i].eval(p)
 		}
 		return v
-	}, nil
+	}
+}
+
+// assignFused compiles the assignment of a bit-moving expression x to
+// slot d into one closure: of two or three fields, with no call.
+func (c *compiler) assignFused(d int, x p4gen.Expr, sc *scope) (op, error) {
+	f, err := c.linear(x, sc)
+	if err != nil {
+		return nil, err
+	}
+	k, ts := f.k, f.terms
+	slots := true
+	for _, t := range ts {
+		slots = slots && t.x == nil
+	}
+	switch {
+	case len(ts) == 2 && slots:
+		a, b := ts[0], ts[1]
+		return func(p *pkt) {
+			p.v[d] = k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m
+		}, nil
+	case len(ts) == 3 && slots:
+		a, b, e := ts[0], ts[1], ts[2]
+		return func(p *pkt) {
+			p.v[d] = k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m | p.v[e.slot]>>e.rsh<<e.lsh&e.m
+		}, nil
+	case len(ts) == 1 && k == 0 && slots:
+		s, r, l, m := ts[0].slot, ts[0].rsh, ts[0].lsh, ts[0].m
+		return func(p *pkt) { p.v[d] = p.v[s] >> r << l & m }, nil
+	}
+	e := c.fusedOf(f)
+	return func(p *pkt) { p.v[d] = e(p) }, nil
 }
 
 // rmwDirect compiles the read-modify-writes that sketches make, when

@@ -47,7 +47,8 @@ func (g *exprGen) bitExpr(w, depth int) p4gen.Expr {
 
 // Expressions that move bits, compiled into one closure each, compute
 // what the reference does: random fields (drawn by random, so unknown
-// to the specialiser), random expressions over them in digests.
+// to the specialiser), random expressions over them in digests, or
+// assigned to fields that are.
 func TestFusedAsReference(t *testing.T) {
 	prog := p4gen.NewProgram("fused")
 	g := &exprGen{rng: rand.New(rand.NewPCG(5, 6)), refs: map[int][]p4gen.Ref{}}
@@ -60,12 +61,21 @@ func TestFusedAsReference(t *testing.T) {
 			prog.Ingress = append(prog.Ingress, p4gen.Random{Dst: r, Hi: r.Type().Mask()})
 		}
 	}
+	for _, w := range foldWidths {
+		prog.Metadata = append(prog.Metadata, p4gen.Field{Name: fmt.Sprintf("out%d", w), Bits: w})
+	}
 	for i := range 60 {
 		d := &p4gen.DigestType{Name: fmt.Sprintf("d%d_t", i)}
 		var vals []p4gen.Expr
 		for j, w := range foldWidths {
 			d.Fields = append(d.Fields, p4gen.Field{Name: fmt.Sprintf("v%d", j), Bits: w})
-			vals = append(vals, g.bitExpr(w, 5))
+			x := g.bitExpr(w, 5)
+			if i%2 == 1 { // assigned first, then sent
+				out := p4gen.Ref{Path: fmt.Sprintf("meta.out%d", w), Bits: w}
+				prog.Ingress = append(prog.Ingress, p4gen.Assign{Dst: out, X: x})
+				x = out
+			}
+			vals = append(vals, x)
 		}
 		prog.Digests = append(prog.Digests, d)
 		prog.Ingress = append(prog.Ingress, p4gen.Digest{Type: d, Values: vals})
