@@ -32,8 +32,10 @@ type hashPack struct {
 	// unaligned: a datum is not whole bytes; every datum (constants
 	// too) is packed bit by bit.
 	unaligned bool
-	data      []expr
-	widths    []int
+	// words: every datum that varies is a field of 64 bits.
+	words  bool
+	data   []expr
+	widths []int
 }
 
 func (c *compiler) hashPack(s p4gen.Hash, sc *scope) (*hashPack, error) {
@@ -71,6 +73,10 @@ func (c *compiler) hashPack(s p4gen.Hash, sc *scope) (*hashPack, error) {
 		}
 		off += w
 	}
+	hp.words = !hp.unaligned
+	for _, pt := range hp.parts {
+		hp.words = hp.words && pt.x == nil && pt.bytes == 8
+	}
 	return hp, nil
 }
 
@@ -93,6 +99,13 @@ func (hp *hashPack) pack(p *pkt) {
 		return
 	}
 	buf := hp.buf
+	if hp.words {
+		for i := range hp.parts {
+			pt := &hp.parts[i]
+			binary.BigEndian.PutUint64(buf[pt.off:], p.v[pt.slot])
+		}
+		return
+	}
 	for i := range hp.parts {
 		pt := &hp.parts[i]
 		var v uint64
@@ -144,7 +157,7 @@ func (h *hashOut) set(p *pkt, buf []byte) {
 	var v uint64
 	switch h.algo {
 	case p4gen.CRC32:
-		v = uint64(crc32.ChecksumIEEE(buf))
+		v = uint64(crc32IEEE(buf))
 	case p4gen.CRC16:
 		v = uint64(crc16(buf))
 	default: // Identity
@@ -236,6 +249,37 @@ var crc16Tables = func() (t [8][256]uint16) {
 	}
 	return
 }()
+
+// crc32Tables are CRC-32/IEEE's (reflected) tables for slicing by 8,
+// as crc16Tables.
+var crc32Tables = func() (t [8][256]uint32) {
+	t[0] = *crc32.MakeTable(crc32.IEEE)
+	for k := 1; k < 8; k++ {
+		for i := range t[k] {
+			c := t[k-1][i]
+			t[k][i] = c>>8 ^ t[0][byte(c)]
+		}
+	}
+	return
+}()
+
+// crc32IEEE is crc32.ChecksumIEEE, eight bytes a step: a hash unit's
+// data is short (tens of bytes), where the standard library's own
+// call and its choice of implementation cost about as much as the CRC.
+func crc32IEEE(b []byte) uint32 {
+	crc := ^uint32(0)
+	t := &crc32Tables
+	for len(b) >= 8 {
+		crc ^= uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+		crc = t[7][byte(crc)] ^ t[6][byte(crc>>8)] ^ t[5][byte(crc>>16)] ^ t[4][crc>>24] ^
+			t[3][b[4]] ^ t[2][b[5]] ^ t[1][b[6]] ^ t[0][b[7]]
+		b = b[8:]
+	}
+	for _, c := range b {
+		crc = crc>>8 ^ t[0][byte(crc)^c]
+	}
+	return ^crc
+}
 
 // crc16 is p4gen.CRC16ARC, eight bytes a step.
 func crc16(b []byte) uint16 {

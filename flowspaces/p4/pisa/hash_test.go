@@ -1,6 +1,7 @@
 package pisa
 
 import (
+	"hash/crc32"
 	"math/rand/v2"
 	"testing"
 
@@ -51,4 +52,19 @@ func TestHashesShareData(t *testing.T) {
 		p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(1, 9)},
 	}
 	sameAsReference(t, prog, nil, splitReads)
+}
+
+// The hash unit's CRC-32 (eight bytes a step) is the standard library's
+// IEEE CRC at every length.
+func TestCRC32AsStdlib(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	b := make([]byte, 80)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	for n := range len(b) + 1 {
+		if got, want := crc32IEEE(b[:n]), crc32.ChecksumIEEE(b[:n]); got != want {
+			t.Fatalf("%d bytes: %#08x, standard library %#08x", n, got, want)
+		}
+	}
 }
