@@ -65,11 +65,11 @@ type pstate struct {
 }
 
 // fload is a field's load from a state's bytes: the 8 bytes at boff,
-// shifted left by sh then right by rsh.
+// shifted right by rsh and masked.
 type fload struct {
-	slot    int32
-	boff    int32
-	sh, rsh uint8
+	slot, boff int32
+	rsh        uint64
+	mask       uint64
 }
 
 // visit is an extraction by the parser at bit at: of state st's
@@ -201,7 +201,7 @@ func (m *Model) wholeStates() {
 			for _, f := range h.used {
 				f.off += s.bits
 				s.loads = append(s.loads, f)
-				s.fast = append(s.fast, fload{slot: int32(f.slot), boff: int32(f.off >> 3), sh: uint8(f.off & 7), rsh: uint8(64 - f.bits)})
+				s.fast = append(s.fast, fload{slot: int32(f.slot), boff: int32(f.off >> 3), rsh: uint64(64 - f.off&7 - f.bits), mask: p4gen.Bit(f.bits).Mask()})
 				s.span = max(s.span, f.off>>3+8)
 				if f.off&7+f.bits > 64 {
 					s.whole = false // a field of more than 57 bits off a byte
@@ -233,8 +233,9 @@ func (m *Model) parse(p *pkt) error {
 		s := &m.states[st]
 		if s.whole && bit&7 == 0 && bit>>3+s.span <= len(data) && bit+s.bits <= 8*len(data) {
 			d := data[bit>>3:]
-			for _, f := range s.fast {
-				p.v[f.slot] = binary.BigEndian.Uint64(d[f.boff:]) << f.sh >> f.rsh
+			for i := range s.fast {
+				f := &s.fast[i]
+				p.v[f.slot] = binary.BigEndian.Uint64(d[f.boff:]) >> (f.rsh & 63) & f.mask
 			}
 			p.visits = append(p.visits, visit{st: int32(st), at: int32(bit)})
 			for _, w := range s.vwords {
@@ -282,7 +283,7 @@ func (m *Model) parse(p *pkt) error {
 				} else {
 					v = x(p)
 				}
-				key |= v & s.masks[i] << s.shifts[i]
+				key |= v & s.masks[i] << (s.shifts[i] & 63)
 			}
 			for i := range s.cases {
 				if c := &s.cases[i]; key&c.pm == c.pv {
