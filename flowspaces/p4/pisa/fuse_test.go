@@ -2,7 +2,6 @@ package pisa
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
@@ -13,11 +12,7 @@ import (
 // now and then an addition, which is a term of its own.
 func (g *exprGen) bitExpr(w, depth int) p4gen.Expr {
 	if depth <= 0 || g.rng.IntN(5) == 0 {
-		if g.rng.IntN(4) == 0 {
-			return g.konst(w)
-		}
-		rs := g.refs[w]
-		return rs[g.rng.IntN(len(rs))]
+		return g.leaf(w, 4)
 	}
 	switch g.rng.IntN(8) {
 	case 0:
@@ -51,13 +46,9 @@ func (g *exprGen) bitExpr(w, depth int) p4gen.Expr {
 // assigned to fields that are.
 func TestFusedAsReference(t *testing.T) {
 	prog := p4gen.NewProgram("fused")
-	g := &exprGen{rng: rand.New(rand.NewPCG(5, 6)), refs: map[int][]p4gen.Ref{}}
+	g := newExprGen(prog, 5)
 	for _, w := range foldWidths {
-		for i := range 3 {
-			f := p4gen.Field{Name: fmt.Sprintf("w%d_%d", w, i), Bits: w}
-			prog.Metadata = append(prog.Metadata, f)
-			r := p4gen.Ref{Path: "meta." + f.Name, Bits: w}
-			g.refs[w] = append(g.refs[w], r)
+		for _, r := range g.refs[w] {
 			prog.Ingress = append(prog.Ingress, p4gen.Random{Dst: r, Hi: r.Type().Mask()})
 		}
 	}

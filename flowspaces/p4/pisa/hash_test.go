@@ -8,9 +8,10 @@ import (
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
-// The hash unit's CRC-16 (eight bytes a step) is p4gen's, bit by bit,
-// at every length and alignment of the tail.
-func TestCRC16AsReference(t *testing.T) {
+// The hash unit's CRCs (eight bytes a step) are p4gen's CRC-16/ARC,
+// bit by bit, and the standard library's IEEE CRC-32, at every length
+// and alignment of the tail.
+func TestCRCsAsReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	b := make([]byte, 80)
 	for i := range b {
@@ -18,7 +19,10 @@ func TestCRC16AsReference(t *testing.T) {
 	}
 	for n := range len(b) + 1 {
 		if got, want := crc16(b[:n]), p4gen.CRC16ARC(b[:n]); got != want {
-			t.Fatalf("%d bytes: %#04x, reference %#04x", n, got, want)
+			t.Fatalf("CRC-16 of %d bytes: %#04x, reference %#04x", n, got, want)
+		}
+		if got, want := crc32IEEE(b[:n]), crc32.ChecksumIEEE(b[:n]); got != want {
+			t.Fatalf("CRC-32 of %d bytes: %#08x, standard library %#08x", n, got, want)
 		}
 	}
 }
@@ -52,19 +56,4 @@ func TestHashesShareData(t *testing.T) {
 		p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(1, 9)},
 	}
 	sameAsReference(t, prog, nil, splitReads)
-}
-
-// The hash unit's CRC-32 (eight bytes a step) is the standard library's
-// IEEE CRC at every length.
-func TestCRC32AsStdlib(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	b := make([]byte, 80)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	for n := range len(b) + 1 {
-		if got, want := crc32IEEE(b[:n]), crc32.ChecksumIEEE(b[:n]); got != want {
-			t.Fatalf("%d bytes: %#08x, standard library %#08x", n, got, want)
-		}
-	}
 }

@@ -231,30 +231,21 @@ func (m *Model) parse(p *pkt) error {
 	bit, st := 0, 0
 	for step := 0; step < maxParserSteps; step++ {
 		s := &m.states[st]
-		if s.whole && bit&7 == 0 && bit>>3+s.span <= len(data) && bit+s.bits <= 8*len(data) {
-			d := data[bit>>3:]
-			for i := range s.fast {
-				f := &s.fast[i]
-				p.v[f.slot] = binary.BigEndian.Uint64(d[f.boff:]) >> (f.rsh & 63) & f.mask
-			}
-			p.visits = append(p.visits, visit{st: int32(st), at: int32(bit)})
-			for _, w := range s.vwords {
-				p.vbits[w.i] |= w.bits
-			}
-			if len(s.extract) > 0 {
-				if !s.inOrder || s.firstPos <= p.lastPos {
-					p.ordered = false
+		if s.whole && bit+s.bits <= 8*len(data) {
+			if bit&7 == 0 && bit>>3+s.span <= len(data) {
+				d := data[bit>>3:]
+				for i := range s.fast {
+					f := &s.fast[i]
+					p.v[f.slot] = binary.BigEndian.Uint64(d[f.boff:]) >> (f.rsh & 63) & f.mask
 				}
-				p.lastPos = s.lastPos
-			}
-			bit += s.bits
-		} else if s.whole && bit+s.bits <= 8*len(data) {
-			for _, f := range s.loads {
-				off := bit + f.off
-				if i, s := off>>3, off&7; i+8 <= len(data) && s+f.bits <= 64 {
-					p.v[f.slot] = binary.BigEndian.Uint64(data[i:]) << uint(s) >> uint(64-f.bits)
-				} else {
-					p.v[f.slot] = getBits(data, off, f.bits)
+			} else {
+				for _, f := range s.loads {
+					off := bit + f.off
+					if i, s := off>>3, off&7; i+8 <= len(data) && s+f.bits <= 64 {
+						p.v[f.slot] = binary.BigEndian.Uint64(data[i:]) << uint(s) >> uint(64-f.bits)
+					} else {
+						p.v[f.slot] = getBits(data, off, f.bits)
+					}
 				}
 			}
 			p.visits = append(p.visits, visit{st: int32(st), at: int32(bit)})
