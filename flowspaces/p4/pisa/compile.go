@@ -584,32 +584,7 @@ func (c *compiler) rmw(s p4gen.RMW, sc *scope) (op, error) {
 			return nil, err
 		}
 	}
-	cells := c.m.regs[ri]
-	mask := p4gen.Bit(s.Reg.Width).Mask()
-	errIdx := fmt.Errorf("register %s: index past its %d cells", s.Reg.Name, len(cells))
-	o := c.rmwDirect(s, sc, cells, mask, errIdx, oldTo, newTo)
-	if o == nil {
-		o = func(p *pkt) {
-			i := idx(p)
-			if i >= uint64(len(cells)) {
-				p.err = errIdx
-				return
-			}
-			old := cells[i]
-			v := old
-			p.old = old
-			if cond == nil || cond(p) != 0 {
-				v = nv(p) & mask
-			}
-			cells[i] = v
-			if oldTo >= 0 {
-				p.v[oldTo] = old
-			}
-			if newTo >= 0 {
-				p.v[newTo] = v
-			}
-		}
-	}
+	o := c.rmwOps(s, sc, c.m.regs[ri], idx, nv, cond, oldTo, newTo)
 	if oldTo >= 0 && c.hdr[oldTo] || newTo >= 0 && c.hdr[newTo] {
 		return func(p *pkt) {
 			o(p)

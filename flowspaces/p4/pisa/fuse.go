@@ -240,7 +240,7 @@ func (c *compiler) assignFused(d int, x p4gen.Expr, sc *scope) (op, error) {
 // the index is a field and there is no condition, into one closure
 // with no closure calls: a count (old + k) and a maximum (old < x ? x
 // : old, as hll keeps its ranks). Nil for another.
-func (c *compiler) rmwDirect(s p4gen.RMW, sc *scope, cells []uint64, mask uint64, errIdx error, oldTo, newTo int) op {
+func rmwDirect[T cell](c *compiler, s p4gen.RMW, sc *scope, cells []T, mask uint64, errIdx error, oldTo, newTo int) op {
 	if s.Cond != nil {
 		return nil
 	}
@@ -263,9 +263,9 @@ func (c *compiler) rmwDirect(s p4gen.RMW, sc *scope, cells []uint64, mask uint64
 				p.err = errIdx
 				return
 			}
-			old := cells[i]
+			old := uint64(cells[i])
 			v := (old + k1) & m
-			cells[i] = v
+			cells[i] = T(v)
 			if oldTo >= 0 {
 				p.v[oldTo] = old
 			}
@@ -288,12 +288,12 @@ func (c *compiler) rmwDirect(s p4gen.RMW, sc *scope, cells []uint64, mask uint64
 				p.err = errIdx
 				return
 			}
-			old, v := cells[i], p.v[xs]
+			old, v := uint64(cells[i]), p.v[xs]
 			if old >= v {
 				v = old
 			}
 			v &= mask
-			cells[i] = v
+			cells[i] = T(v)
 			if oldTo >= 0 {
 				p.v[oldTo] = old
 			}

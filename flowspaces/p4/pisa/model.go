@@ -35,7 +35,7 @@ type Model struct {
 	egressReads map[string]bool
 	varHeaders  []int // the headers with a varbit field
 	tables      map[*p4gen.Table]*table
-	regs        [][]uint64
+	regs        []*register
 	regIdx      map[*p4gen.Register]int
 	counts      [][]p4gen.CounterCell
 	ctrIdx      map[*p4gen.Counter]int
@@ -148,7 +148,7 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	}
 	for i, r := range prog.Registers {
 		m.regIdx[r] = i
-		m.regs = append(m.regs, make([]uint64, r.Size))
+		m.regs = append(m.regs, newRegister(r))
 	}
 	for i, ct := range prog.Counters {
 		m.ctrIdx[ct] = i
@@ -260,15 +260,6 @@ func (m *Model) Program() *p4gen.Program { return m.prog }
 
 // Report returns the resources the program takes on the switch.
 func (m *Model) Report() p4gen.Report { return m.alloc.Report() }
-
-// Register returns the cells of register r (the model's own: writes
-// change the switch's state).
-func (m *Model) Register(r *p4gen.Register) []uint64 {
-	if i, ok := m.regIdx[r]; ok {
-		return m.regs[i]
-	}
-	return nil
-}
 
 // Counter returns the cells of counter c (the model's own).
 func (m *Model) Counter(c *p4gen.Counter) []p4gen.CounterCell {

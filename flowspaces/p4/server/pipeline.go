@@ -453,7 +453,11 @@ func (pl *pipeline) carry(old *pipeline, oldModel *pisa.Model) error {
 		if nr == nil || nr.Size != or.Size || nr.Width != or.Width {
 			return fmt.Errorf("register %s is not in the new program as it was", or.Name)
 		}
-		copy(pl.model.Register(nr), oldModel.Register(or))
+		for j, v := range oldModel.Register(or) {
+			if err := pl.model.SetRegister(nr, j, v); err != nil {
+				return err
+			}
+		}
 	}
 	for _, oc := range old.prog.Counters {
 		var nc *p4gen.Counter

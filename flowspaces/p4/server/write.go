@@ -134,15 +134,7 @@ func (s *Server) writeRegister(pl *pipeline, t p4.Update_Type, e *p4.RegisterEnt
 	if err != nil {
 		return err
 	}
-	return s.on(pl, func(m *pisa.Model) error {
-		cells := m.Register(ri.r)
-		for j := range cells {
-			if i < 0 || i == j {
-				cells[j] = v
-			}
-		}
-		return nil
-	})
+	return s.on(pl, func(m *pisa.Model) error { return m.SetRegister(ri.r, i, v) })
 }
 
 // sdnCPU is the SDN port number of the CPU port (P4Runtime's

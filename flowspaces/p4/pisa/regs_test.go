@@ -1,0 +1,119 @@
+package pisa
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ffpf-go/ffpf/functions/p4gen"
+)
+
+// regWidths are the widths a switch's registers have.
+var regWidths = []int{1, 8, 16, 32, 64}
+
+// widthRMWs is a program with, for width w, a count that wraps (old +
+// mask), a maximum and a conditional write of a random value, over three
+// registers of w bits whose old and new values a digest carries.
+func widthRMWs(w int) *p4gen.Program {
+	prog := p4gen.NewProgram(fmt.Sprintf("rmw%d", w))
+	ref := func(n string, bits int) p4gen.Ref { return p4gen.Ref{Path: "meta." + n, Bits: bits} }
+	i, x := ref("i", 32), ref("x", w)
+	prog.Metadata = []p4gen.Field{{Name: "i", Bits: 32}, {Name: "x", Bits: w}}
+	var outs []p4gen.Ref
+	var df []p4gen.Field
+	for _, n := range []string{"o1", "n1", "o2", "n2", "o3", "n3"} {
+		prog.Metadata = append(prog.Metadata, p4gen.Field{Name: n, Bits: w})
+		df = append(df, p4gen.Field{Name: n, Bits: w})
+		outs = append(outs, ref(n, w))
+	}
+	mask := p4gen.Bit(w).Mask()
+	cnt := &p4gen.Register{Name: "cnt", Width: w, Size: 5}
+	top := &p4gen.Register{Name: "top", Width: w, Size: 5}
+	cond := &p4gen.Register{Name: "cond", Width: w, Size: 5}
+	prog.Registers = []*p4gen.Register{cnt, top, cond}
+	d := &p4gen.DigestType{Name: "d_t", Fields: df}
+	prog.Digests = []*p4gen.DigestType{d}
+	old := p4gen.Old{Bits: w}
+	var vals []p4gen.Expr
+	for _, o := range outs {
+		vals = append(vals, o)
+	}
+	prog.Ingress = []p4gen.Stmt{
+		p4gen.Random{Dst: i, Hi: 4},
+		p4gen.Random{Dst: x, Hi: mask},
+		p4gen.RMW{Reg: cnt, Index: i, New: p4gen.B(p4gen.Add, old, p4gen.C(mask, w)), OldTo: &outs[0], NewTo: &outs[1]},
+		p4gen.RMW{Reg: top, Index: i, New: p4gen.Mux{Cond: p4gen.B(p4gen.Lt, old, x), Then: x, Else: old}, OldTo: &outs[2], NewTo: &outs[3]},
+		p4gen.RMW{Reg: cond, Index: i, New: x, Cond: p4gen.B(p4gen.Gt, x, old), OldTo: &outs[4], NewTo: &outs[5]},
+		p4gen.Digest{Type: d, Values: vals},
+		p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(1, 9)},
+	}
+	return prog
+}
+
+// A register's cells are stored at its declared width (one byte for 1
+// and 8 bits, two, four, eight), and every read-modify-write on them,
+// the direct ones (a wrapping count, a maximum) and the general one,
+// comes out as the reference's, cells and digests, at every width.
+func TestRegisterWidthsAsReference(t *testing.T) {
+	for _, w := range regWidths {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			prog := widthRMWs(w)
+			m := sameAsReference(t, prog, nil, splitReads)
+			for _, r := range prog.Registers {
+				g := m.regs[m.regIdx[r]]
+				bytes := map[int]int{1: 1, 8: 1, 16: 2, 32: 4, 64: 8}[w]
+				if got := len(g.c8) + 2*len(g.c16) + 4*len(g.c32) + 8*len(g.c64); got != bytes*r.Size {
+					t.Fatalf("register %s of %d bits: %d bytes for %d cells", r.Name, w, got, r.Size)
+				}
+				nonzero := 0
+				for _, v := range m.Register(r) {
+					if v != 0 {
+						nonzero++
+					}
+				}
+				if nonzero == 0 {
+					t.Fatalf("register %s: no cell changed", r.Name)
+				}
+			}
+		})
+	}
+}
+
+// SetRegister writes one cell or all, masked to the register's width,
+// refuses an index past the end; Register returns a copy.
+func TestSetRegister(t *testing.T) {
+	for _, w := range regWidths {
+		prog := widthRMWs(w)
+		m, err := Load(prog, roomy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := prog.Registers[0]
+		mask := p4gen.Bit(w).Mask()
+		if err := m.SetRegister(r, -1, 0x0123456789abcdef); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.SetRegister(r, 2, ^uint64(0)); err != nil {
+			t.Fatal(err)
+		}
+		got := m.Register(r)
+		for j, v := range got {
+			want := 0x0123456789abcdef & mask
+			if j == 2 {
+				want = mask
+			}
+			if v != want {
+				t.Fatalf("%d bits: cell %d is %#x, want %#x", w, j, v, want)
+			}
+		}
+		got[0] = 7
+		if m.Register(r)[0] == 7 && mask != 7 {
+			t.Fatalf("%d bits: Register's result writes the register", w)
+		}
+		if err := m.SetRegister(r, r.Size, 1); err == nil {
+			t.Fatalf("%d bits: index %d of %d cells written", w, r.Size, r.Size)
+		}
+		if err := m.SetRegister(&p4gen.Register{Name: "other", Width: w, Size: 1}, 0, 1); err == nil {
+			t.Fatal("a register not in the program written")
+		}
+	}
+}
