@@ -21,6 +21,7 @@ type pkt struct {
 	payload int     // offset of the bytes past the parsed headers; -1: none
 	varOff  []int32 // per header: its varbit field's bytes in data
 	varLen  []int32
+	varSet  []int32 // the headers whose varOff or varLen this packet set
 	hdrAt   []int32 // per header: 1 + the bit offset it was extracted at; 0: not extracted (see locate)
 	// visits are the parser's extractions in order, from which locate
 	// sets hdrAt when something needs it (located).

@@ -250,7 +250,7 @@ func ownField(path string, hs []string) bool {
 func (m *Model) newPkt() pkt {
 	return pkt{v: make([]uint64, m.nslots), vbits: make([]uint64, (len(m.headers)+63)/64),
 		hdrAt: make([]int32, len(m.headers)), varOff: make([]int32, len(m.headers)), visits: make([]visit, 0, 16),
-		varLen: make([]int32, len(m.headers)), clones: make([]uint32, 0, 8)}
+		varLen: make([]int32, len(m.headers)), varSet: make([]int32, 0, len(m.varHeaders)), clones: make([]uint32, 0, 8)}
 }
 
 func (m *Model) header(name string) *header { return m.byName[name] }
@@ -343,9 +343,10 @@ func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) {
 			p.v[s] = 0
 		}
 	}
-	for _, i := range m.varHeaders {
+	for _, i := range p.varSet {
 		p.varLen[i], p.varOff[i] = 0, 0
 	}
+	p.varSet = p.varSet[:0]
 	clear(p.vbits)
 	p.data, p.payload, p.err = a.Data, -1, nil
 	p.dirty, p.ordered, p.lastPos = false, true, -1

@@ -340,8 +340,11 @@ func (m *Model) extract(p *pkt, s *pstate, at *int) error {
 			}
 		}
 		if h.varMax > 0 {
-			p.varOff[h.index] = int32((bit + h.varAt) / 8)
-			p.varLen[h.index] = int32(varBits / 8)
+			off, n := int32((bit+h.varAt)/8), int32(varBits/8)
+			if p.varOff[h.index] == 0 && p.varLen[h.index] == 0 && off|n != 0 {
+				p.varSet = append(p.varSet, int32(h.index))
+			}
+			p.varOff[h.index], p.varLen[h.index] = off, n
 		}
 		bit += h.fixed + varBits
 		p.vbits[h.index>>6] |= 1 << uint(h.index&63)
