@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
@@ -233,10 +234,15 @@ func (m *Model) parse(p *pkt) error {
 		s := &m.states[st]
 		if s.whole && bit+s.bits <= 8*len(data) {
 			if bit&7 == 0 && bit>>3+s.span <= len(data) {
-				d := data[bit>>3:]
+				// The span check above keeps every load in the
+				// packet, and a state's slots are the model's (newPkt
+				// sizes v for them): no bounds check per field.
+				d := unsafe.Add(unsafe.Pointer(unsafe.SliceData(data)), bit>>3)
+				v := unsafe.Pointer(unsafe.SliceData(p.v))
 				for i := range s.fast {
 					f := &s.fast[i]
-					p.v[f.slot] = binary.BigEndian.Uint64(d[f.boff:]) >> (f.rsh & 63) & f.mask
+					w := binary.BigEndian.Uint64((*[8]byte)(unsafe.Add(d, f.boff))[:])
+					*(*uint64)(unsafe.Add(v, uintptr(f.slot)*8)) = w >> (f.rsh & 63) & f.mask
 				}
 			} else {
 				for _, f := range s.loads {
