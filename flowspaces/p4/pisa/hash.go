@@ -165,6 +165,11 @@ func (h *hashOut) set(p *pkt, buf []byte) {
 			v = v<<8 | uint64(c)
 		}
 	}
+	h.put(p, v)
+}
+
+// put reduces the algorithm's value v into the range and writes it.
+func (h *hashOut) put(p *pkt, v uint64) {
 	switch {
 	case h.pow2:
 		v &= h.max - 1
@@ -214,6 +219,25 @@ func (c *compiler) hashes(hs []p4gen.Hash, sc *scope) (op, error) {
 		return func(p *pkt) {
 			hp.pack(p)
 			h.set(p, hp.buf)
+		}, nil
+	}
+	if a0, a1 := outs[0].algo, outs[1].algo; len(outs) == 2 &&
+		(a0 == p4gen.CRC32 && a1 == p4gen.CRC16 || a0 == p4gen.CRC16 && a1 == p4gen.CRC32) {
+		// A sketch's two hash functions: both CRCs in one pass, their
+		// values written in the statements' order.
+		return func(p *pkt) {
+			hp.pack(p)
+			c32, c16 := crc32And16(hp.buf)
+			for i := range outs {
+				if outs[i].algo == p4gen.CRC32 {
+					outs[i].put(p, uint64(c32))
+				} else {
+					outs[i].put(p, uint64(c16))
+				}
+			}
+			if dirty {
+				p.dirty = true
+			}
 		}, nil
 	}
 	return func(p *pkt) {
@@ -295,4 +319,37 @@ func crc16(b []byte) uint16 {
 		crc = crc>>8 ^ t[0][byte(crc)^c]
 	}
 	return crc
+}
+
+// crcPairTables are crc32Tables[k] and crc16Tables[k] side by side for
+// the four bytes of a step that both CRCs index by the data alone (the
+// step's last four): one load serves both.
+var crcPairTables = func() (t [4][256]uint64) {
+	for k := range t {
+		for i := range t[k] {
+			t[k][i] = uint64(crc32Tables[k][i]) | uint64(crc16Tables[k][i])<<32
+		}
+	}
+	return
+}()
+
+// crc32And16 is crc32IEEE and crc16 of b in one pass, as a sketch's two
+// hash functions of one key take them: twelve table loads a step rather
+// than sixteen.
+func crc32And16(b []byte) (uint32, uint16) {
+	c32, c16 := ^uint32(0), uint16(0)
+	t32, t16, tp := &crc32Tables, &crc16Tables, &crcPairTables
+	for len(b) >= 8 {
+		c32 ^= uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+		c := c16 ^ (uint16(b[0]) | uint16(b[1])<<8)
+		both := tp[3][b[4]] ^ tp[2][b[5]] ^ tp[1][b[6]] ^ tp[0][b[7]]
+		c32 = t32[7][byte(c32)] ^ t32[6][byte(c32>>8)] ^ t32[5][byte(c32>>16)] ^ t32[4][c32>>24] ^ uint32(both)
+		c16 = t16[7][byte(c)] ^ t16[6][c>>8] ^ t16[5][b[2]] ^ t16[4][b[3]] ^ uint16(both>>32)
+		b = b[8:]
+	}
+	for _, x := range b {
+		c32 = c32>>8 ^ t32[0][byte(c32)^x]
+		c16 = c16>>8 ^ t16[0][byte(c16)^x]
+	}
+	return ^c32, c16
 }

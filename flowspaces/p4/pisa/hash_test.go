@@ -8,9 +8,9 @@ import (
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
-// The hash unit's CRCs (eight bytes a step) are p4gen's CRC-16/ARC,
-// bit by bit, and the standard library's IEEE CRC-32, at every length
-// and alignment of the tail.
+// The hash unit's CRCs (eight bytes a step, alone or both in one pass)
+// are p4gen's CRC-16/ARC, bit by bit, and the standard library's IEEE
+// CRC-32, at every length and alignment of the tail.
 func TestCRCsAsReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	b := make([]byte, 80)
@@ -23,6 +23,10 @@ func TestCRCsAsReference(t *testing.T) {
 		}
 		if got, want := crc32IEEE(b[:n]), crc32.ChecksumIEEE(b[:n]); got != want {
 			t.Fatalf("CRC-32 of %d bytes: %#08x, standard library %#08x", n, got, want)
+		}
+		if g32, g16 := crc32And16(b[:n]); g32 != crc32.ChecksumIEEE(b[:n]) || g16 != p4gen.CRC16ARC(b[:n]) {
+			t.Fatalf("CRC-32 and CRC-16 in one pass of %d bytes: %#08x %#04x, reference %#08x %#04x",
+				n, g32, g16, crc32.ChecksumIEEE(b[:n]), p4gen.CRC16ARC(b[:n]))
 		}
 	}
 }
