@@ -129,3 +129,31 @@ func TestVarbitClearedBetweenPackets(t *testing.T) {
 	}
 	sameAsReference(t, prog, nil, splitReads)
 }
+
+// The variants table tells keys apart by every word: keys of two words
+// that share the first find their own variants, and a key not added
+// finds none.
+func TestVariantsKeys(t *testing.T) {
+	for _, words := range []int{1, 2, 3} {
+		var vs variants
+		var added []*variant
+		for i := range 40 {
+			k := make([]uint64, words)
+			k[0] = uint64(i % 4)
+			k[words-1] |= uint64(i) << 8
+			v := &variant{key: k}
+			vs.add(v)
+			added = append(added, v)
+		}
+		for _, v := range added {
+			if got := vs.find(append([]uint64(nil), v.key...)); got != v {
+				t.Fatalf("%d words: key %x found %v", words, v.key, got)
+			}
+		}
+		k := make([]uint64, words)
+		k[0], k[words-1] = 1, k[words-1]|99<<8
+		if got := vs.find(k); got != nil {
+			t.Fatalf("%d words: key %x not added found %x", words, k, got.key)
+		}
+	}
+}

@@ -34,10 +34,18 @@ type variant struct {
 }
 
 // variants is an open-addressed table of the variants made, keyed by
-// the valid headers' bits: a packet finds its own without a map.
+// the valid headers' bits: a packet finds its own without a map. A slot
+// holds the key's first word beside the variant, so that a probe
+// compares it with no load of the variant (the whole key when the
+// program has at most 64 headers).
 type variants struct {
-	slots []*variant // len a power of two, at least twice the variants
+	slots []vslot // len a power of two, at least twice the variants
 	n     int
+}
+
+type vslot struct {
+	first uint64
+	v     *variant
 }
 
 func hashKey(k []uint64) uint64 {
@@ -57,29 +65,37 @@ func sameKey(a, b []uint64) bool {
 	return true
 }
 
+// first is a key's first word (none for a program with no headers).
+func first(k []uint64) uint64 {
+	if len(k) == 0 {
+		return 0
+	}
+	return k[0]
+}
+
 func (vs *variants) find(k []uint64) *variant {
 	if vs.n == 0 {
 		return nil
 	}
 	mask := uint64(len(vs.slots) - 1)
 	for i := hashKey(k) & mask; ; i = (i + 1) & mask {
-		v := vs.slots[i]
-		if v == nil || sameKey(v.key, k) {
-			return v
+		sl := &vs.slots[i]
+		if sl.v == nil || sl.first == first(k) && (len(k) <= 1 || sameKey(sl.v.key[1:], k[1:])) {
+			return sl.v
 		}
 	}
 }
 
 func (vs *variants) add(v *variant) {
 	if vs.slots == nil {
-		vs.slots = make([]*variant, 2*maxVariants)
+		vs.slots = make([]vslot, 2*maxVariants)
 	}
 	mask := uint64(len(vs.slots) - 1)
 	i := hashKey(v.key) & mask
-	for vs.slots[i] != nil {
+	for vs.slots[i].v != nil {
 		i = (i + 1) & mask
 	}
-	vs.slots[i] = v
+	vs.slots[i] = vslot{first: first(v.key), v: v}
 	vs.n++
 }
 
