@@ -26,7 +26,13 @@
 // closure with no call; a hash unit writes its constants into its
 // buffer at load and, per packet, only what varies, once for
 // consecutive hashes of the same data (hash.go: CRC-16 eight bytes a
-// step). BenchmarkModel and BenchmarkModelWhole (every packet running
+// step; a sketch's CRC-32 and CRC-16 of one key in one pass, sharing
+// the table loads both index by the data alone). A register keeps its
+// cells at their declared width (regs.go: a byte for hll's 8-bit
+// ranks, not eight), so a sketch takes the cache it needs; a packet
+// clears only the varbit lengths its parser set, and finds its variant
+// by a probe that compares the valid headers with no load of the
+// variant. BenchmarkModel and BenchmarkModelWhole (every packet running
 // ingress whole) measure it.
 //
 // Model.Process is p4gen.Switch.Process made fast: the same results,
@@ -34,7 +40,8 @@
 // adds what a switch has around its pipeline: an egress queue per port
 // drained at a configured rate on the switch's clock (so enq_qdepth and
 // deq_qdepth are real), the CPU port, and locking for a control plane
-// (flowspaces/p4/server) that reads and writes state while packets run.
+// (flowspaces/p4/server) that reads and writes state while packets run
+// (Register returns a copy of a register's cells, SetRegister writes).
 //
 // The sharp edge: a Model is one pipeline on one goroutine. Its Result
 // (frames, digests) is valid until the next Process; copy what you keep.
