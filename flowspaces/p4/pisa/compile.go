@@ -76,6 +76,12 @@ type compiler struct {
 	digs    map[*p4gen.DigestType]int
 	hdr     map[int]bool // slots of header fields
 	used    map[int]bool // slots an expression reads or a statement writes
+	// share: statements outside actions compile once for all the
+	// variants (shared, by the statement's whole value), so that
+	// variants that fold to the same code run the same closures and
+	// fewer of them compete for the cache.
+	share  bool
+	shared map[string]op
 }
 
 // scope is what names mean where an expression is: an action's
@@ -346,7 +352,9 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 
 func (c *compiler) stmts(ss []p4gen.Stmt, sc *scope) ([]op, error) {
 	out := make([]op, 0, len(ss))
+	share := c.share && sc == nil
 	for i := 0; i < len(ss); i++ {
+		var key string
 		if h, ok := ss[i].(p4gen.Hash); ok {
 			hs := []p4gen.Hash{h}
 			for i+1 < len(ss) {
@@ -356,20 +364,44 @@ func (c *compiler) stmts(ss []p4gen.Stmt, sc *scope) ([]op, error) {
 				}
 				hs, i = append(hs, next), i+1
 			}
+			if share {
+				if key = fmt.Sprintf("%#v", hs); c.shared[key] != nil {
+					out = append(out, c.shared[key])
+					continue
+				}
+			}
 			o, err := c.hashes(hs, sc)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, o)
+			out = append(out, c.keep(key, o))
 			continue
+		}
+		if share {
+			if key = fmt.Sprintf("%#v", ss[i]); c.shared[key] != nil {
+				out = append(out, c.shared[key])
+				continue
+			}
 		}
 		o, err := c.stmt(ss[i], sc)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, o)
+		out = append(out, c.keep(key, o))
 	}
 	return out, nil
+}
+
+// keep records o as the code of the statement of key (none: "") for
+// the variants compiled after.
+func (c *compiler) keep(key string, o op) op {
+	if key != "" {
+		if c.shared == nil {
+			c.shared = map[string]op{}
+		}
+		c.shared[key] = o
+	}
+	return o
 }
 
 // set returns the slot and mask an assignment to r writes.

@@ -289,6 +289,7 @@ func (m *Model) SetEntries(t *p4gen.Table, es []p4gen.Entry) error {
 		return fmt.Errorf("no table %s", t.Name)
 	}
 	m.vars.reset()
+	m.comp.shared = nil
 	return tb.set(es)
 }
 
@@ -308,6 +309,7 @@ func (m *Model) SetDefault(t *p4gen.Table, a *p4gen.Action, args []uint64) error
 		return fmt.Errorf("no table %s", t.Name)
 	}
 	m.vars.reset()
+	m.comp.shared = nil
 	return tb.setDefault(a, args)
 }
 

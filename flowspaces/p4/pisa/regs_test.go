@@ -3,8 +3,10 @@ package pisa
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
+	"github.com/ffpf-go/ffpf/functions/p4gen/p4gentest"
 )
 
 // regWidths are the widths a switch's registers have.
@@ -156,4 +158,33 @@ func TestVariantsKeys(t *testing.T) {
 			t.Fatalf("%d words: key %x not added found %x", words, k, got.key)
 		}
 	}
+}
+
+// Variants whose ingress folds to the same statements run the same
+// closures (compiled once): on the benchmark's trace, the variants'
+// top-level ops are fewer distinct closures than ops.
+func TestVariantsShareCode(t *testing.T) {
+	m, err := Load(cmsHLL(t), deep())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range p4gentest.Frames(1, 4096, 10000) {
+		if _, err := m.Process(p4gen.Arrival{Data: f, Port: 1, Time: uint64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops, distinct := 0, map[unsafe.Pointer]bool{}
+	for _, sl := range m.vars.slots {
+		if sl.v == nil {
+			continue
+		}
+		for _, o := range sl.v.ops {
+			ops++
+			distinct[*(*unsafe.Pointer)(unsafe.Pointer(&o))] = true
+		}
+	}
+	if m.vars.n < 10 || len(distinct) > ops/2 {
+		t.Fatalf("%d variants: %d ops, %d distinct closures", m.vars.n, ops, len(distinct))
+	}
+	t.Logf("%d variants: %d ops, %d distinct closures", m.vars.n, ops, len(distinct))
 }

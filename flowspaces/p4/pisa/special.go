@@ -113,7 +113,9 @@ func (m *Model) variantOf(p *pkt, full bool) *variant {
 	}
 	v := &variant{key: append([]uint64(nil), p.vbits...)}
 	res := m.residual(v.key)
+	m.comp.share = true
 	ops, err := m.comp.stmts(res, nil)
+	m.comp.share = false
 	if err != nil {
 		// A residual the compiler refuses is this code's bug; the
 		// program whole is still right.
