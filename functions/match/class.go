@@ -26,6 +26,9 @@ func init() {
 				}},
 		},
 		Targets: []functions.Target{functions.TargetUser},
+		Runs: func(t functions.Target, p functions.Params) error {
+			return UserRuns(t, p, nil, "expr")
+		},
 		Reads: func(p functions.Params) ([]string, error) {
 			n, err := parse(p.Str("expr"))
 			if err != nil {
