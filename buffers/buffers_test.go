@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"testing"
+	"unsafe"
 )
 
 func TestPBufStoreTruncatesLikeASnapLength(t *testing.T) {
@@ -206,6 +207,33 @@ func TestMBufSliceViews(t *testing.T) {
 			defer func() {
 				if recover() == nil {
 					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+func TestMBufOnSharesItsMemory(t *testing.T) {
+	mem := make([]uint64, 3) // 8-aligned
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&mem[0])), 24)
+	m := NewMBufOn(raw, Native, Field{Name: "n", Type: U64, Offset: 8})
+	m.Add64(8, 5)
+	if mem[1] != 5 || &m.Bytes()[0] != &raw[0] {
+		t.Errorf("the MBuf did not write the memory it was given: %v", mem)
+	}
+	mem[1] = 9
+	if m.Snapshot()["n"] != uint64(9) {
+		t.Errorf("the MBuf did not read the memory it was given: %v", m.Snapshot())
+	}
+	for name, f := range map[string]func(){
+		"odd size":  func() { NewMBufOn(raw[:20], Native) },
+		"unaligned": func() { NewMBufOn(raw[4:20], Native) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: accepted", name)
 				}
 			}()
 			f()

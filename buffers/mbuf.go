@@ -75,7 +75,26 @@ var Native binary.ByteOrder = binary.NativeEndian
 
 // NewMBuf allocates size bytes (rounded up to 8) in the given byte order.
 func NewMBuf(size int, order binary.ByteOrder, fields ...Field) *MBuf {
-	m := &MBuf{words: make([]uint64, (size+7)/8), order: order, fields: fields}
+	return newMBuf(make([]uint64, (size+7)/8), order, fields)
+}
+
+// NewMBufOn returns an MBuf whose memory is mem rather than memory of its
+// own: memory shared with another process (a plugin's state, which ffpf
+// reads without asking the plugin). mem must be 8-byte aligned, a whole
+// number of 8-byte words, and outlive the MBuf.
+func NewMBufOn(mem []byte, order binary.ByteOrder, fields ...Field) *MBuf {
+	if len(mem)%8 != 0 || (len(mem) > 0 && uintptr(unsafe.Pointer(&mem[0]))%8 != 0) {
+		panic("buffers: an MBuf's memory must be whole aligned 8-byte words")
+	}
+	var words []uint64
+	if len(mem) > 0 {
+		words = unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), len(mem)/8)
+	}
+	return newMBuf(words, order, fields)
+}
+
+func newMBuf(words []uint64, order binary.ByteOrder, fields []Field) *MBuf {
+	m := &MBuf{words: words, order: order, fields: fields}
 	for _, f := range fields {
 		n := max(f.Count, 1)
 		if f.Offset < 0 || f.Offset+n*f.Type.Size() > len(m.words)*8 || f.Offset%f.Type.Size() != 0 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/bridges/inproc"
 	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/functions"
 )
 
 // Plan is where the functions of the flowgraph run and what connects them:
@@ -31,6 +32,12 @@ type PlannedFunction struct {
 	// PBufs are the packet buffers the packets it sees are in; "in place"
 	// when a flowspace that keeps no PBuf works on them where they arrive.
 	PBufs []string `json:"pbufs"`
+	// Concurrency, for a function in a Go flowspace, is how it runs when
+	// several workers reach it: ordered (one lock), stateless or
+	// mergeable (DESIGN.md §15); Ordered says why it runs ordered when its
+	// class has another kind.
+	Concurrency string `json:"concurrency,omitempty"`
+	Ordered     string `json:"ordered,omitempty"`
 }
 
 // PassedOver is a flowspace that could not run a function, and why.
@@ -82,6 +89,10 @@ func (rt *Runtime) Plan() *Plan {
 			if b := pl.loc(s, n.Flowspace); !slices.Contains(pf.PBufs, b) {
 				pf.PBufs = append(pf.PBufs, b)
 			}
+		}
+		if !n.Class.IsSource() && n.Flowspace.Target() == functions.TargetUser {
+			k, why := n.Concurrency(nodes)
+			pf.Concurrency, pf.Ordered = k.String(), why
 		}
 		p.Functions = append(p.Functions, pf)
 	}
@@ -184,6 +195,9 @@ type BridgeState struct {
 	Out      uint64 `json:"out"`
 	Dropped  uint64 `json:"dropped"`
 	Copied   uint64 `json:"copied"`
+	// Lanes are the packets that came up on each lane of a bridge of
+	// several, each read by a worker of its own (DESIGN.md §15).
+	Lanes []uint64 `json:"lanes,omitempty"`
 }
 
 // Bridges returns the counters of every bridge built, parents first.
@@ -201,7 +215,7 @@ func (rt *Runtime) Bridges() []BridgeState {
 			}
 			s := b.Stats()
 			out = append(out, BridgeState{From: st.Name(), To: fs.Name(), Barrier: st.Barrier, Strategy: used(st.Strategy, s),
-				In: s.In, Out: s.Out, Dropped: s.Dropped, Copied: s.Copied})
+				In: s.In, Out: s.Out, Dropped: s.Dropped, Copied: s.Copied, Lanes: s.Lanes})
 		}
 	}
 	return out

@@ -30,6 +30,10 @@ type Config struct {
 	// Hierarchy is the root of the flowspace tree the functions are placed
 	// in (see flowspaces/hierarchy); nil is userspace alone.
 	Hierarchy flowspaces.Flowspace
+	// Workers bounds how many workers one source spreads over (a live
+	// interface's ring buffers and receive queues; flowspaces.Spreader);
+	// 0 is GOMAXPROCS.
+	Workers int
 }
 
 // RequestOptions configure one request.
@@ -121,6 +125,9 @@ func New(cfg Config) *Runtime {
 	flowspaces.Walk(root, func(fs flowspaces.Flowspace) {
 		if l, ok := fs.(flowspaces.Limited); ok {
 			l.SetBudget(budget)
+		}
+		if s, ok := fs.(flowspaces.Spreader); ok {
+			s.SetWorkers(cfg.Workers)
 		}
 	})
 	return &Runtime{cfg: cfg, root: root, byKey: map[string]*Function{}, perClass: map[string]int{}}

@@ -18,6 +18,7 @@ package flowspaces
 
 import (
 	"context"
+	"slices"
 
 	"github.com/ffpf-go/ffpf/bridges/inproc"
 
@@ -132,9 +133,56 @@ type Node struct {
 // the packets it receives: its dependents are reached by its own stream.
 func (n *Node) Producer() bool { return n.Class.IsProducer(n.Ctx.Params) }
 
+// Concurrency is how a flowspace runs n when several workers reach it
+// (DESIGN.md §15): its class's kind for its parameters
+// (functions.Class.ConcurrencyOf), or ordered, with the reason, when n
+// emits records (in time order), reads the state of another function by
+// its label, or is read so by one of nodes: a reader needs the one state
+// as the writer left it after each packet.
+func (n *Node) Concurrency(nodes []*Node) (functions.Concurrency, string) {
+	k, why := n.Class.ConcurrencyOf(n.Ctx.Params)
+	if k == functions.Ordered {
+		return k, why
+	}
+	switch {
+	case n.Producer():
+		return functions.Ordered, "it emits records, in time order"
+	case len(n.Reads) > 0:
+		return functions.Ordered, "it reads the state of " + n.Reads[0].ID + " after each packet"
+	}
+	if k != functions.Mergeable {
+		return k, "" // a stateless function has no state to read: its readers read the packets' annotations
+	}
+	for _, r := range nodes {
+		if slices.Contains(r.Reads, n) {
+			return functions.Ordered, r.ID + " reads its state after each packet"
+		}
+	}
+	return k, ""
+}
+
+// Merger is a flowspace that may run a function on several workers at
+// once, each on a shard of its state (functions.Mergeable): Merged folds
+// the shards into the function itself (n.Function) and runs f while they
+// are held still. It reports false, without running f, when n runs as one.
+type Merger interface {
+	Merged(n *Node, f func()) bool
+}
+
 // State returns the node's persistent state decoded from its MBuf, or nil
-// when the function keeps none.
+// when the function keeps none; the shards of a function that several
+// workers run are merged first (Merger).
 func (n *Node) State() map[string]any {
+	if m, ok := n.Flowspace.(Merger); ok {
+		var st map[string]any
+		if m.Merged(n, func() { st = n.state() }) {
+			return st
+		}
+	}
+	return n.state()
+}
+
+func (n *Node) state() map[string]any {
 	if s, ok := n.Function.(functions.Summarizer); ok {
 		return s.Summary()
 	}
@@ -163,4 +211,15 @@ func (n *Node) CheckState() error {
 // under, is held, and the function to release it. Handlers run so.
 type Locker interface {
 	Lock(n *Node) (unlock func())
+}
+
+// Spreader is a flowspace that can spread the packets of one source over
+// several workers (DESIGN.md §15): an eBPF flowspace over a ring buffer
+// per CPU and its AF_XDP sockets, a Go flowspace over a reader per lane of
+// a bridge from beneath. SetWorkers bounds how many (ffpf run --workers;
+// 0 is GOMAXPROCS); the flowgraph calls it on every flowspace of a run
+// before anything is instantiated.
+type Spreader interface {
+	Flowspace
+	SetWorkers(n int)
 }

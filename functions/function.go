@@ -98,9 +98,38 @@ func PathReason(err error) error {
 }
 
 // Counters is the accounting every function and bridge keeps:
-// In = Out + Filtered + Dropped, always.
+// In = Out + Filtered + Dropped, always. A function that several workers
+// run at once (Stateless, Mergeable) counts in a shard of its counters
+// per worker, so that the workers never write the same cache line;
+// Snapshot adds the shards up.
 type Counters struct {
 	In, Out, Filtered, Dropped atomic.Uint64
+	shards                     atomic.Pointer[[]*Counters]
+}
+
+// padded keeps a shard of counters on cache lines of its own.
+type padded struct {
+	_ [64]byte
+	c Counters
+	_ [64]byte
+}
+
+// Shard returns new counters for one more worker, counted in c's
+// Snapshot. It is control-plane code: a flowspace calls it when a worker
+// first reaches the function.
+func (c *Counters) Shard() *Counters {
+	s := &new(padded).c
+	for {
+		old := c.shards.Load()
+		var next []*Counters
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, s)
+		if c.shards.CompareAndSwap(old, &next) {
+			return s
+		}
+	}
 }
 
 // Add accounts for one batch: in entries arrived, out left, dropped were
@@ -116,8 +145,20 @@ func (c *Counters) Add(in, out, dropped int) {
 	}
 }
 
-// Snapshot returns the four counters.
+// Snapshot returns the four counters, its shards' included. Each shard
+// holds In = Out + Filtered + Dropped, and so does their sum.
 func (c *Counters) Snapshot() (in, out, filtered, dropped uint64) {
+	in, out, filtered, dropped = c.own()
+	if sh := c.shards.Load(); sh != nil {
+		for _, s := range *sh {
+			i, o, f, d := s.own()
+			in, out, filtered, dropped = in+i, out+o, filtered+f, dropped+d
+		}
+	}
+	return in, out, filtered, dropped
+}
+
+func (c *Counters) own() (in, out, filtered, dropped uint64) {
 	// Read out before in so that a concurrent reader never sees out > in.
 	out, filtered, dropped = c.Out.Load(), c.Filtered.Load(), c.Dropped.Load()
 	return c.In.Load(), out, filtered, dropped

@@ -410,3 +410,36 @@ func formatDuration(d time.Duration) string {
 	}
 	return strconv.FormatInt(int64(d), 10) + "ns"
 }
+
+// Raw returns the value as an expression would write it: parsing it for
+// a parameter of the value's type gives the value back.
+func (v Value) Raw() Raw {
+	s := v.String()
+	switch v.Type {
+	case String:
+		return Raw{Kind: RawString, Text: s}
+	case Bool:
+		return Raw{Kind: RawWord, Text: s}
+	}
+	return literalRaw(s)
+}
+
+// Args returns the set parameters as the arguments that bind them again
+// (Class.Bind), by name: how parameters cross to a class's other half
+// (a plugin process).
+func (p Params) Args() []Arg {
+	var args []Arg
+	p.Each(func(name string, v Value) { args = append(args, Arg{Key: name, Value: v.Raw()}) })
+	return args
+}
+
+// CheckArg parses r as the value of the class's parameter name and runs
+// the parameter's Check on it, as Bind does.
+func (c *Class) CheckArg(name string, r Raw) error {
+	par, ok := c.Param(name)
+	if !ok {
+		return fmt.Errorf("class %s has no parameter %q", c.Name, name)
+	}
+	_, err := par.parse(r)
+	return err
+}

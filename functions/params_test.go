@@ -147,6 +147,28 @@ func TestBindRefusesNUL(t *testing.T) {
 	}
 }
 
+func TestArgsBindTheSameParams(t *testing.T) {
+	c := &Class{Name: "x", Params: []Param{
+		{Name: "s", Type: String}, {Name: "i", Type: Int}, {Name: "z", Type: Size, Default: "64KB"},
+		{Name: "d", Type: Duration}, {Name: "f", Type: Float}, {Name: "b", Type: Bool}, {Name: "unset", Type: Int},
+	}}
+	p, err := c.Bind([]Arg{{"s", Raw{Kind: RawString, Text: "a b,\"c\""}}, {"i", Raw{Kind: RawNumber, Text: "3", Unit: "K"}},
+		{"d", Raw{Kind: RawNumber, Text: "1.5", Unit: "s"}}, {"f", Raw{Kind: RawNumber, Text: "0.25"}}, {"b", Raw{Kind: RawWord, Text: "yes"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := c.Bind(p.Args())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Canonical() != q.Canonical() || q.Has("unset") {
+		t.Errorf("bound again as %s, want %s", q.Canonical(), p.Canonical())
+	}
+	if err := c.CheckArg("i", Raw{Kind: RawWord, Text: "many"}); err == nil {
+		t.Error("CheckArg took a word for an int")
+	}
+}
+
 // A parameter with no effect without another (With) is refused when given
 // without it, by name, at the argument; its default alone is no error.
 func TestBindRefusesParametersWithoutEffect(t *testing.T) {

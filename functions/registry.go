@@ -28,6 +28,12 @@ type Class struct {
 	// State declares the state a function of the class keeps (its MBuf's
 	// layout), nil for none; the flowgraph checks each function against it.
 	State *State
+	// Concurrency says how one function of the class may run on several
+	// workers at once (stateless, mergeable); the zero value is Ordered,
+	// one lock. OrderedWhen lists the parameter settings under which a
+	// function runs ordered all the same (ConcurrencyOf).
+	Concurrency Concurrency
+	OrderedWhen []Ordering
 	// MinInputs and MaxInputs bound how many functions may feed this one;
 	// both are 0 for a source, MaxInputs < 0 means no limit.
 	MinInputs, MaxInputs int
@@ -187,6 +193,10 @@ type Context struct {
 	// one placed in an eBPF flowspace only holds the state of the eBPF
 	// code (kernel, xdp); empty is userspace.
 	Target Target
+	// Memory, when set, gives the memory of the function's state
+	// (Context.NewMBuf): a plugin's state lives in memory shared with
+	// ffpf, which reads it without asking the plugin.
+	Memory func(size int) ([]byte, error)
 	// Captures are the distinct captures whose packets reach the function
 	// (a source's Validate sets its own; the flowgraph gives a function the
 	// union of its inputs'). Empty when checking without a source.
@@ -259,6 +269,9 @@ func (r *Registry) Register(c *Class) error {
 	if len(c.Targets) == 0 {
 		c.Targets = []Target{TargetUser}
 	}
+	if err := c.checkConcurrency(); err != nil {
+		return fmt.Errorf("functions: %v", err)
+	}
 	seen := map[string]bool{}
 	for _, p := range c.Params {
 		if seen[p.Name] {
@@ -283,6 +296,14 @@ func (r *Registry) Register(c *Class) error {
 	}
 	r.classes[c.Name] = c
 	return nil
+}
+
+// Remove takes the class named name out of the registry (a plugin's, when
+// its process stops).
+func (r *Registry) Remove(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.classes, strings.ToLower(name))
 }
 
 // With returns a registry of r's classes in which cs take the place of

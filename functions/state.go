@@ -278,6 +278,33 @@ func (s *State) NewMBuf(t Target, p Params) (*buffers.MBuf, error) {
 	return buffers.NewMBuf(size, s.order(), fields...), nil
 }
 
+// NewMBuf allocates the MBuf of the function ctx instantiates, laid out as
+// s declares for its target (userspace when none) and parameters: in
+// ctx.Memory when the flowspace gives memory of its own (a plugin's state,
+// shared with ffpf), on the heap otherwise. A class that may run out of
+// process allocates its state with it.
+func (ctx *Context) NewMBuf(s *State) (*buffers.MBuf, error) {
+	t := ctx.Target
+	if t == "" {
+		t = TargetUser
+	}
+	if ctx.Memory == nil {
+		return s.NewMBuf(t, ctx.Params)
+	}
+	fields, size, err := s.Layout(t, ctx.Params)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := ctx.Memory(size)
+	if err != nil {
+		return nil, err
+	}
+	if len(mem) != size {
+		return nil, fmt.Errorf("functions: %s: %d bytes of memory for a state of %d", ctx.ID, len(mem), size)
+	}
+	return buffers.NewMBufOn(mem, s.order(), fields...), nil
+}
+
 // FieldOf returns the field of m named name; it panics if there is none,
 // which is a class whose code does not follow its declaration.
 func FieldOf(m *buffers.MBuf, name string) buffers.Field {

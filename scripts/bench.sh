@@ -255,3 +255,98 @@ if [ "$(id -u)" = 0 ] && command -v ip >/dev/null; then
 else
 	echo "   skipped: needs root and ip(8) to create network namespaces"
 fi
+
+echo
+SP=${SCALE_PACKETS:-1000000}
+ROUNDS=${SCALE_ROUNDS:-10}
+echo "== 12. scaling: K = 1 .. $(nproc) sources of $SP generated packets each; Mpps = packets / elapsed_ns of 'ffpf run --json', best of $ROUNDS rounds"
+# K independent chains, the same K joined into one function (a filter; a
+# sketch pair: each worker on a shard of its state, merged when read), and
+# K separate processes; each the best of $ROUNDS short rounds, taken in turn
+# over every case so that a burst of load hits all alike.
+CORES=$(nproc)
+FILTER='(bpf,"tcp and dst port 80") > (pktcount)'
+SKETCH='(cms,key=5tuple) > (hll,key=dstip)'
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+steal() { awk '/^cpu / { print $9 }' /proc/stat; } # in USER_HZ ticks, all CPUs
+mpps_of() { # packets/elapsed of one 'ffpf run --json' (its arguments)
+	$BIN run --progress=false --json "$@" 2>/dev/null |
+		awk '/^  "packets":/ { gsub(/[^0-9]/, "", $2); p=$2 } /^  "elapsed_ns":/ { gsub(/[^0-9]/, "", $2); e=$2 }
+		     END { if (e > 0) printf "%.3f", p * 1000 / e; else print 0 }'
+}
+procs_of() { # K processes of one chain each, at once: their packets / the longest elapsed
+	local k=$1 chain=$2 pids=() i
+	for i in $(seq "$k"); do
+		$BIN run --progress=false --json "(gen,packets=$SP,seed=$i) > $chain" >"$OUT/proc-$i.json" 2>/dev/null & pids+=($!)
+	done
+	wait "${pids[@]}"
+	for i in $(seq "$k"); do cat "$OUT/proc-$i.json"; done |
+		awk '/^  "packets":/ { gsub(/[^0-9]/, "", $2); p+=$2 } /^  "elapsed_ns":/ { gsub(/[^0-9]/, "", $2); if ($2+0 > e) e=$2 }
+		     END { if (e > 0) printf "%.3f", p * 1000 / e; else print 0 }'
+}
+echo "   load average before: $(loadavg); $CORES cores"
+steal0=$(steal)
+declare -A bestm=()
+for _ in $(seq "$ROUNDS"); do
+	for k in $(seq "$CORES"); do
+		srcs=() ind_f=() ind_s=()
+		for i in $(seq "$k"); do
+			srcs+=("(gen,packets=$SP,seed=$i)")
+			ind_f+=(-e "(gen,packets=$SP,seed=$i) > $FILTER")
+			ind_s+=(-e "(gen,packets=$SP,seed=$i) > $SKETCH")
+		done
+		joined=$(IFS='|'; echo "[${srcs[*]}]")
+		for c in ind-filter joined-filter procs-filter ind-sketch joined-sketch procs-sketch; do
+			# At K = 1 the joined graph is the independent chain.
+			if [ "$k" = 1 ] && [[ $c == joined-* ]]; then continue; fi
+			case $c in
+			ind-filter) m=$(mpps_of "${ind_f[@]}");;
+			joined-filter) m=$(mpps_of "$joined > $FILTER");;
+			procs-filter) m=$(procs_of "$k" "$FILTER");;
+			ind-sketch) m=$(mpps_of "${ind_s[@]}");;
+			joined-sketch) m=$(mpps_of "$joined > $SKETCH");;
+			procs-sketch) m=$(procs_of "$k" "$SKETCH");;
+			esac
+			key="$c $k"
+			if [ -z "${bestm[$key]:-}" ] || awk -v a="$m" -v b="${bestm[$key]}" 'BEGIN { exit !(a > b) }'; then bestm[$key]=$m; fi
+		done
+	done
+done
+for x in filter sketch; do bestm["joined-$x 1"]=${bestm["ind-$x 1"]}; done
+for key in "${!bestm[@]}"; do echo "$key ${bestm[$key]}"; done | sort > "$OUT/scaling.txt"
+awk -v cores="$CORES" '{ m[$1" "$2]=$3 }
+     END {
+       split("filter sketch", ws, " ")
+       for (w = 1; w <= 2; w++) {
+         x = ws[w]
+         printf "   %s: %s\n", x, (x == "filter" ? "(gen) > (bpf,\"tcp and dst port 80\") > (pktcount)" : "(gen) > (cms,key=5tuple) > (hll,key=dstip)")
+         printf "   %2s  %-22s %-22s %-22s %s\n", "K", "independent chains", "joined into one", "separate processes", "joined / independent"
+         for (k = 1; k <= cores; k++) {
+           i = m["ind-"x" "k]; j = m["joined-"x" "k]; p = m["procs-"x" "k]
+           printf "   %2d  %6.2f Mpps (%4.2fx)     %6.2f Mpps (%4.2fx)     %6.2f Mpps (%4.2fx)     %4.2f%s\n", k,
+             i, i / m["ind-"x" 1"], j, j / m["joined-"x" 1"], p, p / m["procs-"x" 1"], j / i, (j / i >= 0.8 ? "" : "  (below 0.8)")
+           if (j / i < 0.8) miss = miss sprintf("%s%s joined at K=%d", (miss == "" ? "" : ", "), x, k)
+           if (k > 1) for (c in m) { split(c, cc, " "); if (cc[2] == k && cc[1] ~ x"$" && m[c] < m[cc[1]" "k-1]) slower = slower sprintf("%s%s at K=%d", (slower == "" ? "" : ", "), cc[1], k) }
+         }
+       }
+       printf "   targets: joined >= 0.8x independent at every K: %s; no case slower at K+1 than at K: %s\n",
+         (miss == "" ? "met" : "missed (" miss ")"), (slower == "" ? "met" : "missed (" slower ")")
+     }' "$OUT/scaling.txt"
+echo "   load average after: $(loadavg); CPU time stolen by other machines during the section: $(( ($(steal) - steal0) * 10 )) ms"
+echo "   (the ratios in parentheses are to K = 1 of the same case, where the joined graph is the independent chain;"
+echo "    each worker runs its own instance of a stateless function and its own shard of a mergeable one, so a"
+echo "    joined function scales as independent chains do)"
+
+echo
+echo "== 13. plugins: (memory) > (dnsname,suffix=\".com\") > (pktcount), one source worker: dnsname compiled in, served by its plugin over"
+echo "   shared memory (bridges/shm), and by its plugin with one go-plugin RPC per batch (packets in the message), in one run"
+$GO test -run '^$' -bench 'BenchmarkPluginFilter' -benchtime 4000x -count "$COUNT" ./functions/plugin/ 2>/dev/null | tee "$OUT/plugin.txt" | grep -E '^Benchmark' || true
+awk '/^BenchmarkPluginFilter\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
+       for (i=1;i<=NF;i++) { if ($(i+1)=="Mpps") v[m]=v[m]" "$i; if ($(i+1)=="allocs/op") a[m]=$i } }
+     function median(s,   x, n, i, j, t) { n=split(s, x, " "); for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (x[j]<x[i]) { t=x[i]; x[i]=x[j]; x[j]=t }
+       return n%2 ? x[(n+1)/2] : (x[n/2]+x[n/2+1])/2 }
+     END { ip=median(v["inprocess"]); s=median(v["shm"]); r=median(v["rpc"])
+       printf "   compiled in   %6.2f Mpps\n   plugin, shm   %6.2f Mpps  (%.2fx compiled in; %d allocs/op; target >= 5 Mpps)\n   plugin, RPC   %6.2f Mpps  (%.3fx compiled in; shm is %.1fx RPC)\n",
+         ip, s, s/ip, a["shm"], r, r/ip, s/r }' "$OUT/plugin.txt"
+echo "   (medians of $COUNT runs; a plugin's worker is two processes taking turns: ffpf copies each packet once into the arena,"
+echo "    the plugin filters the batch and answers; both need a core of their own)"

@@ -102,8 +102,7 @@ func Open(iface string, xsks *ebpf.Map, inPlace bool) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	queues, _ := filepath.Glob("/sys/class/net/" + iface + "/queues/rx-*")
-	n := max(1, min(len(queues), MaxQueues))
+	n := Queues(iface)
 	x := &Set{iface: iface, inPlace: inPlace, got: map[any]*atomic.Uint64{}}
 	for q := range n {
 		opts := xskOptions
@@ -128,6 +127,13 @@ func Open(iface string, xsks *ebpf.Map, inPlace bool) (*Set, error) {
 	}
 	x.seen = make([]uint64, len(x.socks))
 	return x, nil
+}
+
+// Queues is how many receive queues of iface get an AF_XDP socket: all,
+// up to MaxQueues.
+func Queues(iface string) int {
+	queues, _ := filepath.Glob("/sys/class/net/" + iface + "/queues/rx-*")
+	return max(1, min(len(queues), MaxQueues))
 }
 
 // counter returns the count of frames src's streams took.
@@ -356,7 +362,8 @@ func (z *zeroCopy) idle(deadline time.Time) bool {
 
 // Reader carries the frames of a Set's sockets up: one goroutine per
 // socket, each with batches of its own, so that a quiet queue never holds
-// up a busy one.
+// up a busy one, each on a lane of the bridge of its own (socket q on lane
+// q, modulo the lanes), so that the queues spread over the workers above.
 type Reader struct {
 	x     *Set
 	up    *inproc.Bridge
@@ -374,7 +381,7 @@ func (x *Set) Start(up *inproc.Bridge, sources []*inproc.Stream, slot int) *Read
 	for q := range x.socks {
 		for _, src := range sources {
 			c := &inproc.Stream{Up: up, Source: src.Source, Mask: src.Mask, Tags: src.Tags, Snap: src.Snap,
-				Taken: x.counter(src.Source), Ann: src.Ann}
+				Taken: x.counter(src.Source), Ann: src.Ann, Lane: q}
 			if z := x.zcs[q]; z != nil {
 				c.Frames = z
 			} else {

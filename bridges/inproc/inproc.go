@@ -27,6 +27,13 @@
 // moved but nothing passed: a flowspace above learns that time moved
 // although everything beneath was filtered, so its windows end on time.
 //
+// A bridge has one lane or several: a lower flowspace that sends from
+// several goroutines at once (a ring buffer per CPU, an AF_XDP socket per
+// receive queue) sends each one's messages on a lane of its own, and the
+// flowspace above reads each lane with a worker of its own, so that one
+// interface's packets spread over the cores (DESIGN.md §15). The messages
+// of one lane arrive in the order they were sent.
+//
 // The sharp edge: every entry of a message lies in one window of MaxBatch
 // slots starting at Region.Base, as a source batch does.
 package inproc
@@ -97,7 +104,10 @@ type Out struct {
 
 // Message is one batch crossing the bridge.
 type Message struct {
-	Stream any     // the source the packets came from
+	Stream any // the source the packets came from
+	// Lane is the lane it goes up on (see Bridge.Lanes), taken modulo
+	// their number; 0 for a bridge of one.
+	Lane   int
 	Region *Region // where the packets are; nil in a clock-only message
 	// Now is the stream's packet clock when the message left (ns since
 	// the Unix epoch), at least the time of each of its packets.
@@ -123,36 +133,54 @@ type Message struct {
 // count in none of the packet counters).
 type Stats struct {
 	In, Out, Dropped, Copied, Referred, Messages, Clocks uint64
+	// Lanes are the packets received on each lane (Out, lane by lane),
+	// for a bridge of several.
+	Lanes []uint64
 }
 
 // Bridge is a queue of messages from one lower flowspace to its parent.
 type Bridge struct {
 	Name      string
-	ch        chan *Message
+	ch        []chan *Message // one per lane
 	free      chan *Message
 	closed    atomic.Bool
 	producers atomic.Int32
 
 	in, out, dropped, copied, referred, msgs, clocks atomic.Uint64
+	laneOut                                          []atomic.Uint64
 }
 
 // Depth is how many messages a bridge holds: enough for the two sides to
 // overlap, few enough that the regions stay in cache.
 const Depth = 4
 
-// New returns an empty bridge.
-func New(name string) *Bridge {
-	b := &Bridge{Name: name, ch: make(chan *Message, Depth), free: make(chan *Message, Depth)}
-	for range Depth {
+// New returns an empty bridge of one lane.
+func New(name string) *Bridge { return NewLanes(name, 1) }
+
+// NewLanes returns an empty bridge of lanes lanes (at least one), each
+// holding Depth messages.
+func NewLanes(name string, lanes int) *Bridge {
+	lanes = max(1, lanes)
+	b := &Bridge{Name: name, ch: make([]chan *Message, lanes), free: make(chan *Message, Depth*lanes), laneOut: make([]atomic.Uint64, lanes)}
+	for i := range b.ch {
+		b.ch[i] = make(chan *Message, Depth)
+	}
+	for range Depth * lanes {
 		b.free <- &Message{}
 	}
 	return b
 }
 
+// Lanes returns how many lanes the bridge has.
+func (b *Bridge) Lanes() int { return len(b.ch) }
+
 // Carry adds the counters of old, a bridge this one replaces (the same
 // barrier, reopened after its lower side had ended).
 func (b *Bridge) Carry(old *Bridge) {
 	s := old.Stats()
+	for i, n := range s.Lanes {
+		b.laneOut[i%len(b.laneOut)].Add(n)
+	}
 	b.in.Add(s.In)
 	b.out.Add(s.Out)
 	b.dropped.Add(s.Dropped)
@@ -217,7 +245,7 @@ func (p *Pool) Take(ctx context.Context) (*Region, error) {
 func (b *Bridge) TryMessage() (*Message, bool) {
 	select {
 	case m := <-b.free:
-		m.Out, m.Packets, m.Region, m.Stream, m.Copied, m.Now = m.Out[:0], 0, nil, nil, false, 0
+		m.Out, m.Packets, m.Region, m.Stream, m.Copied, m.Now, m.Lane = m.Out[:0], 0, nil, nil, false, 0, 0
 		return m, true
 	default:
 		return nil, false
@@ -240,7 +268,7 @@ func (p *Pool) TryTake() (*Region, bool) {
 func (b *Bridge) Message(ctx context.Context) (*Message, error) {
 	select {
 	case m := <-b.free:
-		m.Out, m.Packets, m.Region, m.Stream, m.Copied, m.Now = m.Out[:0], 0, nil, nil, false, 0
+		m.Out, m.Packets, m.Region, m.Stream, m.Copied, m.Now, m.Lane = m.Out[:0], 0, nil, nil, false, 0, 0
 		return m, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -292,7 +320,7 @@ func (b *Bridge) Send(ctx context.Context, m *Message) error {
 	}
 	if ctx.Err() == nil {
 		select {
-		case b.ch <- m:
+		case b.ch[m.Lane%len(b.ch)] <- m:
 			return nil
 		case <-ctx.Done():
 		}
@@ -308,11 +336,16 @@ func (b *Bridge) Send(ctx context.Context, m *Message) error {
 // the last message, but its packet clock moved to now. It waits for a
 // free message as Send does; false when the run stopped.
 func (b *Bridge) SendClock(ctx context.Context, stream any, now int64) bool {
+	return b.SendClockLane(ctx, stream, now, 0)
+}
+
+// SendClockLane is SendClock on lane lane.
+func (b *Bridge) SendClockLane(ctx context.Context, stream any, now int64, lane int) bool {
 	m, err := b.Message(ctx)
 	if err != nil {
 		return false
 	}
-	m.Stream, m.Now = stream, now
+	m.Stream, m.Now, m.Lane = stream, now, lane
 	return b.Send(ctx, m) == nil
 }
 
@@ -343,18 +376,24 @@ func (b *Bridge) Close() {
 		return
 	}
 	if b.closed.CompareAndSwap(false, true) {
-		close(b.ch)
+		for _, ch := range b.ch {
+			close(ch)
+		}
 	}
 }
 
 // Closed reports whether the lower side has closed the bridge.
 func (b *Bridge) Closed() bool { return b.closed.Load() }
 
-// Receive returns the next message, or nil when the bridge is closed and
-// empty or ctx is done.
-func (b *Bridge) Receive(ctx context.Context) *Message {
+// Receive returns the next message of lane 0, or nil when the bridge is
+// closed and the lane empty, or ctx is done.
+func (b *Bridge) Receive(ctx context.Context) *Message { return b.ReceiveLane(ctx, 0) }
+
+// ReceiveLane returns the next message of lane lane, or nil when the
+// bridge is closed and the lane empty, or ctx is done.
+func (b *Bridge) ReceiveLane(ctx context.Context, lane int) *Message {
 	select {
-	case m, ok := <-b.ch:
+	case m, ok := <-b.ch[lane]:
 		if !ok {
 			return nil
 		}
@@ -368,6 +407,9 @@ func (b *Bridge) Receive(ctx context.Context) *Message {
 // message reused.
 func (b *Bridge) Done(m *Message) {
 	b.out.Add(uint64(m.Packets))
+	if m.Packets > 0 {
+		b.laneOut[m.Lane%len(b.ch)].Add(uint64(m.Packets))
+	}
 	if m.Region == nil {
 		b.clocks.Add(1)
 	} else {
@@ -380,17 +422,20 @@ func (b *Bridge) Done(m *Message) {
 // Drain counts the messages still queued as dropped and releases them; the
 // receiver calls it when it stops early.
 func (b *Bridge) Drain() {
-	for {
-		select {
-		case m, ok := <-b.ch:
-			if !ok {
-				return
+	for _, ch := range b.ch {
+	lane:
+		for {
+			select {
+			case m, ok := <-ch:
+				if !ok {
+					break lane
+				}
+				b.dropped.Add(uint64(m.Packets))
+				m.release()
+				b.free <- m
+			default:
+				break lane
 			}
-			b.dropped.Add(uint64(m.Packets))
-			m.release()
-			b.free <- m
-		default:
-			return
 		}
 	}
 }
@@ -399,7 +444,15 @@ func (b *Bridge) Drain() {
 // it, until the lower side closes the bridge: a receiver that stops must
 // not leave a producer blocked, nor a message in a queue nobody reads.
 func (b *Bridge) DrainUntilClosed() {
-	for m := range b.ch {
+	for i := range b.ch {
+		b.DrainLaneUntilClosed(i)
+	}
+}
+
+// DrainLaneUntilClosed is DrainUntilClosed for one lane, whose receiver
+// stops while the others go on.
+func (b *Bridge) DrainLaneUntilClosed(lane int) {
+	for m := range b.ch[lane] {
 		b.dropped.Add(uint64(m.Packets))
 		m.release()
 		b.free <- m
@@ -409,5 +462,11 @@ func (b *Bridge) DrainUntilClosed() {
 // Stats returns the counters.
 func (b *Bridge) Stats() Stats {
 	out, dropped, copied, referred, msgs := b.out.Load(), b.dropped.Load(), b.copied.Load(), b.referred.Load(), b.msgs.Load()
-	return Stats{In: b.in.Load(), Out: out, Dropped: dropped, Copied: copied, Referred: referred, Messages: msgs, Clocks: b.clocks.Load()}
+	s := Stats{In: b.in.Load(), Out: out, Dropped: dropped, Copied: copied, Referred: referred, Messages: msgs, Clocks: b.clocks.Load()}
+	if len(b.laneOut) > 1 {
+		for i := range b.laneOut {
+			s.Lanes = append(s.Lanes, b.laneOut[i].Load())
+		}
+	}
+	return s
 }

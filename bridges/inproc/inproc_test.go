@@ -2,6 +2,8 @@ package inproc
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,11 +193,61 @@ func TestClockOnlyMessages(t *testing.T) {
 	b.Done(m)
 	s.Clock(ctx, 200) // carried already
 	select {
-	case m := <-b.ch:
+	case m := <-b.ch[0]:
 		t.Fatalf("a message with now %d for a clock that did not move", m.Now)
 	default:
 	}
 	if st := b.Stats(); st.In != 1 || st.Out != 1 || st.Dropped != 0 || st.Messages != 1 || st.Clocks != 1 {
 		t.Errorf("stats %+v, want 1 packet in and out, 1 message, 1 clock message", st)
+	}
+}
+
+// TestLanes: a bridge of several lanes carries each lane's messages, in
+// the order they were sent, to that lane's receiver alone; closing the
+// bridge ends every lane; the counters count each lane's packets.
+func TestLanes(t *testing.T) {
+	ctx := context.Background()
+	b := NewLanes("test", 3)
+	if b.Lanes() != 3 {
+		t.Fatalf("%d lanes", b.Lanes())
+	}
+	got := make([][]int64, 3)
+	var wg sync.WaitGroup
+	for lane := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := b.ReceiveLane(ctx, lane); m != nil; m = b.ReceiveLane(ctx, lane) {
+				if m.Lane%3 != lane {
+					t.Errorf("lane %d received a message of lane %d", lane, m.Lane)
+				}
+				got[lane] = append(got[lane], m.Now)
+				b.Done(m)
+			}
+		}()
+	}
+	for i := range 30 {
+		m, err := b.Message(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Lane, m.Now, m.Packets = i%4, int64(i), 1 // lane 3 is lane 0
+		b.Send(ctx, m)
+	}
+	b.Close()
+	wg.Wait()
+	for lane, nows := range got {
+		var want []int64
+		for i := range 30 {
+			if i%4%3 == lane {
+				want = append(want, int64(i))
+			}
+		}
+		if !slices.Equal(nows, want) {
+			t.Errorf("lane %d received %v, want %v", lane, nows, want)
+		}
+	}
+	if s := b.Stats(); s.In != 30 || s.Out != 30 || !slices.Equal(s.Lanes, []uint64{uint64(len(got[0])), uint64(len(got[1])), uint64(len(got[2]))}) {
+		t.Errorf("stats %+v", s)
 	}
 }

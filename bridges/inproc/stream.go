@@ -37,6 +37,9 @@ type Stream struct {
 	Peers []*Stream
 	// Taken, when set, counts the packets the stream sent up.
 	Taken *atomic.Uint64
+	// Lane is the lane of the bridge its messages go up on: the
+	// goroutine's that fills it (a ring buffer's, a socket's).
+	Lane int
 	// Ann are the annotation words (buffers.AnnWords) each packet brings
 	// from beneath, in the order Add's ann holds them: the words that
 	// functions above read, written by functions beneath.
@@ -127,7 +130,7 @@ func (s *Stream) begin(ctx context.Context) bool {
 		s.Up.Lose(1)
 		return false
 	}
-	m.Stream, m.Region, m.Stored = s.Source, reg, true
+	m.Stream, m.Region, m.Stored, m.Lane = s.Source, reg, true, s.Lane
 	if cap(m.Out) < len(s.Tags) {
 		// Once per message: the batches are referred to below, so the
 		// slice must not move while it grows.
@@ -193,7 +196,7 @@ func (s *Stream) Clock(ctx context.Context, now int64) bool {
 			return false
 		}
 	}
-	m.Stream, m.Now, s.sent = s.Source, s.now, s.now
+	m.Stream, m.Now, m.Lane, s.sent = s.Source, s.now, s.Lane, s.now
 	return s.Up.Send(ctx, m) == nil
 }
 

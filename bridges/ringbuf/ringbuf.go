@@ -24,6 +24,11 @@
 // beneath, follow the header (Header): they go into the slot's annotation
 // area.
 //
+// A flowspace may keep a ring buffer per CPU (NewRings): the programs
+// write into their CPU's, and a goroutine per ring reads it and sends up
+// on a lane of the bridge of its own, so that the packets of one
+// interface spread over the cores above (DESIGN.md §15).
+//
 // The sharp edge: the record layout (Off*, HeaderLen) is a contract with
 // the program that writes it, which the flowspace generates; a packet the
 // ring has no room for is lost in the kernel, and only the program can
@@ -84,17 +89,80 @@ const Snap = 262144
 const Bytes = 8 << 20
 
 // NewMap creates a ring buffer for a flowspace's programs to write into.
-func NewMap() (*ebpf.Map, error) {
-	return ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_ring", Type: ebpf.RingBuf, MaxEntries: Bytes})
+func NewMap() (*ebpf.Map, error) { return newMap(Bytes) }
+
+func newMap(size int) (*ebpf.Map, error) {
+	return ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_ring", Type: ebpf.RingBuf, MaxEntries: uint32(size)})
 }
 
-// Reader reads one flowspace's ring buffer.
+// AllRings bounds the memory of a flowspace's ring buffers together:
+// rings of Bytes each up to four, smaller ones beyond (RingBytes).
+const AllRings = 4 * Bytes
+
+// RingBytes is the size of each of n ring buffers: Bytes, or less when
+// n of them would take more than AllRings, down to 1 MB (a power of two,
+// as the kernel wants).
+func RingBytes(n int) int {
+	size := Bytes
+	for size > 1<<20 && size*n > AllRings {
+		size /= 2
+	}
+	return size
+}
+
+// NewRings creates n ring buffers (at least one) and, for more than one,
+// the map that gives each possible CPU its ring (ring cpu mod n), for
+// the programs to look theirs up in; byCPU is nil for one ring.
+func NewRings(n int) (rings []*ebpf.Map, byCPU *ebpf.Map, err error) {
+	fail := func(err error) ([]*ebpf.Map, *ebpf.Map, error) {
+		for _, r := range rings {
+			r.Close()
+		}
+		if byCPU != nil {
+			byCPU.Close()
+		}
+		return nil, nil, err
+	}
+	size := RingBytes(max(1, n))
+	for range max(1, n) {
+		r, err := newMap(size)
+		if err != nil {
+			return fail(err)
+		}
+		rings = append(rings, r)
+	}
+	if len(rings) == 1 {
+		return rings, nil, nil
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return fail(err)
+	}
+	byCPU, err = ebpf.NewMap(&ebpf.MapSpec{Name: "ffpf_rings", Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4,
+		MaxEntries: uint32(cpus), InnerMap: &ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: uint32(size)}})
+	if err != nil {
+		return fail(err)
+	}
+	for cpu := range cpus {
+		if err := byCPU.Put(uint32(cpu), uint32(rings[cpu%len(rings)].FD())); err != nil {
+			return fail(err)
+		}
+	}
+	return rings, byCPU, nil
+}
+
+// Reader reads one flowspace's ring buffers.
 type Reader struct {
-	rd     *cring.Reader
-	ports  [][]*inproc.Stream // per port, the sources that capture there
+	rings  []ring
 	wg     sync.WaitGroup
 	offset int64 // CLOCK_REALTIME - CLOCK_MONOTONIC, in ns
 	header int   // the records' header length (Header)
+}
+
+// ring is one ring buffer and the streams its goroutine fills.
+type ring struct {
+	rd    *cring.Reader
+	ports [][]*inproc.Stream // per port, the sources that capture there
 }
 
 // Offset returns CLOCK_REALTIME − CLOCK_MONOTONIC in ns: added to a
@@ -104,60 +172,86 @@ type Reader struct {
 // reader converts agree to the nanosecond.
 func Offset() int64 { return time.Now().UnixNano() - monotonic() }
 
-// Start reads ring until Stop, handing each record to the streams of its
-// port whose mask it shares. One goroutine fills every stream: they are
-// each other's peers. The records' headers carry words annotation words
+// Start reads rings until Stop, handing each record to the streams of its
+// port whose mask it shares. A goroutine per ring fills streams of its
+// own, which are each other's peers and go up on the ring's lane of the
+// bridge: ring 0 fills ports' streams, ring i copies of them (each with a
+// pool of its own). The records' headers carry words annotation words
 // (the streams' Ann); offset is the flowspace's Offset.
-func Start(ring *ebpf.Map, ports [][]*inproc.Stream, words int, offset int64) (*Reader, error) {
-	r := &Reader{ports: ports, offset: offset, header: Header(words)}
-	var all []*inproc.Stream
-	for _, port := range ports {
-		all = append(all, port...)
+func Start(rings []*ebpf.Map, ports [][]*inproc.Stream, words int, offset int64) (*Reader, error) {
+	r := &Reader{offset: offset, header: Header(words)}
+	for i, m := range rings {
+		rg := ring{ports: ports}
+		if i > 0 {
+			rg.ports = make([][]*inproc.Stream, len(ports))
+			for p, port := range ports {
+				for _, s := range port {
+					c := &inproc.Stream{Up: s.Up, Source: s.Source, Mask: s.Mask, Tags: s.Tags, Snap: s.Snap,
+						Taken: s.Taken, Ann: s.Ann, Lane: i, Pool: inproc.NewPool(s.Snap)}
+					rg.ports[p] = append(rg.ports[p], c)
+				}
+			}
+		}
+		var all []*inproc.Stream
+		for _, port := range rg.ports {
+			all = append(all, port...)
+		}
+		for _, s := range all {
+			s.Peers = all
+		}
+		rd, err := cring.NewReader(m)
+		if err != nil {
+			for _, g := range r.rings {
+				g.rd.Close()
+			}
+			return nil, fmt.Errorf("cannot read the ring buffer: %w", err)
+		}
+		rg.rd = rd
+		r.rings = append(r.rings, rg)
 	}
-	for _, s := range all {
-		s.Peers = all
+	for i := range r.rings {
+		r.wg.Add(1)
+		// Not the run's context: at the end, what the ring holds still
+		// goes up (the flowspace above reads its bridge until it is
+		// closed).
+		go r.run(context.Background(), &r.rings[i])
 	}
-	rd, err := cring.NewReader(ring)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the ring buffer: %w", err)
-	}
-	r.rd = rd
-	r.wg.Add(1)
-	// Not the run's context: at the end, what the ring holds still goes
-	// up (the flowspace above reads its bridge until it is closed).
-	go r.run(context.Background())
 	return r, nil
 }
 
-// Stop sends up what the ring buffer holds, then stops reading. It waits
+// Stop sends up what the ring buffers hold, then stops reading. It waits
 // for the flowspace above to take those messages, so that flowspace must
 // read its bridge until it is closed, even when the run was cancelled
 // before it started: flowgraph.Runtime.Activate makes sure it does, by
 // cancelling the run only once every flowspace is active.
 func (r *Reader) Stop() {
-	r.rd.Flush()
+	for _, g := range r.rings {
+		g.rd.Flush()
+	}
 	r.wg.Wait()
-	r.rd.Close()
+	for _, g := range r.rings {
+		g.rd.Close()
+	}
 }
 
-func (r *Reader) run(ctx context.Context) {
+func (r *Reader) run(ctx context.Context, g *ring) {
 	defer r.wg.Done()
 	var rec cring.Record
 	pending := 0
 	for {
 		if pending > 0 {
-			r.rd.SetDeadline(time.Now().Add(inproc.FlushAfter))
+			g.rd.SetDeadline(time.Now().Add(inproc.FlushAfter))
 		} else {
-			r.rd.SetDeadline(time.Now().Add(IdleTick))
+			g.rd.SetDeadline(time.Now().Add(IdleTick))
 		}
-		err := r.rd.ReadInto(&rec)
+		err := g.rd.ReadInto(&rec)
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			r.flushAll(ctx)
+			r.flushAll(ctx, g)
 			if pending == 0 {
 				// Nothing came: time moved all the same.
 				now := monotonic() + r.offset
-				for _, port := range r.ports {
+				for _, port := range g.ports {
 					for _, s := range port {
 						s.Clock(ctx, now)
 					}
@@ -166,7 +260,7 @@ func (r *Reader) run(ctx context.Context) {
 			pending = 0
 			continue
 		case err != nil: // flushed (or closed): the run stops
-			r.flushAll(ctx)
+			r.flushAll(ctx, g)
 			return
 		}
 		raw := rec.RawSample
@@ -176,11 +270,11 @@ func (r *Reader) run(ctx context.Context) {
 		mask := binary.NativeEndian.Uint64(raw[OffMask:])
 		ts := int64(binary.NativeEndian.Uint64(raw[OffTime:])) + r.offset
 		port := int(binary.NativeEndian.Uint32(raw[OffPort:]))
-		if port >= len(r.ports) {
+		if port >= len(g.ports) {
 			continue
 		}
 		if mask == 0 { // a clock-only record
-			for _, s := range r.ports[port] {
+			for _, s := range g.ports[port] {
 				s.Clock(ctx, ts)
 			}
 			continue
@@ -191,7 +285,7 @@ func (r *Reader) run(ctx context.Context) {
 		wire := binary.NativeEndian.Uint32(raw[OffWireLen:])
 		capLen := min(int(binary.NativeEndian.Uint32(raw[OffCapLen:])), len(raw)-r.header)
 		ann := raw[OffAnn:r.header]
-		for _, s := range r.ports[port] {
+		for _, s := range g.ports[port] {
 			if m := mask & s.Mask; m != 0 {
 				// The record holds what the capture with the longest snap
 				// length on the port keeps; each keeps its own.
@@ -203,8 +297,8 @@ func (r *Reader) run(ctx context.Context) {
 	}
 }
 
-func (r *Reader) flushAll(ctx context.Context) {
-	for _, port := range r.ports {
+func (r *Reader) flushAll(ctx context.Context, g *ring) {
+	for _, port := range g.ports {
 		inproc.FlushAll(ctx, port)
 	}
 }

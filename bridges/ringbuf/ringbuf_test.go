@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -63,7 +67,7 @@ func TestReaderSendsRecordsUp(t *testing.T) {
 	tags := []any{"a", "b"}
 	a := &inproc.Stream{Up: up, Source: "src1", Mask: 1, Tags: tags, Snap: Snap, Pool: inproc.NewPool(Snap)}
 	b := &inproc.Stream{Up: up, Source: "src2", Mask: 2, Tags: tags, Snap: Snap, Pool: inproc.NewPool(Snap)}
-	r, err := Start(ring, [][]*inproc.Stream{{a, b}}, 0, Offset())
+	r, err := Start([]*ebpf.Map{ring}, [][]*inproc.Stream{{a, b}}, 0, Offset())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +172,7 @@ func TestReaderClockAndAnnotations(t *testing.T) {
 	defer prog.Close()
 	up := inproc.New("test")
 	s := &inproc.Stream{Up: up, Source: "src", Mask: 1, Tags: []any{"f"}, Snap: Snap, Pool: inproc.NewPool(256), Ann: []int{3}}
-	r, err := Start(ring, [][]*inproc.Stream{{s}}, 1, 0)
+	r, err := Start([]*ebpf.Map{ring}, [][]*inproc.Stream{{s}}, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,5 +209,136 @@ func TestReaderClockAndAnnotations(t *testing.T) {
 	}
 	if st := up.Stats(); st.In != 1 || st.Out != 1 || st.Clocks < 1 || st.Messages != 1 {
 		t.Errorf("bridge %+v: want 1 packet, 1 message and the clock messages apart", st)
+	}
+}
+
+// TestRingPerCPU: with a ring buffer per CPU, a program writes into its
+// CPU's ring (looked up in the map of each CPU's), and each ring's records
+// go up on a lane of the bridge of their own, each ring read by a
+// goroutine of its own: the packets written on CPU c arrive on lane c.
+func TestRingPerCPU(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("loading eBPF programs needs root")
+		}
+		t.Skip("loading eBPF programs needs root")
+	}
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	rings, byCPU, err := NewRings(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, r := range rings {
+			r.Close()
+		}
+		byCPU.Close()
+	}()
+	const rec, key = -48, -52
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SocketFilter, License: "GPL", Instructions: asm.Instructions{
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreMem(asm.RFP, rec+OffMask, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R1, 60),
+		asm.StoreMem(asm.RFP, rec+OffWireLen, asm.R1, asm.Word),
+		asm.Mov.Imm(asm.R1, 16),
+		asm.StoreMem(asm.RFP, rec+OffCapLen, asm.R1, asm.Word),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.RFP, rec+OffTime, asm.R1, asm.DWord),
+		asm.StoreMem(asm.RFP, rec+OffPort, asm.R1, asm.DWord),
+		asm.StoreMem(asm.RFP, rec+HeaderLen, asm.R1, asm.DWord),
+		asm.FnGetSmpProcessorId.Call(),
+		asm.StoreMem(asm.RFP, rec+HeaderLen+8, asm.R0, asm.DWord), // the CPU, in the packet
+		asm.StoreMem(asm.RFP, key, asm.R0, asm.Word),
+		asm.LoadMapPtr(asm.R1, byCPU.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, key),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, rec),
+		asm.Mov.Imm(asm.R3, HeaderLen+16),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnRingbufOutput.Call(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+
+	up := inproc.NewLanes("test", 2)
+	s := &inproc.Stream{Up: up, Source: "src", Mask: 1, Tags: []any{"a"}, Snap: Snap, Pool: inproc.NewPool(Snap)}
+	r, err := Start(rings, [][]*inproc.Stream{{s}}, 0, Offset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [2][2]int // [lane][cpu written on]
+	var wg sync.WaitGroup
+	for lane := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := up.ReceiveLane(context.Background(), lane); m != nil; m = up.ReceiveLane(context.Background(), lane) {
+				for _, o := range m.Out {
+					for _, e := range o.Batch.E[:o.Batch.N] {
+						got[lane][o.Batch.PBuf.Data(e.Slot)[8]%2]++
+					}
+				}
+				up.Done(m)
+			}
+		}()
+	}
+	const n = 300
+	for cpu := range 2 {
+		runOn(t, cpu, func() {
+			for range n {
+				if _, err := prog.Run(&ebpf.RunOptions{Data: make([]byte, 64)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	r.Stop()
+	up.Close()
+	wg.Wait()
+	if got != [2][2]int{{n, 0}, {0, n}} {
+		t.Errorf("packets by lane and CPU: %v, want %d of CPU 0 on lane 0 and %d of CPU 1 on lane 1", got, n, n)
+	}
+	if st := up.Stats(); len(st.Lanes) != 2 || st.Lanes[0] != n || st.Lanes[1] != n || st.Dropped != 0 {
+		t.Errorf("bridge counters %+v", st)
+	}
+}
+
+// runOn runs f on a thread bound to cpu.
+func runOn(t *testing.T, cpu int, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			t.Error(err)
+			return
+		}
+		f()
+	}()
+	<-done
+}
+
+// TestRingBytes: rings of 8 MB up to four, smaller ones beyond, never
+// below 1 MB, each a power of two.
+func TestRingBytes(t *testing.T) {
+	for n, want := range map[int]int{1: Bytes, 4: Bytes, 5: Bytes / 2, 8: Bytes / 2, 16: Bytes / 4, 64: 1 << 20, 1024: 1 << 20} {
+		if got := RingBytes(n); got != want || got&(got-1) != 0 {
+			t.Errorf("RingBytes(%d) = %d, want %d", n, got, want)
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/ffpf-go/ffpf/functions"
 )
 
-const checkSynopsis = `[-r FILE | -i IFACE] [-e EXPR]... [EXPR]...
+const checkSynopsis = `[-r FILE | -i IFACE] [--plugins DIR] [-e EXPR]... [EXPR]...
 
 Validates each expression (syntax, classes, parameters, the graph, filters)
 without running it and prints its canonical form: classes in lower case,
@@ -34,6 +34,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	host, err := o.plugins.load(stderr)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
 	cfg, group, err := o.config(flowgraph.Config{})
 	if err != nil {
 		return err

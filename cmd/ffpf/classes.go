@@ -10,23 +10,38 @@ import (
 	"github.com/ffpf-go/ffpf/functions"
 )
 
-const classesSynopsis = `[--json]
+const classesSynopsis = `[--plugins DIR] [--plugin-sums FILE] [--json]
 
 Lists the function classes: what each does, its parameters (type, default,
-unit), the flowspaces it can run in, and the state a function keeps (the
-fields 'run --json' shows: type, unit, and how an eBPF flowspace merges its
-per-CPU copies). The first parameter may be given without its key:
-(bpf,"tcp") is (bpf,expr="tcp").`
+unit), the flowspaces it can run in, how one function runs when several
+workers reach it (ordered: one lock; stateless: an instance per worker;
+mergeable: a shard of its state per worker, merged when read), and the
+state a function keeps (the fields 'run --json' shows: type, unit, and how
+the copies of per-CPU maps or of workers' shards merge). The first
+parameter may be given without its key: (bpf,"tcp") is (bpf,expr="tcp").`
 
 type classDoc struct {
-	Name      string     `json:"name"`
-	Summary   string     `json:"summary"`
-	Source    bool       `json:"source"`
-	MinInputs int        `json:"min_inputs"`
-	MaxInputs int        `json:"max_inputs"`
-	Targets   []string   `json:"targets"`
-	Params    []paramDoc `json:"params"`
-	State     *stateDoc  `json:"state,omitempty"` // absent for a class without state
+	Name      string   `json:"name"`
+	Summary   string   `json:"summary"`
+	Source    bool     `json:"source"`
+	MinInputs int      `json:"min_inputs"`
+	MaxInputs int      `json:"max_inputs"`
+	Targets   []string `json:"targets"`
+	// Plugin is the binary that serves the class out of process, if one
+	// does (--plugins).
+	Plugin string     `json:"plugin,omitempty"`
+	Params []paramDoc `json:"params"`
+	State  *stateDoc  `json:"state,omitempty"` // absent for a class without state
+	// Concurrency is how one function runs on several workers (absent for
+	// a source): ordered, stateless or mergeable; OrderedWhen the
+	// settings under which it runs ordered all the same.
+	Concurrency string        `json:"concurrency,omitempty"`
+	OrderedWhen []orderingDoc `json:"ordered_when,omitempty"`
+}
+
+type orderingDoc struct {
+	When string `json:"when"`
+	Why  string `json:"why"`
 }
 
 type stateDoc struct {
@@ -65,6 +80,19 @@ func describeClasses(reg *functions.Registry) []classDoc {
 		for _, t := range c.Targets {
 			d.Targets = append(d.Targets, string(t))
 		}
+		if !c.IsSource() {
+			d.Concurrency = c.Concurrency.String()
+			for _, o := range c.OrderedWhen {
+				d.OrderedWhen = append(d.OrderedWhen, orderingDoc{o.When, o.Why})
+			}
+			// What flowspaces.Node.Concurrency adds for every class.
+			if c.Concurrency != functions.Ordered && c.Reads != nil {
+				d.OrderedWhen = append(d.OrderedWhen, orderingDoc{"named state read", "it reads another function's state as that function left it after each packet"})
+			}
+			if c.Concurrency == functions.Mergeable && c.Readable != nil {
+				d.OrderedWhen = append(d.OrderedWhen, orderingDoc{"its state read by label", "the reader needs the one state as it is after each packet"})
+			}
+		}
 		for _, p := range c.Params {
 			d.Params = append(d.Params, paramDoc{Name: p.Name, Type: p.Type.String(), Default: p.Default,
 				Required: p.Required, Unit: p.Unit, Summary: p.Summary, Enum: p.Enum})
@@ -89,6 +117,8 @@ func describeClasses(reg *functions.Registry) []classDoc {
 func cmdClasses(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("classes", classesSynopsis, stderr)
 	asJSON := fs.Bool("json", false, "print the classes as JSON")
+	var plugins pluginOptions
+	plugins.register(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -96,7 +126,15 @@ func cmdClasses(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usageErrorf("classes takes no arguments")
 	}
+	host, err := plugins.load(stderr)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
 	docs := describeClasses(functions.Default)
+	for i := range docs {
+		docs[i].Plugin = host.Plugin(docs[i].Name)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -121,7 +159,16 @@ func printClasses(w io.Writer, docs []classDoc) error {
 			inputs = fmt.Sprintf("inputs %d..%s", d.MinInputs, max)
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", d.Name, d.Summary)
+		if d.Plugin != "" {
+			fmt.Fprintf(tw, "\tplugin %s, out of process\n", d.Plugin)
+		}
 		fmt.Fprintf(tw, "\t%s; targets: %s\n", inputs, strings.Join(d.Targets, ", "))
+		if d.Concurrency != "" {
+			fmt.Fprintf(tw, "\tworkers: %s\n", workersDoc(d))
+			for _, o := range d.OrderedWhen {
+				fmt.Fprintf(tw, "\t  ordered with %s: %s\n", o.When, o.Why)
+			}
+		}
 		for _, p := range d.Params {
 			def := p.Default
 			switch {
@@ -153,4 +200,15 @@ func printClasses(w io.Writer, docs []classDoc) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// workersDoc says how a function of the class runs on several workers.
+func workersDoc(d classDoc) string {
+	switch d.Concurrency {
+	case functions.Stateless.String():
+		return "stateless: an instance per worker, no lock"
+	case functions.Mergeable.String():
+		return "mergeable: a shard of the state per worker, merged by each field's merge when read"
+	}
+	return "ordered: one lock"
 }

@@ -89,3 +89,59 @@ func TestClassesPrintParametricState(t *testing.T) {
 		t.Errorf("state as JSON:\n%s\nwant\n%s", js, want)
 	}
 }
+
+// TestClassesAndPlaceSayHowWorkersShare: 'ffpf classes' gives each
+// class's concurrency kind and the settings that make it ordered, in text
+// and JSON; 'ffpf place' says how each function placed in userspace runs
+// when several workers reach it, and why an ordered one is.
+func TestClassesAndPlaceSayHowWorkersShare(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := cmdClasses(nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"workers: stateless: an instance per worker, no lock",
+		"workers: mergeable: a shard of the state per worker, merged by each field's merge when read",
+		"ordered with report=: its reports list each window's heaviest keys",
+		"ordered with key=: its keys share one hash table",
+		"workers: ordered: one lock",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("classes does not print %q", want)
+		}
+	}
+	out.Reset()
+	if err := cmdClasses([]string{"--json"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	var docs []classDoc
+	if err := json.Unmarshal(out.Bytes(), &docs); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{}
+	for _, d := range docs {
+		kinds[d.Name] = d.Concurrency
+	}
+	for name, want := range map[string]string{"bpf": "stateless", "pktcount": "mergeable", "export": "ordered", "pcap": ""} {
+		if kinds[name] != want {
+			t.Errorf("classes --json: %s is %q, want %q", name, kinds[name], want)
+		}
+	}
+
+	out.Reset()
+	err := cmdPlace([]string{`[(gen,seed=1)|(gen,seed=2)] > (bpf,"tcp") > [(cms,report=3) | (hll) | n:(cms) > (match,"n.min > 3")]`}, &out, &errb)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	for _, want := range []string{
+		"workers: stateless: an instance per worker, no lock",
+		"workers: mergeable: a shard of its state per worker, merged when read",
+		"workers: ordered: one lock, because its reports list each window's heaviest keys",
+		"workers: ordered: one lock, because match#1 reads its state after each packet",
+		"workers: ordered: one lock, because it reads the state of cms#2 after each packet",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("place does not print %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -37,7 +37,7 @@ func TestSnaplenZero(t *testing.T) {
 func TestRunHelpNamesEveryFlag(t *testing.T) {
 	r := ffpf(t, "run", "-h")
 	synopsis, _, _ := strings.Cut(r.stderr, "\n\n")
-	for _, f := range []string{"-r FILE", "-i IFACE", "-c N", "-w OUT.pcap", "-s SNAPLEN", "--print", "--hierarchy FILE.yaml", "--flowgroup POLICY", "--json", "-e EXPR"} {
+	for _, f := range []string{"-r FILE", "-i IFACE", "-c N", "-w OUT.pcap", "-s SNAPLEN", "--print", "--hierarchy FILE.yaml", "--flowgroup POLICY", "--workers N", "--json", "-e EXPR"} {
 		if !strings.Contains(synopsis, f) {
 			t.Errorf("the synopsis of run -h lacks %s:\n%s", f, synopsis)
 		}
@@ -209,5 +209,19 @@ func TestGenNoSuchInterface(t *testing.T) {
 	r := ffpf(t, "gen", "-i", "nonexist0", "--packets", "1")
 	if r.code != 2 || r.stderr != "ffpf: nonexist0: No such device exists\n" {
 		t.Errorf("exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// --workers takes a whole number of workers, 1 or more: anything else is
+// a usage error, one sentence, exit 2.
+func TestWorkersFlag(t *testing.T) {
+	for _, v := range []string{"0", "-2", "two", "1.5", ""} {
+		r := ffpf(t, "run", "--workers", v, "(gen,packets=10) > (pktcount)")
+		if r.code != 2 || !strings.Contains(r.stderr, "the number of workers is a whole number, 1 or more") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+			t.Errorf("--workers %q: exit %d, %q; want 2 and one sentence", v, r.code, r.stderr)
+		}
+	}
+	if r := ffpf(t, "run", "--workers", "1", "--json", "(gen,packets=10) > (pktcount)"); r.code != 0 || parseRun(t, r).Packets != 10 {
+		t.Errorf("--workers 1: exit %d: %s", r.code, r.stderr)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/ffpf-go/ffpf/functions"
 )
 
-const placeSynopsis = `[--hierarchy FILE.yaml] [-r FILE | -i IFACE] [--dot | --json] [-e EXPR]... [EXPR]...
+const placeSynopsis = `[--hierarchy FILE.yaml] [-r FILE | -i IFACE] [--plugins DIR] [--dot | --json] [-e EXPR]... [EXPR]...
 
 Shows where each function would run, without running anything: the
 flowspace tree with the functions placed in each, their path fields, why
@@ -39,6 +39,11 @@ func cmdPlace(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	host, err := o.plugins.load(stderr)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
 	cfg, group, err := o.config(flowgraph.Config{})
 	if err != nil {
 		return err
@@ -95,6 +100,9 @@ func writePlan(w io.Writer, root flowspaces.Flowspace, p *flowgraph.Plan) error 
 			} else {
 				fmt.Fprintf(w, "%spackets %s\n", pad, strings.Join(f.PBufs, ", "))
 			}
+			if f.Concurrency != "" {
+				fmt.Fprintf(w, "%sworkers: %s\n", pad, placedWorkers(f))
+			}
 		}
 		for i, s := range kids {
 			if i == len(kids)-1 {
@@ -118,6 +126,19 @@ func writePlan(w io.Writer, root flowspaces.Flowspace, p *flowgraph.Plan) error 
 		}
 	}
 	return nil
+}
+
+// placedWorkers says how a function runs when several workers reach it.
+func placedWorkers(f flowgraph.PlannedFunction) string {
+	switch {
+	case f.Concurrency == functions.Stateless.String():
+		return "stateless: an instance per worker, no lock"
+	case f.Concurrency == functions.Mergeable.String():
+		return "mergeable: a shard of its state per worker, merged when read"
+	case f.Ordered != "":
+		return "ordered: one lock, because " + f.Ordered
+	}
+	return "ordered: one lock, as its class declares"
 }
 
 // name is a function's id, with its label if it has one.

@@ -23,7 +23,8 @@ import (
 )
 
 const runSynopsis = `[-r FILE | -i IFACE [-Q in|out|inout]] [-c N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN] [--print]
-         [--hierarchy FILE.yaml] [--flowgroup POLICY] [--json] [-e EXPR]... [EXPR]...
+         [--hierarchy FILE.yaml] [--flowgroup POLICY] [--workers N] [--plugins DIR] [--plugin-sums FILE]
+         [--json] [-e EXPR]... [EXPR]...
 
 Runs the flowgraph until the sources end, -c packets have been read, the
 reader of -w's pipe goes away, or SIGINT (SIGTERM); then prints every
@@ -49,7 +50,14 @@ and tc egress for sent ones, or tc (TCX) for both when another program
 holds the XDP hook (another ffpf run, or any other tool: XDP takes one
 program per interface, tc several), or libpcap in userspace. Several runs
 may capture on one interface at once; the end of the output says where
-each capture was attached.`
+each capture was attached.
+
+Each source has a worker (a goroutine) of its own; a live interface
+captured at its XDP or tc hook is spread over a worker per ring buffer
+(one per CPU) or AF_XDP socket (one per receive queue), at most --workers
+(default: the cores). A function that several workers reach runs as its
+class allows ('ffpf classes': stateless and mergeable ones on every worker
+at once, ordered ones under one lock).`
 
 // runOptions are the flags shared by run, check and place.
 type runOptions struct {
@@ -58,6 +66,7 @@ type runOptions struct {
 	exprs       multiFlag
 	hierarchy   string
 	flowgroup   string
+	plugins     pluginOptions
 }
 
 func (o *runOptions) register(fs *flagSet) {
@@ -69,6 +78,7 @@ func (o *runOptions) register(fs *flagSet) {
 	fs.Var(&o.exprs, "e", "an expression `EXPR` (repeatable: each is one request)")
 	fs.StringVar(&o.hierarchy, "hierarchy", "", "place functions in the flowspace hierarchy described in `FILE.yaml` (default: the one found on this machine; see 'ffpf hierarchy')")
 	fs.StringVar(&o.flowgroup, "flowgroup", flowgraph.GroupUID, "share functions and packet buffers with requests of the same `POLICY`: uid, gid, pid or all")
+	o.plugins.register(fs)
 }
 
 // config returns the runtime configuration the flags ask for, and the
@@ -195,6 +205,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	snaplen := fs.Int("s", flowgraph.DefaultSnaplen, "keep at most `SNAPLEN` bytes of each packet (0: the default, as in tcpdump)")
 	printLines := fs.Bool("print", false, printHelp)
 	progress := fs.Bool("progress", true, "show progress on stderr when it is a terminal and the sources know their length (files, gen, -c)")
+	var workers workersFlag
+	fs.Var(&workers, "workers", "spread the packets of one live interface over at most `N` workers: its ring buffers (one per CPU) or AF_XDP sockets (one per receive queue), each read by a worker of its own (default: GOMAXPROCS, the cores); every other source has one worker")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -215,12 +227,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *printLines && *asJSON {
 		return usageErrorf("--print and --json exclude each other")
 	}
+	host, err := o.plugins.load(stderr)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
 	// ^C or SIGTERM from here on ends set-up at once, or stops the run
 	// (see interrupts).
 	intr := catchInterrupts()
 	defer intr.stop()
 	ctx := intr.ctx
-	cfg, group, err := o.configFor(flowgraph.Config{Limit: *count, Snaplen: *snaplen}, exprs, src)
+	cfg, group, err := o.configFor(flowgraph.Config{Limit: *count, Snaplen: *snaplen, Workers: workers.n}, exprs, src)
 	if err != nil {
 		return err
 	}
@@ -288,6 +305,25 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return errors.Join(runErr, closeErr)
+}
+
+// workersFlag is --workers: a number of workers, 1 or more.
+type workersFlag struct{ n int }
+
+func (w *workersFlag) String() string {
+	if w.n == 0 {
+		return ""
+	}
+	return strconv.Itoa(w.n)
+}
+
+func (w *workersFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return errors.New("the number of workers is a whole number, 1 or more")
+	}
+	w.n = n
+	return nil
 }
 
 // cliRegistry is the default registry with the classes bound to the

@@ -295,6 +295,9 @@ func (fs *Flowspace) Attachments() []string {
 	if fs.sockets != "" {
 		out = append(out, fs.sockets)
 	}
+	if fs.ringsUp != "" {
+		out = append(out, fs.ringsUp)
+	}
 	return out
 }
 

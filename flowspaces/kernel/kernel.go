@@ -15,8 +15,10 @@
 // (window.go), whose records (report=) go up as streams of
 // their own (records.go), and the way
 // up (up.go): packets a flowspace above asks for cross the barrier through
-// the ring-buffer bridge (bridges/ringbuf) or, when the capture steals
-// them, the AF_XDP bridge (bridges/afxdp). The verdict lets the packet on
+// the ring-buffer bridge (bridges/ringbuf: a ring buffer per CPU, up to
+// the run's workers) or, when the capture steals them, the AF_XDP bridge
+// (bridges/afxdp: a socket per receive queue), each ring or socket on a
+// lane of its own, read by a worker of its own above. The verdict lets the packet on
 // to the kernel stack, unless the capture says drop=true and the graph
 // filtered it out. The hierarchy includes these flowspaces only where the
 // machine can load such programs (see flowspaces/hierarchy).
@@ -70,6 +72,11 @@ type Flowspace struct {
 	slots    int // counter slots handed out
 	counters *ebpf.Map
 	ring     *ebpf.Map
+	// rings are the ring buffers, one per CPU up to workers (ring is the
+	// first); ringOf gives each CPU its ring (nil with one ring).
+	rings   []*ebpf.Map
+	ringOf  *ebpf.Map
+	workers int // the most lanes the way up spreads over (0: GOMAXPROCS)
 	// The packet clock: offset is CLOCK_REALTIME − CLOCK_MONOTONIC, taken
 	// once (ringbuf.Offset), the one offset of the flowspace: the clock
 	// map holds it for the windows' epochs (window.go), timestamps have it
@@ -87,6 +94,7 @@ type Flowspace struct {
 	modes    map[string]string      // how each hook was attached, kept after detach
 	xsk      *afxdp.Set             // AF_XDP sockets, once a capture steals (XDP)
 	sockets  string                 // the AF_XDP sockets last used, for Attachments
+	ringsUp  string                 // the ring buffers last read, when several, for Attachments
 	taken    string                 // why a capture did not come here (hookFree), for Attachments
 	progName string                 // tests name their programs apart from a run's
 	verified map[string]error       // Host's verifier checks, by class and parameters
@@ -479,10 +487,10 @@ func (fs *Flowspace) Close() error {
 		k.maps = nil
 	}
 	if fs.ring != nil {
-		fs.ring.Close()
+		closeRings(fs.rings, fs.ringOf)
 		fs.counters.Close()
 		fs.clock.Close()
-		fs.ring, fs.counters, fs.clock = nil, nil, nil
+		fs.ring, fs.rings, fs.ringOf, fs.counters, fs.clock = nil, nil, nil, nil, nil
 	}
 	if fs.sent != nil {
 		fs.sent.Close()

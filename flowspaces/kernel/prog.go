@@ -65,6 +65,7 @@ type progSpec struct {
 	snap     int   // bytes of each packet copied up
 	counters *ebpf.Map
 	ring     *ebpf.Map // nil without exports
+	ringOf   *ebpf.Map // the ring of each CPU, when there are several (else ring)
 	xsk      *ebpf.Map // set when exported packets leave through AF_XDP (XDP only)
 	budget   *ebpf.Map // the run's packet limit (-c), when it has one
 	clock    *ebpf.Map // the packet clock, for windows (window.go)
@@ -460,14 +461,16 @@ func (p *progSpec) clockOnly() asm.Instructions {
 	} else {
 		in = append(in, clockHelper(p.kind).Call())
 	}
-	return append(in,
+	in = append(in,
 		asm.LoadMem(asm.R1, ebpfgen.PacketStart, 0, asm.DWord),
 		asm.Mov.Reg(asm.R2, asm.R0),
 		asm.Sub.Reg(asm.R2, asm.R1),
 		asm.JLT.Imm(asm.R2, int32(ringbuf.ClockEvery.Nanoseconds()), "verdict"),
 		asm.StoreMem(ebpfgen.PacketStart, 0, asm.R0, asm.DWord),
 		asm.StoreMem(asm.RFP, stackValue, asm.R0, asm.DWord),
-		asm.LoadMapPtr(asm.R1, p.ring.FD()),
+	)
+	in = append(in, p.ringPtr("verdict")...)
+	return append(in,
 		asm.Mov.Imm(asm.R2, ringbuf.HeaderLen),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
@@ -522,13 +525,15 @@ var recordTiers = []int{128, 512, 1536, 4096, 16384, 65536}
 func (p *progSpec) record(k, size int) asm.Instructions {
 	reserved, caplen, submit := fmt.Sprintf("reserved%d", k), fmt.Sprintf("caplen%d", k), fmt.Sprintf("submit%d", k)
 	header, fr := ringbuf.Header(len(p.ann)), p.frame()
-	in := asm.Instructions{
-		asm.LoadMapPtr(asm.R1, p.ring.FD()),
+	noRing := fmt.Sprintf("noring%d", k)
+	in := p.ringPtr(noRing)
+	in = append(in,
 		asm.Mov.Imm(asm.R2, int32(header+size)),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JNE.Imm(asm.R0, 0, reserved),
-	}
+		asm.Mov.Imm(asm.R0, 0).WithSymbol(noRing),
+	)
 	in = append(in, p.perHook(fmt.Sprintf("lost%d", k), slotLost)...)
 	in = append(in,
 		asm.Ja.Label("verdict"),
@@ -572,6 +577,25 @@ func (p *progSpec) record(k, size int) asm.Instructions {
 		asm.FnRingbufSubmit.Call(),
 		asm.Ja.Label("verdict"),
 	)
+}
+
+// ringPtr leaves in R1 the ring buffer the packet's record goes into: the
+// one ring, or, with a ring per CPU (ringOf), this CPU's; without one it
+// jumps to fail. It uses the stack's key slot and R0 to R5.
+func (p *progSpec) ringPtr(fail string) asm.Instructions {
+	if p.ringOf == nil {
+		return asm.Instructions{asm.LoadMapPtr(asm.R1, p.ring.FD())}
+	}
+	return asm.Instructions{
+		asm.FnGetSmpProcessorId.Call(),
+		asm.StoreMem(asm.RFP, stackKey, asm.R0, asm.Word),
+		asm.LoadMapPtr(asm.R1, p.ringOf.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, stackKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, fail),
+		asm.Mov.Reg(asm.R1, asm.R0),
+	}
 }
 
 // redirect sends the packet up through the AF_XDP socket of its receive
@@ -689,7 +713,7 @@ func ifaces(nodes []*node) []string {
 // in the kernel flowspace), or with egress at its tc egress hook, where
 // an XDP flowspace too sees the packets the interface sends.
 func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*progSpec, error) {
-	p := &progSpec{kind: fs.opts.Kind, iface: iface, egress: egress, port: port, counters: fs.counters, ring: fs.ring,
+	p := &progSpec{kind: fs.opts.Kind, iface: iface, egress: egress, port: port, counters: fs.counters, ring: fs.ring, ringOf: fs.ringOf,
 		progName: fs.progName, budget: fs.budgetM, clock: fs.clock, sent: fs.sent, offset: fs.offset, ann: annWords(nodes)}
 	if egress {
 		p.kind = flowspaces.KindKernel

@@ -65,17 +65,19 @@ func (fs *Flowspace) maps() error {
 	}
 	// fail closes the maps made so far (the budget's belongs to the budget).
 	fail := func(err error) error {
-		for _, m := range []*ebpf.Map{fs.counters, fs.ring, fs.clock, fs.sent} {
+		closeRings(fs.rings, fs.ringOf)
+		for _, m := range []*ebpf.Map{fs.counters, fs.clock, fs.sent} {
 			if m != nil {
 				m.Close()
 			}
 		}
-		fs.counters, fs.ring, fs.clock, fs.sent = nil, nil, nil, nil
+		fs.counters, fs.ring, fs.rings, fs.ringOf, fs.clock, fs.sent = nil, nil, nil, nil, nil, nil
 		return err
 	}
-	if fs.ring, err = ringbuf.NewMap(); err != nil {
-		return fail(fmt.Errorf("%s: cannot create its ring buffer: %w", fs.Name(), err))
+	if fs.rings, fs.ringOf, err = ringbuf.NewRings(fs.ringCount()); err != nil {
+		return fail(fmt.Errorf("%s: cannot create its ring buffers: %w", fs.Name(), err))
 	}
+	fs.ring = fs.rings[0]
 	// The packet clock (window.go) and its one offset.
 	if fs.clock, fs.offset, err = newClockMap(); err != nil {
 		return fail(fmt.Errorf("%s: %w", fs.Name(), err))

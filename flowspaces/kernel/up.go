@@ -8,6 +8,9 @@ package kernel
 
 import (
 	"fmt"
+	"runtime"
+
+	"github.com/cilium/ebpf"
 
 	"github.com/ffpf-go/ffpf/bridges/afxdp"
 	"github.com/ffpf-go/ffpf/bridges/inproc"
@@ -61,6 +64,7 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 		fs.reader = x.Start(fs.up, ports[0], afxdp.MaxFrame)
 		return
 	}
+	// A goroutine per ring buffer, each on its lane of the bridge.
 	for _, port := range ports {
 		for _, s := range port {
 			// Slots as long as the capture's snap length: the PBuf's pages
@@ -68,11 +72,72 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 			s.Pool = inproc.NewPool(s.Snap)
 		}
 	}
-	r, err := ringbuf.Start(fs.ring, ports, len(ann), fs.offset)
+	r, err := ringbuf.Start(fs.rings, ports, len(ann), fs.offset)
 	if err != nil {
 		return // nothing comes up: the exports' packets count as the ring's losses
 	}
 	fs.reader = r
+	if len(fs.rings) > 1 {
+		fs.ringsUp = fmt.Sprintf("%d ring buffers, one per CPU, each read by a goroutine of its own on a lane of the bridge up", len(fs.rings))
+	}
+}
+
+// ringCount is how many ring buffers the flowspace keeps: one per CPU, up
+// to the workers one source may spread over.
+func (fs *Flowspace) ringCount() int {
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		cpus = 1
+	}
+	return max(1, min(fs.maxWorkers(), cpus))
+}
+
+// maxWorkers is the most workers one source may spread over.
+func (fs *Flowspace) maxWorkers() int {
+	if fs.workers > 0 {
+		return fs.workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// SetWorkers implements flowspaces.Spreader: the ring buffers (made at the
+// first Instantiate) and the lanes of the way up are at most n.
+func (fs *Flowspace) SetWorkers(n int) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.workers = n
+}
+
+// Lanes implements user.Laned: the lanes its packets go up on (a ring
+// buffer per CPU, or with a capture that steals, an AF_XDP socket per
+// receive queue), or those of an eBPF flowspace beneath that sends up
+// through the same bridge, whichever are more; 0 with nothing here.
+func (fs *Flowspace) Lanes() int {
+	fs.mu.Lock()
+	n := 0
+	if len(fs.nodes) > 0 {
+		n = fs.ringCount()
+		if fs.opts.Kind == flowspaces.KindXDP && steals(fs.nodes) {
+			n = max(1, min(afxdp.Queues(fs.opts.Interface), fs.maxWorkers()))
+		}
+	}
+	fs.mu.Unlock()
+	for _, s := range fs.Children() {
+		if l, ok := s.Child().(interface{ Lanes() int }); ok {
+			n = max(n, l.Lanes())
+		}
+	}
+	return n
+}
+
+// closeRings closes the ring buffers and the map of each CPU's.
+func closeRings(rings []*ebpf.Map, byCPU *ebpf.Map) {
+	for _, r := range rings {
+		r.Close()
+	}
+	if byCPU != nil {
+		byCPU.Close()
+	}
 }
 
 // openXSK opens the AF_XDP sockets when a capture here steals and they are

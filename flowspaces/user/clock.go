@@ -2,6 +2,7 @@ package user
 
 import (
 	"math"
+	"sync"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
@@ -128,9 +129,9 @@ func (r *route) deadline() int64 {
 	d := functions.NoDeadline
 	for _, i := range r.clocked {
 		st := &r.steps[i]
-		st.mu.Lock()
-		d = min(d, st.node.Function.(functions.Clocked).Deadline())
-		st.mu.Unlock()
+		lock(st.mu)
+		d = min(d, st.fn.(functions.Clocked).Deadline())
+		unlock(st.mu)
 	}
 	return d
 }
@@ -140,12 +141,12 @@ func (r *route) deadline() int64 {
 func (r *route) tick(now int64) {
 	for _, i := range r.clocked {
 		st := &r.steps[i]
-		c := st.node.Function.(functions.Clocked)
-		st.mu.Lock()
+		c := st.fn.(functions.Clocked)
+		lock(st.mu)
 		if c.Deadline() <= now {
 			c.Tick(now)
 		}
-		st.mu.Unlock()
+		unlock(st.mu)
 	}
 }
 
@@ -161,4 +162,17 @@ func clockOf(b *buffers.Batch, prev int64, live bool, wall func() int64) int64 {
 		now = max(now, wall())
 	}
 	return now
+}
+
+// lock and unlock take a step's lock, if it has one.
+func lock(mu *sync.Mutex) {
+	if mu != nil {
+		mu.Lock()
+	}
+}
+
+func unlock(mu *sync.Mutex) {
+	if mu != nil {
+		mu.Unlock()
+	}
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // Capture files that meet in a function whose result depends on the order
-// of its packets (an export, a window, a producer, a reader of state) are
+// of its packets (an export, a window of an ordered function, a producer, a
+// reader of state) are
 // read as mergecap reads them: in the order of their packets' times, by
 // one goroutine, so that a join
 // of two files sees its packets in time order and a clocked function
@@ -25,7 +26,7 @@ import (
 // groupFiles returns the sets of file sources among ws (not yet started,
 // in the root flowspace) that reach a common function whose result depends
 // on the order of its packets, in ws's order.
-func groupFiles(ws []*worker, nodes []*flowspaces.Node, reach *flowspaces.Reach) [][]*worker {
+func groupFiles(ws []*worker, nodes []*flowspaces.Node, reach *flowspaces.Reach, runs map[*flowspaces.Node]*runner) [][]*worker {
 	var files []*worker
 	for _, w := range ws {
 		if w.node != nil && !w.started && !w.live && w.group == nil {
@@ -47,7 +48,7 @@ func groupFiles(ws []*worker, nodes []*flowspaces.Node, reach *flowspaces.Reach)
 		return i
 	}
 	for _, n := range nodes {
-		if !ordered(n) {
+		if !ordered(n, runs[n]) {
 			continue
 		}
 		first := -1
@@ -82,9 +83,11 @@ func groupFiles(ws []*worker, nodes []*flowspaces.Node, reach *flowspaces.Reach)
 // ordered reports whether what n does depends on the order its packets
 // arrive in: it keeps time (windows), emits records, reads another's state,
 // or writes its packets out (an export). A join that reaches only counters
-// and filters needs no merge, and its files are read in parallel.
-func ordered(n *flowspaces.Node) bool {
-	if n.Source != nil {
+// and filters needs no merge, and its files are read in parallel; nor does
+// a window of a mergeable function, whose shards close it each on their
+// own file's time and merge into the serial window (shard.go).
+func ordered(n *flowspaces.Node, r *runner) bool {
+	if n.Source != nil || r != nil && r.kind != functions.Ordered {
 		return false
 	}
 	switch n.Function.(type) {

@@ -35,18 +35,18 @@ type ending struct {
 	mu      sync.Mutex
 	reach   *flowspaces.Reach  // of the last Connect
 	nodes   []*flowspaces.Node // the functions here, in topological order
-	locks   []*sync.Mutex
+	runs    []*runner
 	ended   map[*flowspaces.Node]int64 // streams that ended, and when
 	flushed map[*flowspaces.Node]bool  // functions flushed at their streams' end
 }
 
-// setNodes is Connect's: the functions that now run here.
-func (e *ending) set(reach *flowspaces.Reach, nodes []*flowspaces.Node, locks map[*flowspaces.Node]*sync.Mutex) {
+// set is Connect's: the functions that now run here.
+func (e *ending) set(reach *flowspaces.Reach, nodes []*flowspaces.Node, runs map[*flowspaces.Node]*runner) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.reach, e.nodes, e.locks = reach, nodes, make([]*sync.Mutex, len(nodes))
+	e.reach, e.nodes, e.runs = reach, nodes, make([]*runner, len(nodes))
 	for i, n := range nodes {
-		e.locks[i] = locks[n]
+		e.runs[i] = runs[n]
 	}
 	if e.ended == nil {
 		e.ended, e.flushed = map[*flowspaces.Node]int64{}, map[*flowspaces.Node]bool{}
@@ -56,7 +56,9 @@ func (e *ending) set(reach *flowspaces.Reach, nodes []*flowspaces.Node, locks ma
 // endStreams records that streams ended at time now, and flushes, in
 // topological order, the functions here that no running stream reaches
 // any more: the last window's report, the report of a whole run. A
-// producer that has flushed ends its own stream in turn.
+// producer that has flushed ends its own stream in turn. The shards of a
+// mergeable function are brought to that time and merged (see shard.go),
+// so that its last window is the serial one.
 func (fs *Flowspace) endStreams(now int64, streams ...*flowspaces.Node) {
 	e := &fs.ending
 	e.mu.Lock()
@@ -69,7 +71,7 @@ func (fs *Flowspace) endStreams(now int64, streams ...*flowspaces.Node) {
 	}
 	type job struct {
 		n  *flowspaces.Node
-		mu *sync.Mutex
+		r  *runner
 		at int64
 	}
 	var due []job
@@ -77,7 +79,9 @@ func (fs *Flowspace) endStreams(now int64, streams ...*flowspaces.Node) {
 		if n.Source != nil || e.flushed[n] {
 			continue
 		}
-		if _, fl := n.Function.(functions.Flusher); !fl && !n.Producer() {
+		_, fl := n.Function.(functions.Flusher)
+		_, clocked := n.Function.(functions.Clocked)
+		if !fl && !clocked && !n.Producer() {
 			continue
 		}
 		at, all := int64(0), true
@@ -91,15 +95,22 @@ func (fs *Flowspace) endStreams(now int64, streams ...*flowspaces.Node) {
 		}
 		if all {
 			e.flushed[n] = true
-			due = append(due, job{n, e.locks[i], at})
+			due = append(due, job{n, e.runs[i], at})
 		}
 	}
 	e.mu.Unlock()
 	for _, j := range due {
-		if f, ok := j.n.Function.(functions.Flusher); ok {
-			j.mu.Lock()
+		f, fl := j.n.Function.(functions.Flusher)
+		if !j.r.merged(func() {
+			j.r.tickAll(j.at)
+			j.r.fold()
+			if fl {
+				f.Flush(j.at)
+			}
+		}) && fl {
+			unlock := j.r.lock()
 			f.Flush(j.at)
-			j.mu.Unlock()
+			unlock()
 		}
 		if j.n.Producer() {
 			fs.endStreams(j.at, j.n)

@@ -1,7 +1,9 @@
 package user
 
 import (
+	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -57,8 +59,12 @@ type route struct {
 }
 
 type step struct {
-	node   *flowspaces.Node
+	node *flowspaces.Node
+	// fn is the instance this route's worker runs (its lane's, see
+	// shard.go), under mu (nil: no lock), counting in ctr.
+	fn     functions.Function
 	mu     *sync.Mutex
+	ctr    *functions.Counters
 	in     []int
 	ins    []*buffers.Batch
 	out    *buffers.Batch
@@ -88,6 +94,38 @@ type Child interface {
 	// through b from the child's next Connect on. parentStores says
 	// whether the parent keeps PBufs.
 	SetWant(want []*flowspaces.Node, b *inproc.Bridge, parentStores bool)
+}
+
+// Laned is a child that sends up through several lanes of its bridge at
+// once (the ring buffers of an eBPF flowspace, one per CPU; its AF_XDP
+// sockets, one per receive queue): each lane gets a reader here, a worker
+// of its own (DESIGN.md §15).
+type Laned interface {
+	Lanes() int
+}
+
+// lanesOf is how many lanes, each with a reader here, the bridge from
+// beneath s gets: as many as the child sends on, at most Options.Workers.
+func (fs *Flowspace) lanesOf(s *flowspaces.Stub) int {
+	if l, ok := s.Child().(Laned); ok {
+		return max(1, min(l.Lanes(), fs.workers()))
+	}
+	return 1
+}
+
+// workers is the most workers one source may spread over.
+func (fs *Flowspace) workers() int {
+	if fs.opts.Workers > 0 {
+		return fs.opts.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// SetWorkers implements flowspaces.Spreader.
+func (fs *Flowspace) SetWorkers(n int) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.opts.Workers = n
 }
 
 // SetWant implements Child.
@@ -165,14 +203,14 @@ func (fs *Flowspace) Connect() error {
 		}
 		b := fs.downs[s]
 		if len(need[s]) > 0 && (b == nil || b.Closed()) {
-			nb := inproc.New(child.Name() + ">" + fs.Name())
+			nb := inproc.NewLanes(child.Name()+">"+fs.Name(), fs.lanesOf(s))
 			if b != nil {
-				if w := fs.readers[b]; w != nil {
+				for _, w := range fs.readers[b] {
 					for w.started && !w.done.Load() {
 						time.Sleep(50 * time.Microsecond) // it has read the close
 					}
-					delete(fs.readers, b)
 				}
+				delete(fs.readers, b)
 				nb.Carry(b)
 			}
 			fs.downs[s], b = nb, nb
@@ -187,7 +225,15 @@ func (fs *Flowspace) Connect() error {
 	if s := flowspaces.StubOf(fs); s != nil {
 		upStrategy = s.Strategy
 	}
-	newRoute := func(stream *flowspaces.Node, inputs []*flowspaces.Node) *route {
+	// How each function runs on several workers, from now on.
+	var demoted []*runner
+	for _, n := range order {
+		if n.Source == nil && fs.runs[n].setKind(order) {
+			demoted = append(demoted, fs.runs[n])
+		}
+	}
+	var laneErr error
+	newRoute := func(stream *flowspaces.Node, inputs []*flowspaces.Node, lane int) *route {
 		r := &route{gen: gen, stream: stream, inputs: inputs, up: fs.up,
 			zeroCopy: upStrategy == flowspaces.ZeroCopy, parentStores: fs.parentStores}
 		idx := map[*flowspaces.Node]int{}
@@ -198,7 +244,14 @@ func (fs *Flowspace) Connect() error {
 			if n.Source != nil || !reach.Reaches(stream, n) {
 				continue
 			}
-			st := step{node: n, mu: fs.locks[n], out: new(buffers.Batch)}
+			st := step{node: n, out: new(buffers.Batch)}
+			fn, mu, ctr, err := fs.runs[n].lane(lane)
+			if err != nil {
+				// The route is not adopted: Connect fails first.
+				laneErr = cmp.Or(laneErr, err)
+				fn, mu, ctr = n.Function, &fs.runs[n].mu, &n.Counters
+			}
+			st.fn, st.mu, st.ctr = fn, mu, ctr
 			for _, in := range n.Inputs {
 				// A producer's output is its own stream: the packets of
 				// the streams that reach it end there.
@@ -206,7 +259,7 @@ func (fs *Flowspace) Connect() error {
 					st.in = append(st.in, idx[in])
 				}
 			}
-			if _, ok := n.Function.(functions.Clocked); ok {
+			if _, ok := fn.(functions.Clocked); ok {
 				r.clocked = append(r.clocked, len(r.steps))
 			}
 			for _, x := range n.Reads {
@@ -215,7 +268,7 @@ func (fs *Flowspace) Connect() error {
 				}
 			}
 			st.ins = make([]*buffers.Batch, len(st.in))
-			if k, ok := n.Function.(flowkey.Keyed); ok && !fs.opts.PerFunctionKeys {
+			if k, ok := fn.(flowkey.Keyed); ok && !fs.opts.PerFunctionKeys {
 				st.keyed, st.hashes = k, r.memo(k)
 			}
 			idx[n] = len(inputs) + len(r.steps)
@@ -250,26 +303,30 @@ func (fs *Flowspace) Connect() error {
 		}
 		return r
 	}
+	// The routes are adopted (adopt) once all are built: a worker's
+	// instance of a function that cannot be made fails Connect first.
+	var adopt []func()
 	// The streams of records of the producers here.
 	for _, n := range order {
 		if !n.Producer() {
 			continue
 		}
-		r := newRoute(n, []*flowspaces.Node{n})
-		if len(r.exports) > 0 {
-			return fmt.Errorf("the records of %s cannot leave %s yet: place what reads them in %s", n.ID, fs.Name(), fs.Name())
-		}
 		p := fs.prods[n]
 		if p == nil {
 			p = &producer{}
+			p.w.lane = fs.newLane()
 			fs.prods[n] = p
 			if pr, ok := n.Function.(functions.Producer); ok {
 				pr.SetEmit(p.emit)
 			}
 		}
-		p.route.Store(r)
+		r := newRoute(n, []*flowspaces.Node{n}, p.w.lane)
+		if len(r.exports) > 0 {
+			return fmt.Errorf("the records of %s cannot leave %s yet: place what reads them in %s", n.ID, fs.Name(), fs.Name())
+		}
+		adopt = append(adopt, func() { p.route.Store(r) })
 	}
-	fs.ending.set(&reach, order, fs.locks)
+	fs.ending.set(&reach, order, fs.runs)
 	var started []*worker
 	for _, n := range order {
 		if n.Source == nil {
@@ -280,12 +337,13 @@ func (fs *Flowspace) Connect() error {
 			w = newSourceWorker(fs, n)
 			fs.srcs[n] = w
 		}
-		w.route.Store(newRoute(n, []*flowspaces.Node{n}))
+		r := newRoute(n, []*flowspaces.Node{n}, w.lane)
+		adopt = append(adopt, func() { w.route.Store(r) })
 		started = append(started, w)
 	}
 	// Capture files that meet are read in time order by one worker.
 	if fs.Parent() == nil {
-		for _, grp := range groupFiles(started, order, &reach) {
+		for _, grp := range groupFiles(started, order, &reach, fs.runs) {
 			g := newMerger(fs, grp)
 			fs.mergers = append(fs.mergers, g)
 			started = append(started, g)
@@ -309,27 +367,38 @@ func (fs *Flowspace) Connect() error {
 		}
 	}
 	sort.Slice(streamOrder, func(i, j int) bool { return streamOrder[i].ID < streamOrder[j].ID })
-	sets := map[*inproc.Bridge]*routeSet{}
+	// A reader per lane of each bridge (see Laned), each with routes of
+	// its own.
+	byBridge := map[*inproc.Bridge][]*flowspaces.Node{}
 	for _, s := range streamOrder {
 		b := fs.downs[fs.Children()[s.Path.At(fs.Level())]]
-		if sets[b] == nil {
-			sets[b] = &routeSet{gen: gen, stream: map[*flowspaces.Node]*route{}}
-		}
-		sets[b].stream[s] = newRoute(s, streams[s])
+		byBridge[b] = append(byBridge[b], s)
 	}
 	for b := range fs.readers {
-		if sets[b] == nil { // nothing of it is needed any more
-			sets[b] = &routeSet{gen: gen, stream: map[*flowspaces.Node]*route{}}
+		if _, ok := byBridge[b]; !ok { // nothing of it is needed any more
+			byBridge[b] = nil
 		}
 	}
-	for b, set := range sets {
-		w := fs.readers[b]
-		if w == nil {
-			w = newReader(fs, b)
-			fs.readers[b] = w
+	for b, ss := range byBridge {
+		ws := fs.readers[b]
+		if ws == nil {
+			ws = newReaders(fs, b)
+			fs.readers[b] = ws
 		}
-		w.routes.Store(set)
-		started = append(started, w)
+		for _, w := range ws {
+			set := &routeSet{gen: gen, stream: map[*flowspaces.Node]*route{}}
+			for _, s := range ss {
+				set.stream[s] = newRoute(s, streams[s], w.lane)
+			}
+			adopt = append(adopt, func() { w.routes.Store(set) })
+			started = append(started, w)
+		}
+	}
+	if laneErr != nil {
+		return laneErr
+	}
+	for _, f := range adopt {
+		f()
 	}
 
 	// Sources that leave finish the batch at hand and stop; the others
@@ -357,12 +426,15 @@ func (fs *Flowspace) Connect() error {
 			fs.finish() // nothing runs here now
 		}
 	}
+	for _, r := range demoted { // no worker runs their shards any more
+		r.demote()
+	}
 	for _, w := range gone {
 		w.accountDrops()
 	}
-	err = release(fs.removed)
+	err = fs.release(fs.removed)
 	for _, n := range fs.removed {
-		delete(fs.locks, n)
+		delete(fs.runs, n)
 		delete(fs.prods, n)
 	}
 	fs.nodes, fs.removed = keep, nil

@@ -8,10 +8,14 @@
 // flowspace the source reaches, in topological order; one goroutine per
 // child bridge does the same for the batches that arrive from beneath. The
 // outputs the parent asked for leave through the bridge to the parent (see
-// bridges/inproc). Each function works on its own copy of the batch's index
-// entries (its IBuf view), so a fork costs a 2 KB copy of indices and never
-// a packet copy; a function reached from several goroutines is serialised
-// by its own mutex, taken once per batch.
+// bridges/inproc); a bridge of several lanes (a ring buffer per CPU, an
+// AF_XDP socket per queue beneath) has a goroutine per lane. Each function
+// works on its own copy of the batch's index entries (its IBuf view), so a
+// fork costs a 2 KB copy of indices and never a packet copy. A function
+// reached from several goroutines runs as its class's concurrency kind
+// allows (shard.go): an instance per goroutine, on a shard of its state
+// merged when read, or one instance serialised by its own mutex, taken once
+// per batch.
 //
 // The datapath of a running flowspace can change: Connect builds new routes
 // and each goroutine adopts them between two batches, so functions that
@@ -33,6 +37,7 @@
 package user
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,6 +80,10 @@ type Options struct {
 	// here together (flowspaces.StateBudget): 0 is half the machine's
 	// RAM, < 0 no bound.
 	StateLimit int64
+	// Workers bounds how many workers one source spreads over (the lanes
+	// of a bridge from beneath: a ring buffer per CPU, an AF_XDP socket
+	// per receive queue); 0 is GOMAXPROCS.
+	Workers int
 	// PerFunctionKeys makes each keyed function (flowkey.Keyed) parse and
 	// hash its packets itself, as it does alone, instead of sharing one
 	// hash per packet with the functions keyed alike on its route: the
@@ -88,9 +97,10 @@ type Flowspace struct {
 	opts Options
 
 	mu      sync.Mutex
-	nodes   []*flowspaces.Node // instantiated here, in topological order
-	locks   map[*flowspaces.Node]*sync.Mutex
-	removed []*flowspaces.Node // leave the datapath at the next Connect
+	nodes   []*flowspaces.Node           // instantiated here, in topological order
+	runs    map[*flowspaces.Node]*runner // how each function runs on the workers (shard.go)
+	lanes   int                          // lanes handed out to workers
+	removed []*flowspaces.Node           // leave the datapath at the next Connect
 	state   *flowspaces.StateBudget
 
 	want []*flowspaces.Node // outputs the parent asked for (here or beneath)
@@ -101,7 +111,7 @@ type Flowspace struct {
 	downs        map[*flowspaces.Stub]*inproc.Bridge
 
 	srcs    map[*flowspaces.Node]*worker
-	readers map[*inproc.Bridge]*worker
+	readers map[*inproc.Bridge][]*worker      // one per lane of the bridge
 	pools   map[*flowspaces.Node]*inproc.Pool // per stream, for copies up
 	gen     uint64
 
@@ -125,9 +135,9 @@ func New(opts Options) *Flowspace {
 		opts.Kind = flowspaces.KindUser
 	}
 	return &Flowspace{opts: opts, state: flowspaces.NewStateBudget(opts.StateLimit, flowspaces.MemoryShare(2)),
-		locks: map[*flowspaces.Node]*sync.Mutex{},
+		runs:  map[*flowspaces.Node]*runner{},
 		downs: map[*flowspaces.Stub]*inproc.Bridge{}, srcs: map[*flowspaces.Node]*worker{},
-		readers: map[*inproc.Bridge]*worker{}, pools: map[*flowspaces.Node]*inproc.Pool{},
+		readers: map[*inproc.Bridge][]*worker{}, pools: map[*flowspaces.Node]*inproc.Pool{},
 		prods: map[*flowspaces.Node]*producer{}}
 }
 
@@ -221,7 +231,7 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		return err
 	}
 	fs.nodes = append(fs.nodes, n)
-	fs.locks[n] = new(sync.Mutex)
+	fs.runs[n] = newRunner(n, func(total int64) error { return fs.state.Admit(fs, n, total) })
 	return nil
 }
 
@@ -287,8 +297,10 @@ func (fs *Flowspace) Activate(ctx context.Context) error {
 	for _, w := range fs.mergers {
 		fs.start(w)
 	}
-	for _, w := range fs.readers {
-		fs.start(w)
+	for _, ws := range fs.readers {
+		for _, w := range ws {
+			fs.start(w)
+		}
 	}
 	if fs.live == 0 {
 		fs.finish()
@@ -359,7 +371,7 @@ func (fs *Flowspace) Close() error {
 	fs.Stop()
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	err := release(fs.nodes)
+	err := fs.release(fs.nodes)
 	for _, w := range fs.srcs {
 		// A live source counts its last drops when it closes.
 		w.accountDrops()
@@ -400,7 +412,9 @@ func slotSize(snaplen, maxCapLen int) int {
 	return snaplen
 }
 
-func release(nodes []*flowspaces.Node) error {
+// release closes the sources and functions of nodes, and the other
+// workers' instances of each function.
+func (fs *Flowspace) release(nodes []*flowspaces.Node) error {
 	var first error
 	for _, n := range nodes {
 		var err error
@@ -409,6 +423,9 @@ func release(nodes []*flowspaces.Node) error {
 		} else if c, ok := n.Function.(functions.Closer); ok {
 			err = c.Close()
 		}
+		if r := fs.runs[n]; r != nil {
+			err = cmp.Or(err, r.close())
+		}
 		if err != nil && first == nil {
 			first = fmt.Errorf("%s: %w", n.ID, err)
 		}
@@ -416,14 +433,44 @@ func release(nodes []*flowspaces.Node) error {
 	return first
 }
 
-// Lock implements flowspaces.Locker.
+// Lock implements flowspaces.Locker: the function's one lock, or, for a
+// function on several workers' shards, every shard's, merged into
+// n.Function first.
 func (fs *Flowspace) Lock(n *flowspaces.Node) func() {
 	fs.mu.Lock()
-	mu := fs.locks[n]
+	r := fs.runs[n]
 	fs.mu.Unlock()
-	if mu == nil {
+	if r == nil {
 		return func() {}
 	}
-	mu.Lock()
-	return mu.Unlock
+	return r.lock()
+}
+
+// Merged implements flowspaces.Merger.
+func (fs *Flowspace) Merged(n *flowspaces.Node, f func()) bool {
+	fs.mu.Lock()
+	r := fs.runs[n]
+	fs.mu.Unlock()
+	return r != nil && r.merged(f)
+}
+
+// Concurrency returns how n runs on the workers that reach it, and why it
+// runs ordered when its class has another kind; workers is how many lanes
+// run it now (instances, for stateless and mergeable functions).
+func (fs *Flowspace) Concurrency(n *flowspaces.Node) (k functions.Concurrency, why string, workers int) {
+	fs.mu.Lock()
+	r := fs.runs[n]
+	fs.mu.Unlock()
+	if r == nil {
+		return functions.Ordered, "", 0
+	}
+	r.cfg.Lock()
+	defer r.cfg.Unlock()
+	return r.kind, r.why, len(r.shards)
+}
+
+// newLane hands a worker its lane; fs.mu is held.
+func (fs *Flowspace) newLane() int {
+	fs.lanes++
+	return fs.lanes - 1
 }

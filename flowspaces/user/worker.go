@@ -20,7 +20,8 @@ import (
 // source (src set), or of one bridge from beneath (bridge set), through
 // the functions of this flowspace.
 type worker struct {
-	fs *Flowspace
+	fs   *Flowspace
+	lane int // which instance of a function on several workers it runs (shard.go)
 
 	// A source.
 	node    *flowspaces.Node
@@ -39,9 +40,12 @@ type worker struct {
 	members []*worker
 	group   *worker
 
-	// A bridge reader.
-	bridge *inproc.Bridge
-	routes atomic.Pointer[routeSet]
+	// A bridge reader, of one of its lanes; lanes are the readers of
+	// every lane of the bridge.
+	bridge     *inproc.Bridge
+	bridgeLane int
+	lanes      *laneReaders
+	routes     atomic.Pointer[routeSet]
 
 	cur *inproc.Message // the message being carried
 
@@ -91,7 +95,7 @@ func regionsFor(fs *Flowspace, slot int) int {
 }
 
 func newSourceWorker(fs *Flowspace, n *flowspaces.Node) *worker {
-	w := &worker{fs: fs, node: n, src: n.Source, live: n.Source.Info().Live}
+	w := &worker{fs: fs, node: n, src: n.Source, live: n.Source.Info().Live, lane: fs.newLane()}
 	var pbuf *buffers.PBuf
 	if o, ok := n.Source.(functions.PBufOwner); ok {
 		pbuf = o.PBuf() // zero-copy: the packets are already in memory
@@ -112,7 +116,33 @@ func newSourceWorker(fs *Flowspace, n *flowspaces.Node) *worker {
 	return w
 }
 
-func newReader(fs *Flowspace, b *inproc.Bridge) *worker { return &worker{fs: fs, bridge: b} }
+// newReaders returns a reader for each lane of bridge b.
+func newReaders(fs *Flowspace, b *inproc.Bridge) []*worker {
+	l := &laneReaders{left: b.Lanes()}
+	ws := make([]*worker, b.Lanes())
+	for i := range ws {
+		ws[i] = &worker{fs: fs, bridge: b, bridgeLane: i, lanes: l, lane: fs.newLane()}
+	}
+	return ws
+}
+
+// laneReaders are the readers of the lanes of one bridge: the streams that
+// arrive through it end when the last of them has read its lane's end.
+type laneReaders struct {
+	mu    sync.Mutex
+	left  int
+	clock int64 // the latest clock of those that ended
+}
+
+// ended records that w read the end of its lane, and returns whether it
+// was the last, with the latest packet clock of them all.
+func (l *laneReaders) ended(clock int64) (last bool, at int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.left--
+	l.clock = max(l.clock, clock)
+	return l.left == 0, l.clock
+}
 
 func (w *worker) run(ctx context.Context) {
 	defer w.done.Store(true)
@@ -150,7 +180,8 @@ func (w *worker) run(ctx context.Context) {
 			w.bridge.Done(w.cur)
 		}
 		w.busy.Store(false) // it adopts no more routes: Connect must not wait for it
-		w.bridge.DrainUntilClosed()
+		w.bridge.DrainLaneUntilClosed(w.bridgeLane)
+		w.lanes.ended(w.clock)
 	}()
 	if w.bridge != nil {
 		w.read(ctx)
@@ -215,7 +246,7 @@ func (w *worker) fill(ctx context.Context) {
 // read carries the batches that arrive through a bridge from beneath.
 func (w *worker) read(ctx context.Context) {
 	for {
-		m := w.bridge.Receive(ctx)
+		m := w.bridge.ReceiveLane(ctx, w.bridgeLane)
 		if m == nil {
 			if ctx.Err() != nil {
 				// Stopped: the flowspace beneath stops too, sends up what
@@ -226,11 +257,14 @@ func (w *worker) read(ctx context.Context) {
 				ctx = context.WithoutCancel(ctx)
 				continue
 			}
-			var streams []*flowspaces.Node
-			for s := range w.routes.Load().stream {
-				streams = append(streams, s)
+			// The streams end with the last lane's end.
+			if last, at := w.lanes.ended(w.clock); last {
+				var streams []*flowspaces.Node
+				for s := range w.routes.Load().stream {
+					streams = append(streams, s)
+				}
+				w.fs.endStreams(at, streams...)
 			}
-			w.fs.endStreams(w.clock, streams...)
 			return
 		}
 		w.cur = m
@@ -286,17 +320,17 @@ func (r *route) process(w *worker) {
 		if n == 0 {
 			continue
 		}
-		st.mu.Lock()
+		lock(st.mu)
 		w.held, w.in, w.at, w.atN = st.mu, r, i, n
 		if st.keyed != nil {
 			st.hashes.Fill(out)
 			st.keyed.ProcessHashes(out, st.hashes)
 		} else {
-			st.node.Function.Process(out)
+			st.fn.Process(out)
 		}
 		w.held, w.in = nil, nil
-		st.mu.Unlock()
-		st.node.Counters.Add(n, out.N, out.Dropped)
+		unlock(st.mu)
+		st.ctr.Add(n, out.N, out.Dropped)
 	}
 }
 
@@ -305,7 +339,7 @@ func (r *route) process(w *worker) {
 // reaches count what they held as dropped, and what would have gone up
 // is lost on the bridge.
 func (r *route) dropFrom(i, n int) {
-	r.steps[i].node.Counters.Add(n, 0, n)
+	r.steps[i].ctr.Add(n, 0, n)
 	r.steps[i].out.N = 0
 	for j := i + 1; j < len(r.steps); j++ {
 		st := &r.steps[j]
@@ -314,7 +348,7 @@ func (r *route) dropFrom(i, n int) {
 		}
 		st.out.Union(st.ins)
 		if m := st.out.N; m > 0 {
-			st.node.Counters.Add(m, 0, m)
+			st.ctr.Add(m, 0, m)
 			st.out.N = 0
 		}
 	}

@@ -16,6 +16,7 @@ func init() {
 		Name:      "timestamp",
 		Summary:   "annotate each packet with a time, the packet clock's or the wall clock's when processed (MAFIA's Timestamp)",
 		MinInputs: 1, MaxInputs: -1,
+		Concurrency: functions.Stateless,
 		Params: []functions.Param{
 			{Name: "clock", Type: functions.String, Default: "packet", Enum: []string{"packet", "wall"},
 				Summary: "packet: the packet's capture time; wall: the time the function processed it"},

@@ -16,6 +16,7 @@ func init() {
 			Summary:  `pcap-filter(7) expression, as tcpdump takes it, e.g. "tcp and dst port 80"`,
 		}},
 		MinInputs: 1, MaxInputs: -1,
+		Concurrency: functions.Stateless,
 		// In the kernel and XDP, cbpfc translates libpcap's program to
 		// eBPF; filters with a backward jump (protochain) stay in userspace.
 		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},

@@ -60,7 +60,13 @@ func init() {
 					return nil
 				}},
 		},
-		State:    counterState,
+		State:       counterState,
+		Concurrency: functions.Mergeable,
+		OrderedWhen: []functions.Ordering{
+			{When: "key=", If: func(p functions.Params) bool { return p.Has("key") },
+				Why: "its keys share one hash table, which the workers would fill in different orders"},
+			measure.ReportOrdering("its reports are made from the whole window's counts, as its packets came"),
+		},
 		Readable: counterReads,
 		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
 		Runs:     counterRuns,

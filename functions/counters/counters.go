@@ -9,9 +9,10 @@ import (
 
 func init() {
 	functions.Register(&functions.Class{
-		Name:      "pktcount",
-		Summary:   "count the packets that pass (state: packets)",
-		MinInputs: 1, MaxInputs: -1,
+		Name:        "pktcount",
+		Summary:     "count the packets that pass (state: packets)",
+		Concurrency: functions.Mergeable,
+		MinInputs:   1, MaxInputs: -1,
 		State: &functions.State{Fields: []functions.StateField{{Name: "packets", Type: buffers.U64,
 			Unit: "packets", Merge: functions.MergeSum, Summary: "packets that passed"}}},
 		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
@@ -19,9 +20,10 @@ func init() {
 		Code:    functions.EBPFCode(ebpfPktCount),
 	})
 	functions.Register(&functions.Class{
-		Name:      "bytecount",
-		Summary:   "count the wire bytes of the packets that pass (state: bytes)",
-		MinInputs: 1, MaxInputs: -1,
+		Name:        "bytecount",
+		Summary:     "count the wire bytes of the packets that pass (state: bytes)",
+		Concurrency: functions.Mergeable,
+		MinInputs:   1, MaxInputs: -1,
 		State: &functions.State{Fields: []functions.StateField{{Name: "bytes", Type: buffers.U64,
 			Unit: "bytes", Merge: functions.MergeSum, Summary: "sum of their wire lengths"}}},
 		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},

@@ -13,6 +13,7 @@ func init() {
 		Name:      "match",
 		Summary:   "pass the packets that satisfy a predicate over packet fields, annotations and named state (MAFIA's Match)",
 		MinInputs: 1, MaxInputs: -1,
+		Concurrency: functions.Stateless, // a predicate over named state runs ordered (see flowspaces.Node.Concurrency)
 		Params: []functions.Param{
 			{Name: "expr", Type: functions.String, Required: true,
 				Summary: `predicate, e.g. "tcp.dport == 80 and ipv4.src in 10.0.0.0/8" or "nbytes.min > 0.01 * total.value"`,

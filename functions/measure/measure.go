@@ -60,6 +60,13 @@ func ReportParam(summary string) functions.Param {
 		}}
 }
 
+// ReportOrdering is the setting report=, under which a mergeable class
+// runs ordered: its reports are records made in time order (why says
+// from what).
+func ReportOrdering(why string) functions.Ordering {
+	return functions.Ordering{When: "report=", If: Reports, Why: why}
+}
+
 // Reports says whether a function with parameters p emits reports: its
 // class's Produces.
 func Reports(p functions.Params) bool { return p.Has("report") }

@@ -30,15 +30,21 @@ var hllClass = &functions.Class{
 		measure.WindowParam,
 		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
 	},
-	State:    hllState,
-	Readable: estimateReads,
-	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
-	Runs:     ebpfRuns(nil),
-	Code:     functions.EBPFCode(ebpfHLLCode),
-	Produces: measure.Reports,
-	Validate: measure.CheckLinkType,
-	New:      func(ctx *functions.Context) (functions.Function, error) { return NewHLLFunc(ctx) },
+	State:       hllState,
+	Concurrency: functions.Mergeable,
+	OrderedWhen: []functions.Ordering{estimateOrdering},
+	Readable:    estimateReads,
+	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+	Runs:        ebpfRuns(nil),
+	Code:        functions.EBPFCode(ebpfHLLCode),
+	Produces:    measure.Reports,
+	Validate:    measure.CheckLinkType,
+	New:         func(ctx *functions.Context) (functions.Function, error) { return NewHLLFunc(ctx) },
 }
+
+// estimateOrdering: a cardinality estimator with report= reports each
+// window's estimate as the window closes.
+var estimateOrdering = measure.ReportOrdering("its reports give each window's estimate as the window closes")
 
 // HLLFunc is the hll class.
 type HLLFunc struct {
@@ -144,14 +150,16 @@ var pcsaClass = &functions.Class{
 		measure.WindowParam,
 		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
 	},
-	State:    pcsaState,
-	Readable: estimateReads,
-	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
-	Runs:     ebpfRuns(nil),
-	Code:     functions.EBPFCode(ebpfPCSACode),
-	Produces: measure.Reports,
-	Validate: measure.CheckLinkType,
-	New:      func(ctx *functions.Context) (functions.Function, error) { return NewPCSAFunc(ctx) },
+	State:       pcsaState,
+	Concurrency: functions.Mergeable,
+	OrderedWhen: []functions.Ordering{estimateOrdering},
+	Readable:    estimateReads,
+	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+	Runs:        ebpfRuns(nil),
+	Code:        functions.EBPFCode(ebpfPCSACode),
+	Produces:    measure.Reports,
+	Validate:    measure.CheckLinkType,
+	New:         func(ctx *functions.Context) (functions.Function, error) { return NewPCSAFunc(ctx) },
 }
 
 // PCSAFunc is the pcsa class.

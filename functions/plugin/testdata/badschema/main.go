@@ -1,0 +1,22 @@
+// Command badschema is a plugin whose class declares a parameter twice:
+// ffpf refuses it and loads the others.
+package main
+
+import (
+	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/plugin"
+)
+
+type pass struct{}
+
+func (pass) Process(*buffers.Batch) {}
+
+func main() {
+	plugin.Serve(&functions.Class{
+		Name:      "badschema",
+		Params:    []functions.Param{{Name: "x", Type: functions.Int}, {Name: "x", Type: functions.String}},
+		MinInputs: 1, MaxInputs: -1,
+		New: func(*functions.Context) (functions.Function, error) { return pass{}, nil },
+	})
+}
