@@ -240,3 +240,21 @@ func TestMBufOnSharesItsMemory(t *testing.T) {
 		}()
 	}
 }
+
+func TestMBufPut(t *testing.T) {
+	m := NewMBuf(32, Native,
+		Field{Name: "b", Type: U8, Offset: 0, Count: 6},
+		Field{Name: "w", Type: U32, Offset: 8, Count: 2},
+		Field{Name: "q", Type: U64, Offset: 16, Count: 2})
+	f := m.Fields()
+	m.Put(f[0], 5, 0xab)
+	m.Put(f[0], 4, 0xcd)
+	m.Put(f[1], 1, 0xdeadbeef)
+	m.Put(f[2], 1, 1<<40)
+	if m.Uint8(5) != 0xab || m.Uint8(4) != 0xcd || m.Uint8(3) != 0 {
+		t.Errorf("bytes %v", m.Uint8s(f[0]))
+	}
+	if m.Uint32(12) != 0xdeadbeef || m.Uint32(8) != 0 || m.Uint64(24) != 1<<40 || m.Uint64(16) != 0 {
+		t.Errorf("words %v %v", m.Uint32s(f[1]), m.Uint64s(f[2]))
+	}
+}

@@ -157,6 +157,34 @@ func (m *MBuf) Uint8(off int) uint8 {
 	return w[off&3]
 }
 
+// Put writes value i of field f (a native-order MBuf's) atomically, a
+// byte through its 32-bit word as Uint8 reads it: how a flowspace that
+// keeps a function's state elsewhere (eBPF maps, a switch's registers)
+// copies it in.
+func (m *MBuf) Put(f Field, i int, v uint64) {
+	switch f.Type {
+	case U64, I64, F64:
+		m.Store64(f.Offset+8*i, v)
+	case U32:
+		atomic.StoreUint32((*uint32)(unsafe.Pointer(&m.Bytes()[f.Offset+4*i])), uint32(v))
+	case U8:
+		off := f.Offset + i
+		w := (*uint32)(unsafe.Pointer(&m.Bytes()[off&^3]))
+		var b [4]byte
+		for {
+			old := atomic.LoadUint32(w)
+			Native.PutUint32(b[:], old)
+			if b[off&3] == uint8(v) {
+				return
+			}
+			b[off&3] = uint8(v)
+			if atomic.CompareAndSwapUint32(w, old, Native.Uint32(b[:])) {
+				return
+			}
+		}
+	}
+}
+
 // Uint64s returns field f (type U64, I64 or F64) as a slice of the MBuf's
 // own memory, Count values long (1 for a scalar), for structures that
 // update their state in place (a sketch's counters). Only a native-order

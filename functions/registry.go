@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ffpf-go/ffpf/functions/ebpfgen"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
 // Target is a kind of flowspace a class has an implementation for.
@@ -53,12 +54,14 @@ type Class struct {
 	// Code, when set, gives a function's code for a target other than
 	// user (Go runs through New): one hook for every target kind, so that
 	// a new kind of flowspace adds no field here. The value's type is the
-	// target's: an ebpfgen.Function for kernel and xdp (EBPFCode makes the
-	// hook from a typed func, Class.EBPF reads it). An error (a filter the
-	// target cannot express) keeps the function out of the flowspaces of
-	// that target, with the error as the reason; ErrNoCode says the class
-	// has no code for it.
-	Code func(t Target, ctx *Context) (any, error)
+	// target's: an ebpfgen.Function for kernel and xdp, a p4gen.Function
+	// for p4. EBPFCode and P4Code make a hook from a typed func, Codes
+	// joins them into one (Code: Codes(EBPFCode(f), P4Code(g))), and
+	// Class.EBPF and Class.P4 read it. An error (a filter the target
+	// cannot express) keeps the function out of the flowspaces of that
+	// target, with the error as the reason; ErrNoCode says the class has
+	// no code for it.
+	Code CodeHook
 
 	// Produces, when set, says whether a function with these parameters
 	// is a producer: its output is records it writes (link type
@@ -102,9 +105,68 @@ type Class struct {
 // ErrNoCode is what a Code hook returns for a target it has no code for.
 var ErrNoCode = errors.New("no code for this target")
 
+// CodeHook is Class.Code: a function's code for target t.
+type CodeHook func(t Target, ctx *Context) (any, error)
+
+// Codes joins the hooks of several target kinds into a class's one Code
+// hook: for a target, the first hook that has code for it (does not
+// return ErrNoCode) gives it.
+func Codes(hooks ...CodeHook) CodeHook {
+	return func(t Target, ctx *Context) (any, error) {
+		for _, h := range hooks {
+			code, err := h(t, ctx)
+			if !errors.Is(err, ErrNoCode) {
+				return code, err
+			}
+		}
+		return nil, ErrNoCode
+	}
+}
+
+// P4Code makes a Code hook from a class's P4 code (TargetP4): the
+// function lowered to the pipeline IR of a switch.
+func P4Code(f func(ctx *Context) (p4gen.Function, error)) CodeHook {
+	return func(t Target, ctx *Context) (any, error) {
+		if t != TargetP4 {
+			return nil, ErrNoCode
+		}
+		fn, err := f(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return fn, nil
+	}
+}
+
+// P4 returns a function's P4 code, from the class's Code hook.
+func (c *Class) P4(ctx *Context) (p4gen.Function, error) {
+	code, err := c.code(TargetP4, ctx, "P4")
+	if err != nil {
+		return nil, err
+	}
+	fn, ok := code.(p4gen.Function)
+	if !ok || fn == nil {
+		return nil, fmt.Errorf("class %s gives no P4 code", c.Name)
+	}
+	return fn, nil
+}
+
+// code runs the class's Code hook for t, naming the kind of code in an
+// error.
+func (c *Class) code(t Target, ctx *Context, kind string) (any, error) {
+	if c.Code == nil {
+		return nil, fmt.Errorf("class %s has no %s code", c.Name, kind)
+	}
+	code, err := c.Code(t, ctx)
+	if errors.Is(err, ErrNoCode) {
+		return nil, fmt.Errorf("class %s has no %s code for %s", c.Name, kind, t)
+	}
+	return code, err
+}
+
 // EBPFCode makes a Code hook from a class's eBPF code, which serves both
 // eBPF targets (kernel and xdp).
-func EBPFCode(f func(ctx *Context) (ebpfgen.Function, error)) func(Target, *Context) (any, error) {
+func EBPFCode(f func(ctx *Context) (ebpfgen.Function, error)) CodeHook {
 	return func(t Target, ctx *Context) (any, error) {
 		if t != TargetKernel && t != TargetXDP {
 			return nil, ErrNoCode
@@ -120,13 +182,7 @@ func EBPFCode(f func(ctx *Context) (ebpfgen.Function, error)) func(Target, *Cont
 // EBPF returns a function's eBPF code for t (kernel or xdp), from the
 // class's Code hook.
 func (c *Class) EBPF(t Target, ctx *Context) (ebpfgen.Function, error) {
-	if c.Code == nil {
-		return nil, fmt.Errorf("class %s has no eBPF code", c.Name)
-	}
-	code, err := c.Code(t, ctx)
-	if errors.Is(err, ErrNoCode) {
-		return nil, fmt.Errorf("class %s has no eBPF code for %s", c.Name, t)
-	}
+	code, err := c.code(t, ctx, "eBPF")
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +247,8 @@ type Context struct {
 	Output LinkType
 	// Target is what the function is instantiated for: the Go function of
 	// one placed in an eBPF flowspace only holds the state of the eBPF
-	// code (kernel, xdp); empty is userspace.
+	// code (kernel, xdp), of one placed on a switch the state its
+	// registers and counters hold (p4); empty is userspace.
 	Target Target
 	// Memory, when set, gives the memory of the function's state
 	// (Context.NewMBuf): a plugin's state lives in memory shared with
@@ -201,6 +258,15 @@ type Context struct {
 	// (a source's Validate sets its own; the flowgraph gives a function the
 	// union of its inputs'). Empty when checking without a source.
 	Captures []Capture
+}
+
+// StateTarget is the target whose layout the function's state takes
+// (State.NewMBuf): Target, or user when it is empty.
+func (ctx *Context) StateTarget() Target {
+	if ctx.Target == "" {
+		return TargetUser
+	}
+	return ctx.Target
 }
 
 // Capture describes where a stream's packets were captured, as libpcap

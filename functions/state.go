@@ -133,13 +133,13 @@ func (s *State) Validate() error {
 	if len(s.Fields) == 0 {
 		return errors.New("state declares no field: leave Class.State nil")
 	}
-	seen := map[string]bool{}
+	seen := map[string]*StateField{}
 	for i := range s.Fields {
 		f := &s.Fields[i]
 		switch {
 		case f.Name == "":
 			return fmt.Errorf("state field %d has no name", i)
-		case seen[f.Name]:
+		case seen[f.Name] != nil && !disjoint(seen[f.Name], f):
 			return fmt.Errorf("state field %s is declared twice", f.Name)
 		case !slices.Contains([]buffers.FieldType{buffers.U8, buffers.U32, buffers.U64, buffers.I64, buffers.F64}, f.Type):
 			return fmt.Errorf("state field %s has no type", f.Name)
@@ -154,9 +154,24 @@ func (s *State) Validate() error {
 		case f.LenOf != nil && f.LenDoc == "":
 			return fmt.Errorf("state field %s: LenDoc must say how its length follows from the parameters", f.Name)
 		}
-		seen[f.Name] = true
+		seen[f.Name] = f
 	}
 	return nil
+}
+
+// disjoint reports whether two fields are in no flowspace together: a
+// name may be declared once per target (a structure laid out otherwise
+// on a switch).
+func disjoint(a, b *StateField) bool {
+	if len(a.Targets) == 0 || len(b.Targets) == 0 {
+		return false
+	}
+	for _, t := range a.Targets {
+		if b.In(t) {
+			return false
+		}
+	}
+	return true
 }
 
 // Layout is the MBuf of a function with parameters p that runs in a

@@ -116,6 +116,17 @@ func TestStateDeclarationErrors(t *testing.T) {
 	if err := twice.Validate(); err == nil {
 		t.Error("a field declared twice is accepted")
 	}
+	p4 := []Target{TargetP4}
+	overlap := &State{Fields: []StateField{{Name: "x", Type: buffers.U64, Merge: MergeSum, Targets: []Target{TargetUser, TargetP4}},
+		{Name: "x", Type: buffers.U32, Merge: MergeSum, Targets: p4}}}
+	if err := overlap.Validate(); err == nil {
+		t.Error("a field declared twice for p4 is accepted")
+	}
+	perTarget := &State{Fields: []StateField{{Name: "x", Type: buffers.U64, Merge: MergeSum, Targets: []Target{TargetUser}},
+		{Name: "x", Type: buffers.U32, Merge: MergeSum, Targets: p4}}}
+	if err := perTarget.Validate(); err != nil {
+		t.Errorf("a field declared once per target: %v", err)
+	}
 	empty := &State{Fields: []StateField{{Name: "x", Type: buffers.U64, Merge: MergeSum,
 		LenOf: func(Params) int { return 0 }, LenDoc: "none"}}}
 	if _, _, err := empty.Layout(TargetUser, Params{}); err == nil {

@@ -67,7 +67,11 @@ func (e *Error) Caret() string {
 
 // posAt computes the position of byte offset off by scanning src; used only
 // on error paths that have no running position (bad UTF-8).
-func posAt(src string, off int) Pos {
+func posAt(src string, off int) Pos { return PosAt(src, off) }
+
+// PosAt returns the position of byte offset off of src (counted by
+// scanning it: for error paths).
+func PosAt(src string, off int) Pos {
 	p := Pos{Offset: off, Line: 1, Col: 1}
 	for _, r := range src[:off] {
 		if r == '\n' {
@@ -95,8 +99,11 @@ func describe(t token) string {
 	return `"` + t.raw + `"`
 }
 
-func shorten(s string) string {
-	const max = 24
+func shorten(s string) string { return Shorten(s, 24) }
+
+// Shorten cuts s to max runes and an ellipsis, for quoting input in
+// messages.
+func Shorten(s string, max int) string {
 	if utf8.RuneCountInString(s) <= max {
 		return s
 	}

@@ -350,3 +350,31 @@ awk '/^BenchmarkPluginFilter\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "",
          ip, s, s/ip, a["shm"], r, r/ip, s/r }' "$OUT/plugin.txt"
 echo "   (medians of $COUNT runs; a plugin's worker is two processes taking turns: ffpf copies each packet once into the arena,"
 echo "    the plugin filters the batch and answers; both need a core of their own)"
+
+echo
+echo "== 14. the P4 switch model: (cms,key=5tuple) > (hll,key=dstip) as the classes lower it, on the PISA model, one core, beside (bpf,\"tcp\") > (cms) > (hll) in userspace (8)"
+$GO test -run '^$' -bench 'BenchmarkModel|BenchmarkReference' -benchtime 2s -count "$COUNT" ./flowspaces/p4/pisa/ | tee "$OUT/pisa.txt" | grep -E '^Benchmark' || true
+$GO test -run '^$' -bench 'BenchmarkPush' -benchtime 20x -count "$COUNT" ./flowspaces/p4/server/ | tee -a "$OUT/pisa.txt" | grep -E '^Benchmark' || true
+awk '/^Benchmark(Model|Reference)-/ { name=$1; sub(/-[0-9]+$/, "", name)
+       for (i=1;i<=NF;i++) { if ($(i+1)=="Mpps-cpu") { c[name]+=$i; n[name]++ } if ($(i+1)=="Mpps") w[name]+=$i
+         if ($(i+1)=="allocs/op" && $i+0 > a[name]) a[name]=$i } }
+     /^BenchmarkPush/ { for (i=1;i<=NF;i++) if ($(i+1)=="ms/push") { p+=$i; pn++ } }
+     /^BenchmarkMeasureGraph\/zerocopy\/shared/ { for (i=1;i<=NF;i++) if ($(i+1)=="Mpps/cpu") { u+=$i; un++ } }
+     END { m="BenchmarkModel"; r="BenchmarkReference"
+       printf "   model      %5.2f Mpps/core on CPU time (%5.2f wall), %d allocs/op (target >= 2)\n", c[m]/n[m], w[m]/n[m], a[m]
+       printf "   reference  %5.2f Mpps/core (p4gen.Switch, the semantics the model is tested against): model %.0fx faster\n", c[r]/n[r], (c[m]/n[m])/(c[r]/n[r])
+       if (un) printf "   userspace  %5.2f Mpps/core, the graph of section 8 (zerocopy, shared key): the model runs at %.2f of it\n", u/un, (c[m]/n[m])/(u/un)
+       if (pn) printf "   install (cms) > (hll) over P4Runtime on loopback (SetForwardingPipelineConfig VERIFY_AND_COMMIT): %.1f ms (target < 50)\n", p/pn
+     }' "$OUT/pisa.txt" "$OUT/measure.txt"
+echo "   (the model is the IR compiled to closures: parser, stages, hash units, stateful ALUs; its CPU per packet"
+echo "    is what a software switch pays, not a hardware one's line rate)"
+
+echo
+echo "== 15. P4 switch: build the largest example's program, and build and install it over P4Runtime on the PISA model"
+$GO test -run '^$' -bench 'BenchmarkBuildInstall' -benchtime 50x -count "$COUNT" -v ./flowspaces/p4/ | tee "$OUT/p4build.txt" | grep -E 'largest example' | sort -u | sed 's/^ *bench_test.go:[0-9]*: /   /' || true
+awk '/^BenchmarkBuildInstall\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
+       for (i=1;i<=NF;i++) if ($(i+1)=="ns/op") { if (!(m in b) || $i < b[m]) b[m]=$i } }
+     END { printf "   build alone   best %6.2f ms (MAFIA'\''s compiler: < 25 ms)\n", b["build"]/1e6
+           printf "   build+install best %6.2f ms (target < 50 ms)\n", b["build+install"]/1e6 }' "$OUT/p4build.txt"
+echo "   (build: place, lower, allocate stages, print P4_16, P4Info, device config; install: connect, arbitrate,"
+echo "    SetForwardingPipelineConfig VERIFY_AND_COMMIT, digests turned on, as ffpf run does before its first packet)"

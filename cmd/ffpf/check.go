@@ -8,6 +8,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/flowspaces/user"
 	"github.com/ffpf-go/ffpf/functions"
 )
@@ -95,6 +96,9 @@ func simulates(root flowspaces.Flowspace, iface string) bool {
 	flowspaces.Walk(root, func(fs flowspaces.Flowspace) {
 		if u, ok := fs.(*user.Flowspace); ok && u.Traffic(iface) != nil {
 			found = true
+		}
+		if sw, ok := fs.(*p4.Flowspace); ok && sw.Entry(iface) == flowspaces.OwnEntry {
+			found = true // a switch's front-panel port
 		}
 	})
 	return found

@@ -79,6 +79,9 @@ type capture struct {
 func startCapture(t *testing.T, ns string, args ...string) *capture {
 	t.Helper()
 	c := &capture{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, ffpfBin}, args...)...)}
+	if ns == "" { // this namespace
+		c.cmd = exec.Command(ffpfBin, args...)
+	}
 	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.err
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@
 //	ffpf gen -o trace.pcap --packets 1000000 --seed 1
 //	ffpf dta collect --listen 127.0.0.1:40040 --keywrite slots=4M,redundancy=2 --http 127.0.0.1:9100
 //	ffpf dta query --server 127.0.0.1:9100 keywrite 0x0a000105
+//	ffpf p4 check out/main.p4
 //
 // Exit status: 0 success, 1 runtime error, 2 usage, syntax or validation
 // error.
@@ -45,6 +46,10 @@ Usage:
   ffpf dta collect --listen ADDR [--keywrite slots=M,redundancy=N] [--append lists=L,size=S]
                    [--keyincrement slots=M] [--postcarding chunks=C,hops=B] [--http ADDR]
   ffpf dta query --server HTTPADDR keywrite KEY | append LIST [N] | keyincrement KEY | postcarding KEY
+  ffpf p4 check FILE...
+  ffpf p4 build --hierarchy FILE.yaml [-i IFACE] [-o DIR] [--json] [-e EXPR]... [EXPR]...
+  ffpf p4 switch --p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255]
+                 [--resources FILE.yaml] [--rate PORT=PPS]...
   ffpf -D | --list-interfaces
   ffpf --version
 
@@ -99,6 +104,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdTrumpet(rest, stdout, stderr)
 	case "dta":
 		err = cmdDTA(rest, stdout, stderr)
+	case "p4":
+		err = cmdP4(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -114,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func suggestCommand(cmd string) string {
-	if s, ok := lang.Suggest(cmd, []string{"run", "check", "place", "hierarchy", "classes", "gen", "trumpet", "dta", "help", "version"}); ok {
+	if s, ok := lang.Suggest(cmd, []string{"run", "check", "place", "hierarchy", "classes", "gen", "trumpet", "dta", "p4", "help", "version"}); ok {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return ""

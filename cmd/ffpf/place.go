@@ -10,7 +10,9 @@ import (
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
+	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/plugin"
 )
 
 const placeSynopsis = `[--hierarchy FILE.yaml] [-r FILE | -i IFACE] [--plugins DIR] [--dot | --json] [-e EXPR]... [EXPR]...
@@ -35,38 +37,60 @@ func cmdPlace(args []string, stdout, stderr io.Writer) error {
 	if *dot && *asJSON {
 		return usageErrorf("--dot and --json exclude each other")
 	}
-	exprs, src, err := o.requests(pos)
-	if err != nil {
-		return err
-	}
-	host, err := o.plugins.load(stderr)
+	rt, host, err := o.populate(pos, stderr)
 	if err != nil {
 		return err
 	}
 	defer host.Close()
-	cfg, group, err := o.config(flowgraph.Config{})
-	if err != nil {
-		return err
-	}
-	rt := flowgraph.New(cfg)
-	for _, e := range exprs {
-		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Unfed: src == "", Group: group}); err != nil {
-			return err
-		}
-	}
 	plan := rt.Plan()
 	switch {
 	case *asJSON:
+		switches, err := switchResources(rt)
+		if err != nil {
+			return err
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Hierarchy *hierarchy.Info `json:"hierarchy"`
 			*flowgraph.Plan
-		}{hierarchy.Describe(rt.Hierarchy()), plan})
+			Switches []p4.Resources `json:"switches"`
+		}{hierarchy.Describe(rt.Hierarchy()), plan, switches})
 	case *dot:
 		return writeDot(stdout, rt.Hierarchy(), plan)
 	}
-	return writePlan(stdout, rt.Hierarchy(), plan)
+	if err := writePlan(stdout, rt.Hierarchy(), plan); err != nil {
+		return err
+	}
+	return writeSwitches(stdout, rt)
+}
+
+// populate places the requests the flags and arguments give, without
+// instantiating anything.
+// The plugins of --plugins are loaded first (their classes may be named);
+// the caller closes the host when done with rt.
+func (o *runOptions) populate(pos []string, stderr io.Writer) (*flowgraph.Runtime, *plugin.Host, error) {
+	exprs, src, err := o.requests(pos)
+	if err != nil {
+		return nil, nil, err
+	}
+	host, err := o.plugins.load(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, group, err := o.config(flowgraph.Config{})
+	if err != nil {
+		host.Close()
+		return nil, nil, err
+	}
+	rt := flowgraph.New(cfg)
+	for _, e := range exprs {
+		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Unfed: src == "", Group: group}); err != nil {
+			host.Close()
+			return nil, nil, err
+		}
+	}
+	return rt, host, nil
 }
 
 // writePlan prints the flowspace tree with each function under the

@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/kernel"
+	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/flowspaces/user"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
 // Info describes one flowspace of a hierarchy and, in Children, the tree
@@ -35,7 +38,9 @@ type Info struct {
 	// a test flowspace, with their traffic, or the one of an xdp flowspace;
 	// null when every interface of the machine does (userspace, the kernel).
 	Interfaces []Interface `json:"interfaces"`
-	Children   []*Info     `json:"children"`
+	// Switch describes a p4 flowspace's switch; null for the others.
+	Switch   *Switch `json:"switch"`
+	Children []*Info `json:"children"`
 
 	restricted bool // Classes is a test flowspace's own list
 }
@@ -46,6 +51,17 @@ type Interface struct {
 	// Traffic is the source term a simulated interface replays, as
 	// written; "" for a real interface, or a simulated one given none.
 	Traffic string `json:"traffic"`
+}
+
+// Switch is what a hierarchy says of a switch (a p4 flowspace).
+type Switch struct {
+	P4Runtime string `json:"p4runtime"`
+	DeviceID  uint64 `json:"device_id"`
+	// Uplink is the port cabled to the parent's NIC, or "cpu".
+	Uplink    string         `json:"uplink"`
+	CPUPort   int            `json:"cpu_port"`
+	Ports     map[string]int `json:"ports"` // front-panel ports by interface name
+	Resources p4gen.Profile  `json:"resources"`
 }
 
 // Describe returns the tree rooted at root, with the classes of
@@ -96,6 +112,19 @@ func DescribeWith(root flowspaces.Flowspace, reg *functions.Registry) *Info {
 		if name := fs.Interface(); name != "" {
 			in.Interfaces = []Interface{{Name: name}}
 		}
+	case *p4.Flowspace:
+		o := fs.Options()
+		sw := &Switch{P4Runtime: o.Address, DeviceID: o.DeviceID, Uplink: "cpu", CPUPort: int(o.CPUPort),
+			Ports: map[string]int{}, Resources: o.Profile}
+		if !o.UplinkCPU {
+			sw.Uplink = strconv.Itoa(int(o.Uplink))
+		}
+		in.Interfaces = []Interface{}
+		for _, name := range fs.Interfaces() {
+			sw.Ports[name] = int(o.Ports[name])
+			in.Interfaces = append(in.Interfaces, Interface{Name: name})
+		}
+		in.Switch = sw
 	}
 	for _, c := range root.Children() {
 		in.Children = append(in.Children, DescribeWith(c.Child(), reg))
@@ -188,6 +217,8 @@ func row(in *Info, name string) []string {
 				parts = append(parts, i.Name+" "+i.Traffic)
 			case in.Kind == flowspaces.KindTest:
 				parts = append(parts, i.Name+" (no traffic)")
+			case in.Switch != nil:
+				parts = append(parts, fmt.Sprintf("%s (port %d)", i.Name, in.Switch.Ports[i.Name]))
 			default:
 				parts = append(parts, i.Name)
 			}
@@ -195,6 +226,9 @@ func row(in *Info, name string) []string {
 		if len(parts) > 0 {
 			ifaces = "interfaces: " + strings.Join(parts, ", ")
 		}
+	}
+	if in.Switch != nil {
+		ifaces += fmt.Sprintf("  P4Runtime %s, device %d", in.Switch.P4Runtime, in.Switch.DeviceID)
 	}
 	if classes == "" {
 		classes, ifaces = ifaces, "" // no gap before an xdp flowspace's interface

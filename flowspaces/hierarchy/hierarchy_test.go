@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,9 +20,11 @@ import (
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/kernel"
+	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/flowspaces/user"
 	"github.com/ffpf-go/ffpf/functions"
 	_ "github.com/ffpf-go/ffpf/functions/builtin"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
 const examples = "../../examples/hierarchy/"
@@ -59,6 +62,12 @@ user        user  level 0  path 0xffffffff  stores packets
    ├─ ixp0  test  level 2  path 0x00ffffff  stores packets  via pci, zero-copy          classes: bpf                       interfaces: ixp0 (gen,seed=1,packets=20000)
    ├─ ixp1  test  level 2  path 0x01ffffff  stores packets  via pci, zero-copy          classes: bpf                       interfaces: ixp1 (gen,seed=2,packets=20000)
    └─ nic0  test  level 2  path 0x02ffffff  stores packets  via pci, copy-once          classes: none                      interfaces: eth0 (gen,seed=3,packets=20000)
+`,
+		"tor.yaml": `
+user            user    level 0  path 0xffffffff  stores packets
+└─ kernel       kernel  level 1  path 0x0fffffff  in place        via user/kernel, copy-once
+   └─ xdp:eth0  xdp     level 2  path 0x00ffffff  in place        via driver, copy-once                interfaces: eth0
+      └─ tor    p4      level 3  path 0x000fffff  in place        via network link to eth0, copy-once  interfaces: swp1 (port 2)  P4Runtime 127.0.0.1:9559, device 1
 `,
 	}
 	files, _ := filepath.Glob(examples + "*.yaml")
@@ -133,7 +142,7 @@ func TestDescribeJSON(t *testing.T) {
 	nic := func(name, path, iface, traffic string) string {
 		return `{"name":"` + name + `","kind":"test","level":2,"path":"` + path + `","target":"user","stores":true,` +
 			`"barrier":"pci","bridge":"copy-once","classes":["bpf"],` +
-			`"interfaces":[{"name":"` + iface + `","traffic":"` + traffic + `"}],"children":[]}`
+			`"interfaces":[{"name":"` + iface + `","traffic":"` + traffic + `"}],"switch":null,"children":[]}`
 	}
 	// Userspace runs every class with Go code.
 	var user []string
@@ -148,9 +157,9 @@ func TestDescribeJSON(t *testing.T) {
 	b, _ := json.Marshal(user)
 	userClasses := string(b)
 	want := `{"name":"user","kind":"user","level":0,"path":"0xffffffff","target":"user","stores":true,` +
-		`"barrier":"","bridge":"","classes":` + userClasses + `,"interfaces":null,"children":[` +
+		`"barrier":"","bridge":"","classes":` + userClasses + `,"interfaces":null,"switch":null,"children":[` +
 		`{"name":"kernel","kind":"test","level":1,"path":"0x0fffffff","target":"user","stores":false,` +
-		`"barrier":"user/kernel","bridge":"zero-copy","classes":["bpf","bytecount","pktcount"],"interfaces":[],"children":[` +
+		`"barrier":"user/kernel","bridge":"zero-copy","classes":["bpf","bytecount","pktcount"],"interfaces":[],"switch":null,"children":[` +
 		nic("nic0", "0x00ffffff", "eth0", "(gen,seed=1,packets=20000)") + "," +
 		nic("nic1", "0x01ffffff", "eth1", "(gen,seed=2,packets=20000)") + `]}]}`
 	if string(got) != want {
@@ -275,7 +284,7 @@ func TestErrors(t *testing.T) {
 		{"unknown field", board("    clases: [bpf]\n"),
 			`h.yaml:5: unknown field "clases" in flowspace nic0 (did you mean "classes"?)`},
 		{"unknown field far", board("    colour: red\n"),
-			`h.yaml:5: unknown field "colour" in flowspace nic0 (the fields are name, kind, classes, in_place, barrier, bridge, interfaces, interface, state, children)`},
+			`h.yaml:5: unknown field "colour" in flowspace nic0 (the fields are name, kind, classes, in_place, barrier, bridge, interfaces, interface, state, p4runtime, device_id, uplink, cpu_port, resources, children)`},
 		{"field twice", board("    barrier: pci\n    barrier: usb\n"),
 			`h.yaml:6: field barrier of flowspace nic0 is given twice (first at line 5)`},
 		{"unknown class", board("    classes: [bpf, pktcnt]\n"),
@@ -305,7 +314,7 @@ func TestErrors(t *testing.T) {
 		{"xdp without interface", "children:\n  - kind: xdp\n",
 			`h.yaml:2: xdp flowspace at line 2 needs an interface: the one whose driver runs it`},
 		{"no kind", "children:\n  - name: nic0\n",
-			`h.yaml:2: flowspace nic0 needs a kind: test, kernel or xdp`},
+			`h.yaml:2: flowspace nic0 needs a kind: test, kernel, xdp or p4`},
 		{"unknown kind", "children:\n  - name: nic0\n    kind: tset\n",
 			`h.yaml:3: unknown kind "tset" for flowspace nic0 (did you mean "test"?)`},
 		{"child of kind user", "children:\n  - name: u2\n    kind: user\n",
@@ -559,5 +568,84 @@ func TestStateField(t *testing.T) {
 		if _, err := Parse([]byte(bad), "h.yaml", nil); err == nil || !strings.Contains(err.Error(), "state of flowspace user must be") {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// A switch (kind p4): its P4Runtime address, device, uplink, ports and
+// resources; its mistakes are one sentence at their line.
+func TestSwitch(t *testing.T) {
+	under := func(fields string) string {
+		return "children:\n  - name: xdp:eth0\n    kind: xdp\n    interface: eth0\n    children:\n      - name: tor\n        kind: p4\n" + fields
+	}
+	good := "        p4runtime: 127.0.0.1:9559\n        device_id: 7\n        uplink: 1\n        interfaces: [{name: swp1, port: 2}, {name: swp2, port: 3}]\n"
+	root, err := Parse([]byte(under(good+"        resources: {stages: 4, stateful_alus: 2}\n")), "h.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, ok := flowspaces.Find(root, "tor").(*p4.Flowspace)
+	if !ok {
+		t.Fatal("no switch tor")
+	}
+	o := sw.Options()
+	prof := p4gen.Tofino1()
+	prof.Stages, prof.ALUs = 4, 2
+	if o.Address != "127.0.0.1:9559" || o.DeviceID != 7 || o.Uplink != 1 || o.UplinkIface != "eth0" || o.CPUPort != p4.DefaultCPUPort ||
+		o.Ports["swp2"] != 3 || !reflect.DeepEqual(o.Profile, prof) {
+		t.Errorf("switch options %+v", o)
+	}
+	if sw.Entry("swp1") != flowspaces.OwnEntry || sw.Entry("eth0") != flowspaces.NoEntry {
+		t.Error("swp1 does not enter at the switch, or eth0 does")
+	}
+	if s := flowspaces.StubOf(sw); s.Barrier != "network link to eth0" {
+		t.Errorf("barrier %q", s.Barrier)
+	}
+	cpu := "children:\n  - name: tor\n    kind: p4\n    p4runtime: sw:9559\n    device_id: 0\n    uplink: cpu\n    cpu_port: 64\n    interfaces: [{name: swp1, port: 2}]\n"
+	root, err = Parse([]byte(cpu), "h.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := flowspaces.Find(root, "tor").(*p4.Flowspace).Options(); !o.UplinkCPU || o.CPUPort != 64 {
+		t.Errorf("a CPU-port uplink: %+v", o)
+	}
+	for _, c := range []struct{ name, src, want string }{
+		{"no address", under("        device_id: 1\n        uplink: 1\n        interfaces: [{name: swp1, port: 2}]\n"),
+			"h.yaml:6: switch tor needs p4runtime: the host:port of its P4Runtime server"},
+		{"bad address", under("        p4runtime: localhost\n"),
+			`h.yaml:8: p4runtime of switch tor must be host:port (127.0.0.1:9559), not "localhost"`},
+		{"bad device", under("        p4runtime: a:1\n        device_id: -1\n"),
+			`h.yaml:9: device_id of switch tor must be a whole number from 0 to 2^64-1, not "-1"`},
+		{"uplink under the root", "children:\n  - name: tor\n    kind: p4\n    p4runtime: a:1\n    device_id: 1\n    uplink: 1\n",
+			"h.yaml:6: switch tor's uplink, port 1, is a network link to its parent's NIC: it hangs beneath an xdp flowspace (the NIC), not beneath user flowspace user; or write uplink: cpu"},
+		{"cpu under xdp", under("        p4runtime: a:1\n        device_id: 1\n        uplink: cpu\n"),
+			"h.yaml:10: switch tor sends up through its CPU port, to the controller in userspace: it hangs beneath the root, not beneath xdp flowspace xdp:eth0"},
+		{"port is the uplink", under("        p4runtime: a:1\n        device_id: 1\n        uplink: 1\n        interfaces: [{name: swp1, port: 1}]\n"),
+			"h.yaml:11: interface swp1 of switch tor is port 1, its uplink"},
+		{"port twice", under("        p4runtime: a:1\n        device_id: 1\n        uplink: 1\n        interfaces:\n          - {name: swp1, port: 2}\n          - {name: swp2, port: 2}\n"),
+			"h.yaml:13: interfaces swp1 and swp2 of switch tor are both port 2"},
+		{"port out of range", under("        p4runtime: a:1\n        device_id: 1\n        uplink: 1\n        interfaces: [{name: swp1, port: 511}]\n"),
+			`h.yaml:11: the port of interface swp1 of switch tor must be a port number from 1 to 510, not "511"`},
+		{"no ports", under("        p4runtime: a:1\n        device_id: 1\n        uplink: 1\n"),
+			"h.yaml:6: switch tor needs interfaces: its front-panel ports, e.g. [{name: swp1, port: 2}]"},
+		{"zero stages", under(good + "        resources:\n          sram_blocks: 40\n          stages: 0\n"),
+			"h.yaml:14: switch tor: resource stages: 0 is out of range (1 to 64)"},
+		{"absurd SRAM", under(good + "        resources: {sram_depth: 99999999}\n"),
+			"h.yaml:12: switch tor: resource sram_depth: 99999999 is out of range (16 to 1048576)"},
+		{"bad register width", under(good + "        resources: {register_widths: [8, 12]}\n"),
+			"h.yaml:12: switch tor: resource register_widths: 12 is not 1, 8, 16, 32 or 64"},
+		{"unknown resource", under(good + "        resources: {stage: 4}\n"),
+			`h.yaml:12: unknown resource "stage" of switch tor (did you mean "stages"?)`},
+		{"state on a switch", under(good + "        state: 1MB\n"),
+			"h.yaml:12: field state does not apply to flowspace tor: a switch's room is its resources (stages, SRAM, stateful ALUs), given under resources"},
+		{"p4runtime on a board", "children:\n  - name: nic0\n    kind: test\n    p4runtime: a:1\n",
+			"h.yaml:4: field p4runtime does not apply to flowspace nic0: it applies to p4 flowspaces (switches) only, and this one is test"},
+		{"children of a switch", under(good + "        children: [{name: x, kind: test}]\n"),
+			"h.yaml:12: switch tor cannot have children: packets enter at its ports, and nothing lies beneath it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.src), "h.yaml", nil)
+			if err == nil || err.Error() != c.want {
+				t.Errorf("got  %v\nwant %s", err, c.want)
+			}
+		})
 	}
 }

@@ -5,18 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/kernel"
+	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/flowspaces/user"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/lang"
@@ -49,6 +52,43 @@ func Load(path string, reg *functions.Registry) (flowspaces.Flowspace, error) {
 	return Parse(data, path, reg)
 }
 
+// ReadBounded reads a configuration or source file (what names its kind
+// in errors: "a hierarchy file") that is a regular file of at most max
+// bytes. It opens without blocking, so that a FIFO with no writer is
+// refused rather than waited for, and a device (/dev/zero) is refused
+// rather than read without end. Its errors name the file.
+func ReadBounded(path string, max int64, what string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("cannot read %s: it is %s, not a regular file", path, functions.FileKind(st.Mode()))
+	}
+	size := strconv.FormatInt(max, 10) + " bytes"
+	if max%(1<<20) == 0 {
+		size = strconv.FormatInt(max>>20, 10) + " MiB"
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("cannot read %s: it is %d bytes, and %s may have at most %d (%s)", path, st.Size(), what, max, size)
+	}
+	// The size may have changed since Stat: read one byte more than the
+	// limit to notice.
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("cannot read %s: it has more than %d bytes (%s), the most %s may have", path, max, size, what)
+	}
+	return data, nil
+}
+
 // Parse is Load of data read from filename, which names the file in
 // errors; a relative file named by a traffic term (a pcap trace) is taken
 // relative to filename's directory.
@@ -67,18 +107,25 @@ func Parse(data []byte, filename string, reg *functions.Registry) (flowspaces.Fl
 
 // The fields of a flowspace in a hierarchy file, in the order the schema
 // documents them.
-var fields = []string{"name", "kind", "classes", "in_place", "barrier", "bridge", "interfaces", "interface", "state", "children"}
+var fields = []string{"name", "kind", "classes", "in_place", "barrier", "bridge", "interfaces", "interface", "state",
+	"p4runtime", "device_id", "uplink", "cpu_port", "resources", "children"}
 
 // applies says which kinds of child flowspace take each field (name, kind
 // and children apply to all).
 var applies = map[string][]flowspaces.Kind{
 	"classes":    {flowspaces.KindTest},
 	"in_place":   {flowspaces.KindTest},
-	"interfaces": {flowspaces.KindTest},
+	"interfaces": {flowspaces.KindTest, flowspaces.KindP4},
 	"interface":  {flowspaces.KindXDP},
+	"state":      {flowspaces.KindTest, flowspaces.KindKernel, flowspaces.KindXDP},
+	"p4runtime":  {flowspaces.KindP4},
+	"device_id":  {flowspaces.KindP4},
+	"uplink":     {flowspaces.KindP4},
+	"cpu_port":   {flowspaces.KindP4},
+	"resources":  {flowspaces.KindP4},
 }
 
-var childKinds = []string{string(flowspaces.KindTest), string(flowspaces.KindKernel), string(flowspaces.KindXDP)}
+var childKinds = []string{string(flowspaces.KindTest), string(flowspaces.KindKernel), string(flowspaces.KindXDP), string(flowspaces.KindP4)}
 
 var strategies = []string{string(flowspaces.ZeroCopy), string(flowspaces.CopyOnce)}
 
@@ -374,14 +421,14 @@ func (p *parser) child(parent flowspaces.Flowspace, n *yaml.Node) error {
 	}
 	switch {
 	case kind == "":
-		return p.errorf(s.line, "flowspace %s needs a kind: test, kernel or xdp", s.label())
+		return p.errorf(s.line, "flowspace %s needs a kind: test, kernel, xdp or p4", s.label())
 	case kind == string(flowspaces.KindUser):
 		return p.errorf(kline, "flowspace %s cannot be of kind user: only the root is userspace on the host (a simulated board is kind test)", s.label())
 	case !slices.Contains(childKinds, kind):
 		if sug, ok := lang.Suggest(kind, childKinds); ok {
 			return p.errorf(kline, "unknown kind %q for flowspace %s (did you mean %q?)", kind, s.label(), sug)
 		}
-		return p.errorf(kline, "unknown kind %q for flowspace %s: want test, kernel or xdp", kind, s.label())
+		return p.errorf(kline, "unknown kind %q for flowspace %s: want test, kernel, xdp or p4", kind, s.label())
 	}
 	s.kind = flowspaces.Kind(kind)
 	for _, f := range fields {
@@ -398,6 +445,16 @@ func (p *parser) child(parent flowspaces.Flowspace, n *yaml.Node) error {
 	switch s.kind {
 	case flowspaces.KindTest:
 		fs, err = p.test(s)
+	case flowspaces.KindP4:
+		var sw *p4.Flowspace
+		sw, err = p.p4(parent, s)
+		if err == nil {
+			fs = sw
+			if _, given := s.fields["barrier"]; !given {
+				o := sw.Options()
+				barrier = o.Barrier()
+			}
+		}
 	default:
 		fs, err = p.ebpf(parent, s)
 	}
@@ -417,11 +474,15 @@ func notApplies(f string, k flowspaces.Kind) string {
 			return "a test flowspace lists the interfaces it simulates under interfaces"
 		}
 		return "only an xdp flowspace runs at one interface"
+	case "state":
+		return "a switch's room is its resources (stages, SRAM, stateful ALUs), given under resources"
+	case "p4runtime", "device_id", "uplink", "cpu_port", "resources":
+		return "it applies to p4 flowspaces (switches) only, and this one is " + string(k)
 	case "interfaces":
 		if k == flowspaces.KindXDP {
 			return "an xdp flowspace runs at one interface, given by interface"
 		}
-		return "only a test flowspace simulates interfaces (the kernel sees every interface of the machine)"
+		return "only a test flowspace simulates interfaces, and a p4 one has front-panel ports (the kernel sees every interface of the machine)"
 	}
 	return "it applies to test flowspaces only, and this one is " + string(k)
 }

@@ -36,7 +36,9 @@ func init() {
 		Concurrency: functions.Mergeable,
 		OrderedWhen: []functions.Ordering{{When: "field=", If: func(p functions.Params) bool { return p.Has("field") },
 			Why: "its copies are records it writes into a PBuf of its own, in order"}},
-		Targets:   []functions.Target{functions.TargetUser},
+		Targets:   []functions.Target{functions.TargetUser, functions.TargetP4},
+		Runs:      tagRuns,
+		Code:      functions.P4Code(p4TagCode),
 		Annotates: 1,
 		Readable:  func(functions.Params) []string { return []string{"value"} },
 		Validate: func(ctx *functions.Context) error {
@@ -74,6 +76,7 @@ type Tag struct {
 	key   flowkey.Key
 	m     *buffers.MBuf
 	nokey int
+	p4    bool // on a switch: a flow's tag is crc32 of its key
 }
 
 // NewTag instantiates a tag function.
@@ -83,7 +86,7 @@ func NewTag(ctx *functions.Context) (*Tag, error) {
 		return nil, err
 	}
 	t := &Tag{at: ctx.Ann, value: uint64(ctx.Params.Int("value")), seed: uint64(ctx.Params.Int("seed")), lt: ctx.LinkType,
-		m: m, nokey: functions.FieldOf(m, "nokey").Offset}
+		m: m, nokey: functions.FieldOf(m, "nokey").Offset, p4: ctx.Target == functions.TargetP4}
 	if ctx.Params.Has("key") {
 		t.sp = measure.Spec(ctx.Params)
 	}
@@ -104,6 +107,10 @@ func (t *Tag) Process(b *buffers.Batch) {
 		v := uint64(0)
 		if t.sp.Extract(t.lt, p.Data(e.Slot), &t.key) {
 			v = t.sp.Hash(&t.key, t.seed) >> 11
+			if t.p4 {
+				h1, _ := t.sp.P4Hashes(&t.key)
+				v = uint64(h1)
+			}
 		} else {
 			none++
 		}

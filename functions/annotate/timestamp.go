@@ -9,6 +9,7 @@ import (
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/ebpfgen"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
 func init() {
@@ -21,8 +22,10 @@ func init() {
 			{Name: "clock", Type: functions.String, Default: "packet", Enum: []string{"packet", "wall"},
 				Summary: "packet: the packet's capture time; wall: the time the function processed it"},
 		},
-		Targets:   []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
-		Code:      functions.EBPFCode(func(ctx *functions.Context) (ebpfgen.Function, error) { return ebpfTimestamp{at: ctx.Ann}, nil }),
+		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
+		Code: functions.Codes(
+			functions.EBPFCode(func(ctx *functions.Context) (ebpfgen.Function, error) { return ebpfTimestamp{at: ctx.Ann}, nil }),
+			functions.P4Code(func(*functions.Context) (p4gen.Function, error) { return p4Timestamp{}, nil })),
 		Annotates: 1,
 		Readable:  func(p functions.Params) []string { return timestampReads(p.Str("clock") == "wall") },
 		New: func(ctx *functions.Context) (functions.Function, error) {

@@ -19,10 +19,11 @@ func init() {
 		Concurrency: functions.Stateless,
 		// In the kernel and XDP, cbpfc translates libpcap's program to
 		// eBPF; filters with a backward jump (protochain) stay in userspace.
-		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+		// On a switch the program becomes a ternary table (p4.go).
+		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
 		Validate: validateFilter,
 		New:      newFilter,
-		Code:     functions.EBPFCode(newEBPF),
+		Code:     functions.Codes(functions.EBPFCode(newEBPF), functions.P4Code(newP4)),
 	})
 }
 

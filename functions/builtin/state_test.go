@@ -154,19 +154,24 @@ func TestFunctionsKeepTheirDeclaredState(t *testing.T) {
 			t.Errorf("class %s: %v (give the test arguments for it)", c.Name, err)
 			continue
 		}
-		ctx := &functions.Context{ID: c.Name + "#1", Params: p, LinkType: functions.LinkEthernet, Snaplen: 1600}
-		fn, err := c.New(ctx)
-		if err != nil {
-			t.Errorf("class %s: %v", c.Name, err)
-			continue
-		}
+		// The function as each target's flowspace instantiates it: its Go
+		// half keeps the state laid out for that target.
 		for _, tg := range c.Targets {
+			ctx := &functions.Context{ID: c.Name + "#1", Params: p, LinkType: functions.LinkEthernet, Snaplen: 1600, Target: tg}
+			if tg == functions.TargetUser {
+				ctx.Target = ""
+			}
+			fn, err := c.New(ctx)
+			if err != nil {
+				t.Errorf("class %s in %s: %v", c.Name, tg, err)
+				continue
+			}
 			if err := c.CheckState(tg, p, fn); err != nil {
 				t.Errorf("%s: %v", tg, err)
 			}
-		}
-		if cl, ok := fn.(functions.Closer); ok {
-			cl.Close()
+			if cl, ok := fn.(functions.Closer); ok {
+				cl.Close()
+			}
 		}
 		n++
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -36,7 +35,18 @@ var counterState = &functions.State{Fields: []functions.StateField{
 			return int(p.Int("size")) * entryWords(measure.Spec(p))
 		},
 		LenDoc:  "size×(key words+2)",
-		Summary: "the hash table: per entry the key's words, its value, and a used mark (keyed)"},
+		Summary: "the hash table: per entry the key's words, its value, and a used mark (keyed)",
+		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP}},
+	{Name: "slots", Type: buffers.U64, Merge: functions.MergeShared,
+		LenOf: func(p functions.Params) int {
+			if !p.Has("key") {
+				return 1
+			}
+			return p4Size(p) * entryWords(measure.Spec(p))
+		},
+		LenDoc:  "(key words+2)×size (size rounded up to a power of two)",
+		Summary: "the switch's table, a column per register: the key's words, the values, the used marks (keyed)",
+		Targets: []functions.Target{functions.TargetP4}},
 }}
 
 func entryWords(sp *flowkey.Spec) int { return sp.Words() + 2 }
@@ -68,9 +78,9 @@ func init() {
 			measure.ReportOrdering("its reports are made from the whole window's counts, as its packets came"),
 		},
 		Readable: counterReads,
-		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
 		Runs:     counterRuns,
-		Code:     functions.EBPFCode(ebpfCounterCode),
+		Code:     functions.Codes(functions.EBPFCode(ebpfCounterCode), functions.P4Code(p4CounterCode)),
 		Produces: measure.Reports,
 		Validate: func(ctx *functions.Context) error {
 			if ctx.Params.Has("key") {
@@ -95,9 +105,7 @@ type Counter struct {
 	lt     functions.LinkType
 
 	sp      *flowkey.Spec
-	words   int // per entry
-	size    uint32
-	table   []uint64
+	tab     table
 	packets int // offsets of the scalar fields
 	byteOff int
 	keysOff int
@@ -106,15 +114,11 @@ type Counter struct {
 	top     *sketch.TopK[flowkey.Key]
 	entries []sketch.Entry[flowkey.Key]
 	key     flowkey.Key
-	ekey    flowkey.Key // a table entry's key, for the report
-	// touched records the entries a window inserted, so that its report
-	// and reset walk those, not the table (measure.Touched).
-	touched *measure.Touched
 }
 
 // NewCounter instantiates a counter.
 func NewCounter(ctx *functions.Context) (*Counter, error) {
-	m, err := counterState.NewMBuf(functions.TargetUser, ctx.Params)
+	m, err := counterState.NewMBuf(ctx.StateTarget(), ctx.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -130,11 +134,14 @@ func NewCounter(ctx *functions.Context) (*Counter, error) {
 	}
 	if ctx.Params.Has("key") {
 		c.sp = measure.Spec(ctx.Params)
-		c.words = entryWords(c.sp)
-		c.size = uint32(ctx.Params.Int("size"))
-		c.table = m.Uint64s(functions.FieldOf(m, "table"))
-		if c.window.Interval > 0 {
-			c.touched = measure.NewTouched(int(c.size), ctx)
+		if ctx.Target == functions.TargetP4 {
+			c.tab = newP4Table(c.sp, p4Size(ctx.Params), m.Uint64s(functions.FieldOf(m, "slots")))
+		} else {
+			pt := newProbeTable(c.sp, uint32(ctx.Params.Int("size")), m.Uint64s(functions.FieldOf(m, "table")))
+			if c.window.Interval > 0 {
+				pt.touched = measure.NewTouched(int(pt.size), ctx)
+			}
+			c.tab = pt
 		}
 		if c.report > 0 {
 			c.top = sketch.NewTopK[flowkey.Key](c.report)
@@ -171,52 +178,15 @@ func (c *Counter) count(pkt []byte, md *buffers.Meta) {
 		return
 	}
 	v := measure.ValueOf(md, c.bytes)
-	i := c.find(&c.key, true)
-	if i < 0 {
+	value, claimed := c.tab.find(&c.key, true)
+	if value == nil {
 		c.m.Add64(c.dropOff, 1)
 		return
 	}
-	atomic.AddUint64(&c.table[i+c.words-2], v)
-}
-
-// find returns the offset of k's entry, inserting it when insert is set,
-// or -1 (no room, or absent).
-func (c *Counter) find(k *flowkey.Key, insert bool) int {
-	nw := c.words - 2
-	h := c.sp.Hash(k, 0)
-	slot := flowkey.Index(h, 0, c.size)
-	for range min(maxProbe, int(c.size)) {
-		i := int(slot) * c.words
-		e := c.table[i : i+c.words : i+c.words]
-		if atomic.LoadUint64(&e[nw+1]) == 0 {
-			if !insert {
-				return -1
-			}
-			for j := range nw {
-				atomic.StoreUint64(&e[j], k[j])
-			}
-			atomic.StoreUint64(&e[nw+1], 1)
-			c.m.Add64(c.keysOff, 1)
-			if c.touched != nil {
-				c.touched.Add(slot)
-			}
-			return i
-		}
-		same := true
-		for j := range nw {
-			if atomic.LoadUint64(&e[j]) != k[j] {
-				same = false
-				break
-			}
-		}
-		if same {
-			return i
-		}
-		if slot++; slot == c.size {
-			slot = 0
-		}
+	if claimed {
+		c.m.Add64(c.keysOff, 1)
 	}
-	return -1
+	atomic.AddUint64(value, v)
 }
 
 // Deadline implements functions.Clocked.
@@ -242,16 +212,8 @@ func (c *Counter) reset() {
 	for _, off := range []int{c.packets, c.byteOff, c.keysOff, c.dropOff, c.noKey} {
 		c.m.Store64(off, 0)
 	}
-	if c.touched == nil || c.touched.All() {
-		clear(c.table)
-	} else {
-		for _, slot := range c.touched.Entries() {
-			i := int(slot) * c.words
-			clear(c.table[i : i+c.words])
-		}
-	}
-	if c.touched != nil {
-		c.touched.Reset()
+	if c.tab != nil {
+		c.tab.clear()
 	}
 }
 
@@ -268,19 +230,7 @@ func (c *Counter) emit(start int64) {
 		return
 	}
 	c.top.Reset()
-	if c.touched == nil || c.touched.All() {
-		for i := 0; i+c.words <= len(c.table); i += c.words {
-			c.offer(i)
-		}
-	} else {
-		// The entries the window inserted, in the table's order: the
-		// order in which equal values are offered decides which of them
-		// a report of K keeps.
-		slices.Sort(c.touched.Entries())
-		for _, slot := range c.touched.Entries() {
-			c.offer(int(slot) * c.words)
-		}
-	}
+	c.tab.each(func(k *flowkey.Key, v uint64) { c.top.Offer(k, c.sp.Hash(k, 0), v) })
 	c.entries = c.top.Append(c.entries[:0])
 	for i := range c.entries {
 		e := &c.entries[i]
@@ -291,15 +241,6 @@ func (c *Counter) emit(start int64) {
 		c.out.Commit()
 	}
 	c.out.Flush()
-}
-
-// offer offers the table's entry at word i, if used, to the report's top K.
-func (c *Counter) offer(i int) {
-	nw := c.words - 2
-	if c.table[i+nw+1] != 0 {
-		copy(c.ekey[:nw], c.table[i:i+nw])
-		c.top.Offer(&c.ekey, c.sp.Hash(&c.ekey, 0), c.table[i+nw])
-	}
 }
 
 // MBuf implements functions.Stateful.
@@ -359,11 +300,11 @@ func (c *Counter) Read(name string) (functions.Reader, error) {
 			if !c.sp.Extract(c.lt, p.Data(slot), &k) {
 				return 0
 			}
-			i := c.find(&k, false)
-			if i < 0 {
+			value, _ := c.tab.find(&k, false)
+			if value == nil {
 				return 0
 			}
-			return float64(atomic.LoadUint64(&c.table[i+c.words-2]))
+			return float64(atomic.LoadUint64(value))
 		}, nil
 	}
 	return nil, fmt.Errorf("counter has no %q to read (it has packets, bytes, value)", name)
@@ -396,15 +337,7 @@ func (c *Counter) topHandler(arg string) (any, error) {
 		return nil, fmt.Errorf("top takes a number of keys, 1 to 65536, not %q", arg)
 	}
 	top := sketch.NewTopK[flowkey.Key](k)
-	nw := c.words - 2
-	var key flowkey.Key
-	for i := 0; i+c.words <= len(c.table); i += c.words {
-		if c.table[i+nw+1] == 0 {
-			continue
-		}
-		copy(key[:nw], c.table[i:i+nw])
-		top.Offer(&key, c.sp.Hash(&key, 0), c.table[i+nw])
-	}
+	c.tab.each(func(key *flowkey.Key, v uint64) { top.Offer(key, c.sp.Hash(key, 0), v) })
 	var out []map[string]any
 	for _, e := range top.Append(nil) {
 		out = append(out, map[string]any{"key": json.RawMessage(c.sp.Format(&e.Key)), "value": e.Estimate})

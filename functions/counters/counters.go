@@ -15,9 +15,9 @@ func init() {
 		MinInputs:   1, MaxInputs: -1,
 		State: &functions.State{Fields: []functions.StateField{{Name: "packets", Type: buffers.U64,
 			Unit: "packets", Merge: functions.MergeSum, Summary: "packets that passed"}}},
-		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
 		New:     func(*functions.Context) (functions.Function, error) { return newPktCount(), nil },
-		Code:    functions.EBPFCode(ebpfPktCount),
+		Code:    functions.Codes(functions.EBPFCode(ebpfPktCount), functions.P4Code(p4PktCount)),
 	})
 	functions.Register(&functions.Class{
 		Name:        "bytecount",
@@ -26,9 +26,9 @@ func init() {
 		MinInputs:   1, MaxInputs: -1,
 		State: &functions.State{Fields: []functions.StateField{{Name: "bytes", Type: buffers.U64,
 			Unit: "bytes", Merge: functions.MergeSum, Summary: "sum of their wire lengths"}}},
-		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
 		New:     func(*functions.Context) (functions.Function, error) { return newByteCount(), nil },
-		Code:    functions.EBPFCode(ebpfByteCount),
+		Code:    functions.Codes(functions.EBPFCode(ebpfByteCount), functions.P4Code(p4ByteCount)),
 	})
 }
 

@@ -191,8 +191,11 @@ func ebpfCounterCode(ctx *functions.Context) (ebpfgen.Function, error) {
 // reports it (sweeping the table for report=K), so what stays in
 // userspace is a window too short for the Go half to close.
 func counterRuns(t functions.Target, p functions.Params) error {
-	if t != functions.TargetKernel && t != functions.TargetXDP {
-		return nil
+	switch t {
+	case functions.TargetKernel, functions.TargetXDP:
+		return measure.EBPFWindow(p)
+	case functions.TargetP4:
+		return measure.P4Runs(p)
 	}
-	return measure.EBPFWindow(p)
+	return nil
 }

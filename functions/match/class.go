@@ -26,7 +26,8 @@ func init() {
 					return err
 				}},
 		},
-		Targets: []functions.Target{functions.TargetUser},
+		Targets: []functions.Target{functions.TargetUser, functions.TargetP4},
+		Code:    functions.P4Code(p4Code),
 		Runs: func(t functions.Target, p functions.Params) error {
 			return UserRuns(t, p, nil, "expr")
 		},

@@ -3,6 +3,7 @@ package match
 import (
 	"fmt"
 	"math"
+	"net/netip"
 
 	"github.com/ffpf-go/ffpf/functions"
 )
@@ -245,18 +246,8 @@ func in(n *node, l val, pfx *node) (val, error) {
 	if l.k != kAddr {
 		return val{}, errAt(n.pos, "%s is an IPv6 prefix: its left side must be an IPv6 address (ipv6.src), not %s", p, kindName[l.k])
 	}
-	b := p.Addr().As16()
-	nhi, nlo := uint64(be32(b[:], 0))<<32|uint64(be32(b[:], 4)), uint64(be32(b[:], 8))<<32|uint64(be32(b[:], 12))
-	var mhi, mlo uint64
-	switch bits := p.Bits(); {
-	case bits >= 64:
-		mhi, mlo = math.MaxUint64, ^(math.MaxUint64 >> (bits - 64))
-		if bits == 64 {
-			mlo = 0
-		}
-	case bits > 0:
-		mhi = ^(uint64(math.MaxUint64) >> bits)
-	}
+	nhi, nlo := halves(p.Addr())
+	mhi, mlo := masks6(p.Bits())
 	a := l.a
 	return val{k: kBool, b: func(e *env) bool {
 		hi, lo, ok := a(e)
@@ -377,6 +368,26 @@ func constInt(n *node) (int64, bool) {
 		return int64(be32(b[:], 0)), true
 	}
 	return 0, false
+}
+
+// halves is an IPv6 address as two 64-bit words, the first bytes first.
+func halves(a netip.Addr) (uint64, uint64) {
+	b := a.As16()
+	return uint64(be32(b[:], 0))<<32 | uint64(be32(b[:], 4)), uint64(be32(b[:], 8))<<32 | uint64(be32(b[:], 12))
+}
+
+// masks6 is an IPv6 prefix length as masks of the two halves.
+func masks6(bits int) (mhi, mlo uint64) {
+	switch {
+	case bits >= 64:
+		mhi, mlo = math.MaxUint64, ^(math.MaxUint64 >> (bits - 64))
+		if bits == 64 {
+			mlo = 0
+		}
+	case bits > 0:
+		mhi = ^(uint64(math.MaxUint64) >> bits)
+	}
+	return mhi, mlo
 }
 
 // swapped is the comparison with its sides swapped: c < x is x > c.

@@ -41,6 +41,10 @@ type Builder struct {
 	// lowered on this switch before this one.
 	StateOf func(label string) (map[string]Expr, bool)
 
+	// Window, set by a function with a window, is how the controller
+	// reads its windows (see Window).
+	Window *Window
+
 	exports map[string]Expr
 }
 

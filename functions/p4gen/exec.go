@@ -22,6 +22,23 @@ type Switch struct {
 	// Random gives v1model random's values: a uniform integer in
 	// [lo, hi]. Nil: a PCG seeded with 1, so that runs repeat.
 	Random func(lo, hi uint64) uint64
+
+	headers map[string]*Header
+	paths   map[string][]string // a header's fields as "hdr.h.f", in order
+}
+
+// header returns the header instance named name and its fields' paths.
+func (s *Switch) header(name string) (*Header, []string) {
+	if s.headers == nil {
+		s.headers, s.paths = map[string]*Header{}, map[string][]string{}
+		for _, h := range s.Prog.Headers {
+			s.headers[h.Name] = h
+			for _, f := range h.Type.Fields {
+				s.paths[h.Name] = append(s.paths[h.Name], "hdr."+h.Name+"."+f.Name)
+			}
+		}
+	}
+	return s.headers[name], s.paths[name]
 }
 
 // CounterCell is one cell of a counter.
@@ -102,31 +119,30 @@ type env struct {
 	rmws   map[*Register]bool
 	clones []uint32
 	dig    []DigestMsg
-	drop   bool
 }
 
 func newEnv() *env {
-	return &env{vals: map[string]uint64{}, valid: map[string]bool{}, varData: map[string][]byte{}, rmws: map[*Register]bool{}}
+	return &env{vals: make(map[string]uint64, 256), valid: make(map[string]bool, 64), varData: map[string][]byte{}, rmws: map[*Register]bool{}}
 }
 
 // Process runs one packet through the switch.
 func (s *Switch) Process(a Arrival) (Result, error) {
 	e := newEnv()
 	var res Result
+	// Standard metadata is set before the parser runs: it may select on
+	// ingress_port (a packet_out header on packets from the CPU port).
+	arrive(e, a)
 	if err := s.parse(e, a.Data); err != nil {
 		res.ParserError = err.Error()
 	}
-	e.vals["standard_metadata.ingress_port"] = uint64(a.Port)
-	e.vals["standard_metadata.packet_length"] = uint64(len(a.Data))
-	e.vals["standard_metadata.ingress_global_timestamp"] = a.Time & Bit(48).Mask()
 	if err := s.stmts(e, s.Prog.Ingress); err != nil {
 		return res, err
 	}
 	res.Digests = e.dig
+	// As v1model on bmv2: a packet is dropped when egress_spec is the
+	// drop port at the end of ingress (mark_to_drop sets it; an action
+	// after it may set a port again).
 	spec := e.vals["standard_metadata.egress_spec"]
-	if e.drop {
-		spec = DropPort
-	}
 	type out struct {
 		e        *env
 		port     uint64
@@ -144,10 +160,8 @@ func (s *Switch) Process(a Arrival) (Result, error) {
 		// An ingress-to-egress clone is the packet as it entered ingress,
 		// with fresh metadata (v1model).
 		c := newEnv()
+		arrive(c, a)
 		_ = s.parse(c, a.Data)
-		c.vals["standard_metadata.ingress_port"] = uint64(a.Port)
-		c.vals["standard_metadata.packet_length"] = uint64(len(a.Data))
-		c.vals["standard_metadata.ingress_global_timestamp"] = a.Time & Bit(48).Mask()
 		outs = append(outs, out{c, uint64(port), InstanceCloneI2E})
 	}
 	for _, o := range outs {
@@ -158,18 +172,24 @@ func (s *Switch) Process(a Arrival) (Result, error) {
 		o.e.vals["standard_metadata.deq_qdepth"] = uint64(a.QDepth)
 		o.e.vals["standard_metadata.egress_global_timestamp"] = a.Time & Bit(48).Mask()
 		o.e.rmws = map[*Register]bool{} // egress is a pipeline of its own, per instance
-		o.e.drop = false
 		n := len(o.e.dig)
 		if err := s.stmts(o.e, s.Prog.Egress); err != nil {
 			return res, err
 		}
 		res.Digests = append(res.Digests, o.e.dig[n:]...)
-		if o.e.drop {
-			continue
+		if o.e.vals["standard_metadata.egress_spec"] == DropPort {
+			continue // dropped in egress (mark_to_drop), as bmv2 does
 		}
 		res.Out = append(res.Out, Departure{Port: uint16(o.port), Data: s.deparse(o.e), Instance: o.instance})
 	}
 	return res, nil
+}
+
+// arrive sets the standard metadata a packet enters with.
+func arrive(e *env, a Arrival) {
+	e.vals["standard_metadata.ingress_port"] = uint64(a.Port)
+	e.vals["standard_metadata.packet_length"] = uint64(len(a.Data))
+	e.vals["standard_metadata.ingress_global_timestamp"] = a.Time & Bit(48).Mask()
 }
 
 // parse runs the parser over data into e.
@@ -178,7 +198,7 @@ func (s *Switch) parse(e *env, data []byte) error {
 	st := s.Prog.Parser[0]
 	for {
 		for i, h := range st.Extract {
-			hdr := s.Prog.Header(h)
+			hdr, paths := s.header(h)
 			fixed := hdr.Type.Bits()
 			varBits := 0
 			if i == len(st.Extract)-1 && st.VarBits != nil {
@@ -193,7 +213,7 @@ func (s *Switch) parse(e *env, data []byte) error {
 				return ErrPacketTooShort
 			}
 			off := bit
-			for _, f := range hdr.Type.Fields {
+			for j, f := range hdr.Type.Fields {
 				if f.Var {
 					if varBits > f.Bits {
 						return fmt.Errorf("header %s: varbit field %s of %d bits takes at most %d", h, f.Name, varBits, f.Bits)
@@ -202,7 +222,7 @@ func (s *Switch) parse(e *env, data []byte) error {
 					off += varBits
 					continue
 				}
-				e.vals["hdr."+h+"."+f.Name] = getBits(data, off, f.Bits)
+				e.vals[paths[j]] = getBits(data, off, f.Bits)
 				off += f.Bits
 			}
 			bit = off
@@ -251,10 +271,16 @@ func (s *Switch) parse(e *env, data []byte) error {
 
 // deparse emits the valid headers of Deparse, then the payload.
 func (s *Switch) deparse(e *env) []byte {
-	if s.Prog.UpdateIPv4Checksum && e.valid["ipv4"] {
-		e.vals["hdr.ipv4.hdr_checksum"] = 0
-		hdr := s.emit(e, "ipv4")
-		e.vals["hdr.ipv4.hdr_checksum"] = uint64(Checksum16(hdr))
+	if s.Prog.UpdateIPv4Checksum && e.valid[IPv4Chunks[len(IPv4Chunks)-1]] {
+		sum := IPv4ChecksumField
+		e.vals[sum.Path] = 0
+		var hdr []byte
+		for _, h := range append(IPv4Chunks, "ipv4_opts") {
+			if e.valid[h] {
+				hdr = append(hdr, s.emit(e, h)...)
+			}
+		}
+		e.vals[sum.Path] = uint64(Checksum16(hdr))
 	}
 	var out []byte
 	for _, h := range s.Prog.Deparse {
@@ -266,17 +292,18 @@ func (s *Switch) deparse(e *env) []byte {
 }
 
 func (s *Switch) emit(e *env, h string) []byte {
-	t := s.Prog.Header(h).Type
+	hdr, paths := s.header(h)
+	t := hdr.Type
 	n := t.Bits() + 8*len(e.varData[h])
 	b := make([]byte, n/8)
 	off := 0
-	for _, f := range t.Fields {
+	for j, f := range t.Fields {
 		if f.Var {
 			copy(b[off/8:], e.varData[h])
 			off += 8 * len(e.varData[h])
 			continue
 		}
-		putBits(b, off, f.Bits, e.vals["hdr."+h+"."+f.Name])
+		putBits(b, off, f.Bits, e.vals[paths[j]])
 		off += f.Bits
 	}
 	return b
@@ -449,7 +476,6 @@ func (s *Switch) stmt(e *env, st Stmt) error {
 			}
 		}
 	case MarkToDrop:
-		e.drop = true
 		e.vals["standard_metadata.egress_spec"] = DropPort
 	default:
 		return fmt.Errorf("unknown statement %T", st)
@@ -479,10 +505,14 @@ func (s *Switch) lookup(e *env, t *Table) (*Action, []uint64, error) {
 	}
 	var best *Entry
 	bestLen := -1
+	lpm := hasLPM(t)
 	for i := range s.Entries[t] {
 		en := &s.Entries[t][i]
 		hit, plen := true, 0
 		for j, k := range t.Keys {
+			if !hit {
+				break
+			}
 			m := en.Match[j]
 			w := k.X.Type()
 			switch k.Match {
@@ -510,9 +540,9 @@ func (s *Switch) lookup(e *env, t *Table) (*Action, []uint64, error) {
 		switch {
 		case best == nil:
 			best, bestLen = en, plen
-		case hasLPM(t) && plen > bestLen:
+		case lpm && plen > bestLen:
 			best, bestLen = en, plen
-		case !hasLPM(t) && en.Priority > best.Priority:
+		case !lpm && en.Priority > best.Priority:
 			best = en
 		}
 	}

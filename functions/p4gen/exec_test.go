@@ -1,6 +1,7 @@
 package p4gen
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/crc32"
 	"testing"
@@ -34,9 +35,9 @@ func counting(t *testing.T) (*Program, *Register, *Counter) {
 	reg := b.Register("cells", 32, 16, "cells", 0)
 	ctr := b.Counter("seen", 1, PacketsAndBytes, "packets", "bytes", 0)
 	d := b.Digest("d", []Field{{Name: "port", Bits: 16}, {Name: "count", Bits: 32}})
-	sport := F("udp", "src_port")
+	sport := F("l4_sport", "src_port")
 	b.Add(
-		If{Cond: AllOf(Valid{"udp"}, B(Eq, F("udp", "dst_port"), C(53, 16))), Then: []Stmt{
+		If{Cond: AllOf(Valid{"udp_csum"}, B(Eq, F("l4_dport", "dst_port"), C(53, 16))), Then: []Stmt{
 			Hash{Dst: idx, Algo: Identity, Data: []Expr{sport}, Max: 16},
 			RMW{Reg: reg, Index: idx, New: B(Add, Old{32}, C(1, 32)), NewTo: &now},
 			Count{Counter: ctr, Index: C(0, 32)},
@@ -87,7 +88,7 @@ func TestExecRefusesSecondAccess(t *testing.T) {
 	if err := p.Validate(); err == nil {
 		t.Fatal("two RMWs of one register on one path validated")
 	}
-	p.Ingress = []Stmt{If{Cond: Valid{"tcp"}, Then: b.Body[:1], Else: b.Body[1:]}}
+	p.Ingress = []Stmt{If{Cond: Valid{"tcp_flags"}, Then: b.Body[:1], Else: b.Body[1:]}}
 	if err := p.Validate(); err != nil {
 		t.Fatalf("RMWs on exclusive branches: %v", err)
 	}
@@ -112,7 +113,7 @@ func TestHashValues(t *testing.T) {
 func TestParserBogusIHLAndTruncation(t *testing.T) {
 	p, _, _ := counting(t)
 	s := NewSwitch(p)
-	// ihl 4: parsing stops at the IP header; no UDP header is valid.
+	// ihl 4: the ports are inside the IP header, no l4_dport chunk is extracted.
 	r, _ := s.Process(Arrival{Data: frame(4, 1000, 53), Port: 1})
 	if len(r.Digests) != 0 {
 		t.Error("a bogus IHL frame reached the UDP test")
@@ -122,5 +123,56 @@ func TestParserBogusIHLAndTruncation(t *testing.T) {
 	r, err := s.Process(Arrival{Data: f, Port: 1})
 	if err != nil || r.ParserError != ErrPacketTooShort.Error() || len(r.Out) != 1 || string(r.Out[0].Data) != string(f) {
 		t.Errorf("truncated frame: %+v, %v", r, err)
+	}
+}
+
+// The parser sees standard metadata: a packet from the CPU port (255)
+// starts with a packet_out header that selects its egress port.
+func TestParserSeesIngressPort(t *testing.T) {
+	p := NewProgram("t")
+	out := &HeaderType{Name: "packet_out_t", Fields: []Field{{Name: "egress_port", Bits: 9}, {Name: "pad", Bits: 7}}, Controller: ControllerPacketOut}
+	p.HeaderTypes = append(p.HeaderTypes, out)
+	p.Headers = append(p.Headers, &Header{Name: "packet_out", Type: out})
+	start := p.Parser[0]
+	start.Name = "parse_ethernet"
+	p.Parser = append([]*ParserState{{Name: "start", Select: []Expr{Std("ingress_port")},
+		Cases: []Case{{Values: []uint64{255}, Next: "parse_packet_out"}}, Default: "parse_ethernet"},
+		{Name: "parse_packet_out", Extract: []string{"packet_out"}, Default: "parse_ethernet"}}, p.Parser...)
+	p.Ingress = []Stmt{If{Cond: Valid{"packet_out"},
+		Then: []Stmt{Assign{Dst: Std("egress_spec"), X: Ref{Path: "hdr.packet_out.egress_port", Bits: 9}}},
+		Else: []Stmt{Assign{Dst: Std("egress_spec"), X: C(255, 9)}}}}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := NewSwitch(p)
+	f := frame(5, 1, 2)
+	r, err := s.Process(Arrival{Data: append([]byte{3, 0}, f...), Port: 255})
+	if err != nil || len(r.Out) != 1 || r.Out[0].Port != 6 || !bytes.Equal(r.Out[0].Data, f) {
+		t.Fatalf("from the CPU port: %+v, %v; want the frame without its packet_out header on port 6", r, err)
+	}
+	r, err = s.Process(Arrival{Data: f, Port: 1})
+	if err != nil || len(r.Out) != 1 || r.Out[0].Port != 255 {
+		t.Fatalf("from port 1: %+v, %v; want it on the CPU port", r, err)
+	}
+}
+
+// As v1model on bmv2, mark_to_drop sets egress_spec to the drop port,
+// and a port set after it sends the packet again; in egress it drops.
+func TestMarkToDropThenForward(t *testing.T) {
+	p := NewProgram("t")
+	p.Ingress = []Stmt{MarkToDrop{}, If{Cond: Valid{"udp_csum"}, Then: []Stmt{Assign{Dst: Std("egress_spec"), X: C(3, 9)}}}}
+	p.Egress = []Stmt{If{Cond: B(Eq, F("l4_dport", "dst_port"), C(9, 16)), Then: []Stmt{MarkToDrop{}}}}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := NewSwitch(p)
+	for _, c := range []struct {
+		f    []byte
+		outs int
+	}{{frame(5, 1, 2), 1}, {frame(5, 1, 9), 0}, {frame(5, 1, 2)[:20], 0}} {
+		r, err := s.Process(Arrival{Data: c.f, Port: 1})
+		if err != nil || len(r.Out) != c.outs || c.outs == 1 && r.Out[0].Port != 3 {
+			t.Errorf("%x: %+v, %v; want %d out on port 3", c.f, r, err, c.outs)
+		}
 	}
 }

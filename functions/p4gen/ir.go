@@ -333,10 +333,24 @@ type Field struct {
 }
 
 // HeaderType is a header's layout, fields first to last on the wire.
+// Controller, when set, makes it the controller header of the packets
+// the switch sends to (ControllerPacketIn) or receives from
+// (ControllerPacketOut) the controller through its CPU port: P4's
+// @controller_header("packet_in"), whose fields are the metadata of a
+// P4Runtime PacketIn (PacketOut), in order. The program emits a packet_in
+// header first on a packet to the CPU port, and parses a packet_out header
+// first on a packet from it.
 type HeaderType struct {
-	Name   string
-	Fields []Field
+	Name       string
+	Fields     []Field
+	Controller string
 }
+
+// The controller headers' names (HeaderType.Controller).
+const (
+	ControllerPacketIn  = "packet_in"
+	ControllerPacketOut = "packet_out"
+)
 
 // Bits returns the header's fixed length in bits (its varbit field not
 // counted).
@@ -401,6 +415,9 @@ const (
 // that the datapath keeps across packets. Field and Base say which values
 // of the owning function's MBuf it holds: cell i is value Base+i of the
 // field named Field, so the controller reads it into the MBuf as it is.
+// Half, for a function with a window (Window), says which windows the
+// register holds: HalfEven or HalfOdd; the controller reads a window from
+// the registers and counters of its half.
 type Register struct {
 	Name  string
 	Width int
@@ -408,7 +425,18 @@ type Register struct {
 	Owner string // the function's id
 	Field string
 	Base  int
+	Half  Half
 }
+
+// Half is the windows a register or counter holds, for a function that
+// double-buffers its state by window parity.
+type Half uint8
+
+const (
+	HalfAll  Half = iota // no window: every packet's state
+	HalfEven             // the windows of even number
+	HalfOdd              // the windows of odd number
+)
 
 // CounterType is what a counter cell counts.
 type CounterType uint8
@@ -432,6 +460,7 @@ type Counter struct {
 	FieldPackets string
 	FieldBytes   string
 	Base         int
+	Half         Half
 }
 
 // MatchKind is how a table key matches.
@@ -531,9 +560,12 @@ type Program struct {
 	// Deparse lists the headers emitted, in order, before the payload
 	// (the bytes past what the parser extracted).
 	Deparse []string
-	// UpdateIPv4Checksum recomputes the IPv4 header checksum of a valid
-	// hdr.ipv4 in the deparser (v1model update_checksum); a program that
-	// carries data in the checksum field (MAFIA's tags) leaves it unset.
+	// UpdateIPv4Checksum recomputes the IPv4 header checksum
+	// (IPv4ChecksumField) over the standard headers' IPv4 chunks
+	// (IPv4Chunks, then ipv4_opts when valid) of a packet whose IPv4
+	// chunks are all valid, in the deparser (v1model update_checksum); a
+	// program that carries data in the checksum field (MAFIA's tags)
+	// leaves it unset.
 	UpdateIPv4Checksum bool
 }
 

@@ -84,8 +84,11 @@ var errSeed = errors.New("seed= asks for the sample of the seeded generator, whi
 // runs keeps rate= with an explicit seed= in userspace: a user who gives
 // the seed wants that generator's sample (and the same one on every run).
 func runs(t functions.Target, p functions.Params) error {
-	if (t == functions.TargetKernel || t == functions.TargetXDP) && p.Has("rate") && p.Has("seed") {
+	switch {
+	case (t == functions.TargetKernel || t == functions.TargetXDP) && p.Has("rate") && p.Has("seed"):
 		return errSeed
+	case t == functions.TargetP4 && p.Has("rate") && p.Has("seed"):
+		return errSeedP4
 	}
 	return nil
 }

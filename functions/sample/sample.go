@@ -47,9 +47,9 @@ func init() {
 			{Name: "seed", Type: functions.Int, With: "rate", Summary: "seed of the generator (rate=; 1 when unset): the same seed gives the same sample; given, it keeps rate= in userspace"},
 		},
 		State:     state,
-		Targets:   []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
+		Targets:   []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
 		Runs:      runs,
-		Code:      functions.EBPFCode(ebpfCode),
+		Code:      functions.Codes(functions.EBPFCode(ebpfCode), functions.P4Code(p4Code)),
 		Annotates: 1,
 		Validate: func(ctx *functions.Context) error {
 			if ctx.Params.Has("rate") == ctx.Params.Has("every") {

@@ -58,7 +58,7 @@ type keyed struct {
 }
 
 func newKeyed(ctx *functions.Context, st *functions.State) (keyed, error) {
-	m, err := st.NewMBuf(functions.TargetUser, ctx.Params)
+	m, err := st.NewMBuf(ctx.StateTarget(), ctx.Params)
 	if err != nil {
 		return keyed{}, err
 	}

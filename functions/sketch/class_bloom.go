@@ -27,7 +27,8 @@ var bloomState = &functions.State{Fields: []functions.StateField{
 			}
 			return BloomWords(int(p.Int("bits")))
 		},
-		Summary: "the membership filter: bit b is bit b%64 of word b/64"},
+		Summary: "the membership filter: bit b is bit b%64 of word b/64",
+		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP}},
 	{Name: "counters", Type: buffers.U64, Merge: functions.MergeSum, LenDoc: "bits when counting (else 1)",
 		LenOf: func(p functions.Params) int {
 			if counting(p) {
@@ -35,7 +36,12 @@ var bloomState = &functions.State{Fields: []functions.StateField{
 			}
 			return 1
 		},
-		Summary: "the counting filter: one counter per position"},
+		Summary: "the counting filter: one counter per position",
+		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP}},
+	{Name: "cells", Type: buffers.U8, Merge: functions.MergeOr, LenDoc: "hashes×(bits/hashes rounded up to a power of two)",
+		LenOf:   func(p functions.Params) int { n, _ := p4BloomBits(p); return int(p.Int("hashes")) * n },
+		Summary: "the switch's filter, a register of one-bit cells per hash: partition i's cells at [i·n, (i+1)·n)",
+		Targets: []functions.Target{functions.TargetP4}},
 }}
 
 var bloomClass = &functions.Class{
@@ -64,9 +70,9 @@ var bloomClass = &functions.Class{
 		measure.ReportOrdering("its reports are made as each window closes"),
 	},
 	Readable: func(p functions.Params) []string { return bloomReads(counting(p)) },
-	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
-	Runs:     ebpfRuns(bloomRuns),
-	Code:     functions.EBPFCode(ebpfBloomCode),
+	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
+	Runs:     p4Runs(bloomRuns, bloomP4Runs),
+	Code:     functions.Codes(functions.EBPFCode(ebpfBloomCode), functions.P4Code(p4BloomCode)),
 	Produces: measure.Reports,
 	Validate: measure.CheckLinkType,
 	New:      func(ctx *functions.Context) (functions.Function, error) { return NewBloomFunc(ctx) },
@@ -82,6 +88,9 @@ type BloomFunc struct {
 	inserted int // offset
 	pass     string
 	bytes    bool
+	// On a switch: the key as the switch reads it, and the filter.
+	p4 *p4Key
+	pb *p4Bloom
 }
 
 // NewBloomFunc instantiates a bloom function.
@@ -90,13 +99,19 @@ func NewBloomFunc(ctx *functions.Context) (*BloomFunc, error) {
 	if err != nil {
 		return nil, err
 	}
+	f := &BloomFunc{keyed: k, inserted: functions.FieldOf(k.m, "inserted").Offset, pass: ctx.Params.Str("pass"), bytes: measure.Bytes(ctx.Params)}
+	hashes := int(ctx.Params.Int("hashes"))
+	if ctx.Target == functions.TargetP4 {
+		_, bits := p4BloomBits(ctx.Params)
+		f.p4 = &p4Key{sp: k.sp, lt: k.lt}
+		f.pb = &p4Bloom{cells: k.m.Uint8s(functions.FieldOf(k.m, "cells")), k: hashes, bits: bits}
+		return f, nil
+	}
 	field := "bits"
 	if counting(ctx.Params) {
 		field = "counters"
 	}
-	f := &BloomFunc{keyed: k, mem: k.m.Uint64s(functions.FieldOf(k.m, field)),
-		inserted: functions.FieldOf(k.m, "inserted").Offset, pass: ctx.Params.Str("pass"), bytes: measure.Bytes(ctx.Params)}
-	hashes := int(ctx.Params.Int("hashes"))
+	f.mem = k.m.Uint64s(functions.FieldOf(k.m, field))
 	if counting(ctx.Params) {
 		f.cb, err = NewCountingBloom(f.mem, hashes, Shared)
 	} else {
@@ -114,7 +129,13 @@ func NewBloomFunc(ctx *functions.Context) (*BloomFunc, error) {
 
 // Process inserts (or counts) each packet's key and keeps the packets
 // pass= asks for; a packet without a key passes only with pass=all.
-func (f *BloomFunc) Process(b *buffers.Batch) { f.ProcessHashes(b, f.ownHashes(b)) }
+func (f *BloomFunc) Process(b *buffers.Batch) {
+	if f.p4 != nil {
+		f.processP4(b)
+		return
+	}
+	f.ProcessHashes(b, f.ownHashes(b))
+}
 
 // ProcessHashes implements flowkey.Keyed.
 func (f *BloomFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
@@ -161,9 +182,12 @@ func (f *BloomFunc) emit(start int64) {
 }
 
 func (f *BloomFunc) reset() {
-	if f.cb != nil {
+	switch {
+	case f.pb != nil:
+		clear(f.pb.cells)
+	case f.cb != nil:
 		f.cb.ResetTouched()
-	} else {
+	default:
 		f.b.ResetTouched()
 	}
 	f.m.Store64(f.inserted, 0)
@@ -190,6 +214,16 @@ func bloomReads(counting bool) []string {
 func (f *BloomFunc) Read(name string) (functions.Reader, error) {
 	if name == "inserted" {
 		return func(*buffers.PBuf, uint32) float64 { return float64(f.m.Load64(f.inserted)) }, nil
+	}
+	if f.pb != nil && name == "member" {
+		key := &p4Key{sp: f.sp, lt: f.lt}
+		return func(p *buffers.PBuf, slot uint32) float64 {
+			h1, h2, ok := key.hashes(p.Data(slot))
+			if ok && f.pb.test(h1, h2) {
+				return 1
+			}
+			return 0
+		}, nil
 	}
 	var agg func(h uint64) float64
 	switch {

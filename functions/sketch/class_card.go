@@ -34,9 +34,9 @@ var hllClass = &functions.Class{
 	Concurrency: functions.Mergeable,
 	OrderedWhen: []functions.Ordering{estimateOrdering},
 	Readable:    estimateReads,
-	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
-	Runs:        ebpfRuns(nil),
-	Code:        functions.EBPFCode(ebpfHLLCode),
+	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
+	Runs:        p4Runs(nil, nil),
+	Code:        functions.Codes(functions.EBPFCode(ebpfHLLCode), functions.P4Code(p4HLLCode)),
 	Produces:    measure.Reports,
 	Validate:    measure.CheckLinkType,
 	New:         func(ctx *functions.Context) (functions.Function, error) { return NewHLLFunc(ctx) },
@@ -51,6 +51,7 @@ type HLLFunc struct {
 	keyed
 	s   *HLL
 	est cachedEstimate
+	p4  *p4Key // on a switch: the key as the switch reads it
 }
 
 // NewHLLFunc instantiates an hll function.
@@ -59,7 +60,12 @@ func NewHLLFunc(ctx *functions.Context) (*HLLFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := NewHLL(k.m.Uint8s(functions.FieldOf(k.m, "registers")), int(ctx.Params.Int("precision")))
+	mem, p := k.m.Uint8s(functions.FieldOf(k.m, "registers")), int(ctx.Params.Int("precision"))
+	if ctx.Target == functions.TargetP4 {
+		s, err := NewHLL32(mem, p)
+		return &HLLFunc{keyed: k, s: s, p4: &p4Key{sp: k.sp, lt: k.lt}}, err
+	}
+	s, err := NewHLL(mem, p)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +76,13 @@ func NewHLLFunc(ctx *functions.Context) (*HLLFunc, error) {
 }
 
 // Process offers each packet's key.
-func (f *HLLFunc) Process(b *buffers.Batch) { f.ProcessHashes(b, f.ownHashes(b)) }
+func (f *HLLFunc) Process(b *buffers.Batch) {
+	if f.p4 != nil {
+		f.processP4(b)
+		return
+	}
+	f.ProcessHashes(b, f.ownHashes(b))
+}
 
 // ProcessHashes implements flowkey.Keyed.
 func (f *HLLFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
@@ -136,7 +148,12 @@ var pcsaState = &functions.State{Fields: []functions.StateField{
 	nokeyField,
 	{Name: "bitmaps", Type: buffers.U32, Merge: functions.MergeOr, LenDoc: "bitmaps",
 		LenOf:   func(p functions.Params) int { return int(p.Int("bitmaps")) },
-		Summary: "bitmap j: bit r set when a hash that chose it had r trailing zeros"},
+		Summary: "bitmap j: bit r set when a hash that chose it had r trailing zeros",
+		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP}},
+	{Name: "bitmaps", Type: buffers.U32, Merge: functions.MergeOr, LenDoc: "bitmaps rounded up to a power of two",
+		LenOf:   func(p functions.Params) int { n, _ := flowkey.Pow2(uint64(p.Int("bitmaps"))); return int(n) },
+		Summary: "the switch's bitmaps, a register: bitmap j (crc32's top bits) with bit r set for r trailing zeros of the rest",
+		Targets: []functions.Target{functions.TargetP4}},
 }}
 
 var pcsaClass = &functions.Class{
@@ -154,9 +171,9 @@ var pcsaClass = &functions.Class{
 	Concurrency: functions.Mergeable,
 	OrderedWhen: []functions.Ordering{estimateOrdering},
 	Readable:    estimateReads,
-	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
-	Runs:        ebpfRuns(nil),
-	Code:        functions.EBPFCode(ebpfPCSACode),
+	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
+	Runs:        p4Runs(nil, nil),
+	Code:        functions.Codes(functions.EBPFCode(ebpfPCSACode), functions.P4Code(p4PCSACode)),
 	Produces:    measure.Reports,
 	Validate:    measure.CheckLinkType,
 	New:         func(ctx *functions.Context) (functions.Function, error) { return NewPCSAFunc(ctx) },
@@ -168,6 +185,7 @@ type PCSAFunc struct {
 	s   *PCSA
 	mem []uint32
 	est cachedEstimate
+	p4  *p4Key // on a switch: the key as the switch reads it
 }
 
 // NewPCSAFunc instantiates a pcsa function.
@@ -184,11 +202,21 @@ func NewPCSAFunc(ctx *functions.Context) (*PCSAFunc, error) {
 	if k.window.Interval > 0 && measure.Tracks(ctx) {
 		s.Track(measure.NewTouched(len(mem), ctx))
 	}
-	return &PCSAFunc{keyed: k, s: s, mem: mem}, nil
+	f := &PCSAFunc{keyed: k, s: s, mem: mem}
+	if ctx.Target == functions.TargetP4 {
+		f.p4 = &p4Key{sp: k.sp, lt: k.lt}
+	}
+	return f, nil
 }
 
 // Process offers each packet's key.
-func (f *PCSAFunc) Process(b *buffers.Batch) { f.ProcessHashes(b, f.ownHashes(b)) }
+func (f *PCSAFunc) Process(b *buffers.Batch) {
+	if f.p4 != nil {
+		f.processP4(b)
+		return
+	}
+	f.ProcessHashes(b, f.ownHashes(b))
+}
 
 // ProcessHashes implements flowkey.Keyed.
 func (f *PCSAFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {

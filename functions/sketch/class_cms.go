@@ -20,7 +20,12 @@ var cmsState = &functions.State{Fields: []functions.StateField{
 	nokeyField,
 	{Name: "counters", Type: buffers.U64, Merge: functions.MergeSum, LenDoc: "depth×width",
 		LenOf:   func(p functions.Params) int { d, w := cmsDims(p); return d * w },
-		Summary: "the sketch: row r's counters at [r·width, (r+1)·width)"},
+		Summary: "the sketch: row r's counters at [r·width, (r+1)·width)",
+		Targets: []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP}},
+	{Name: "counters", Type: buffers.U64, Merge: functions.MergeSum, LenDoc: "depth×width (width rounded up to a power of two)",
+		LenOf:   func(p functions.Params) int { d, _ := cmsDims(p); w, _ := p4Width(p); return d * w },
+		Summary: "the switch's sketch, a register per row: row r's counters at [r·width, (r+1)·width)",
+		Targets: []functions.Target{functions.TargetP4}},
 }}
 
 var cmsClass = &functions.Class{
@@ -41,9 +46,9 @@ var cmsClass = &functions.Class{
 	Concurrency: functions.Mergeable,
 	OrderedWhen: []functions.Ordering{measure.ReportOrdering("its reports list each window's heaviest keys, tracked as their estimates grow packet by packet")},
 	Readable:    cmsReads,
-	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP},
-	Runs:        ebpfRuns(cmsRuns),
-	Code:        functions.EBPFCode(ebpfCMSCode),
+	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
+	Runs:        p4Runs(cmsRuns, cmsP4Runs),
+	Code:        functions.Codes(functions.EBPFCode(ebpfCMSCode), functions.P4Code(p4CMSCode)),
 	Produces:    measure.Reports,
 	Validate:    measure.CheckLinkType,
 	New:         func(ctx *functions.Context) (functions.Function, error) { return NewCMS(ctx) },
@@ -68,6 +73,10 @@ type CMS struct {
 	total   int // offset
 	top     *TopK[flowkey.Key]
 	entries []Entry[flowkey.Key]
+	// On a switch: the key as the switch reads it, and its positions.
+	p4     *p4Key
+	p4bits int
+	pos    []uint32
 }
 
 // NewCMS instantiates a cms function.
@@ -77,6 +86,10 @@ func NewCMS(ctx *functions.Context) (*CMS, error) {
 		return nil, err
 	}
 	d, w := cmsDims(ctx.Params)
+	bits := 0
+	if ctx.Target == functions.TargetP4 {
+		w, bits = p4Width(ctx.Params)
+	}
 	s, err := NewCountMin(k.m.Uint64s(functions.FieldOf(k.m, "counters")), d, w, Exclusive)
 	if err != nil {
 		return nil, err
@@ -85,6 +98,9 @@ func NewCMS(ctx *functions.Context) (*CMS, error) {
 		s.Track(measure.NewTouched(s.Len(), ctx))
 	}
 	c := &CMS{keyed: k, s: s, bytes: measure.Bytes(ctx.Params), total: functions.FieldOf(k.m, "total").Offset}
+	if ctx.Target == functions.TargetP4 {
+		c.p4, c.p4bits, c.pos = &p4Key{sp: k.sp, lt: k.lt}, bits, make([]uint32, d)
+	}
 	if k.report > 0 {
 		c.top = NewTopK[flowkey.Key](k.report)
 		c.entries = make([]Entry[flowkey.Key], 0, k.report)
@@ -93,7 +109,13 @@ func NewCMS(ctx *functions.Context) (*CMS, error) {
 }
 
 // Process adds each packet's value to its key.
-func (c *CMS) Process(b *buffers.Batch) { c.ProcessHashes(b, c.ownHashes(b)) }
+func (c *CMS) Process(b *buffers.Batch) {
+	if c.p4 != nil {
+		c.processP4(b)
+		return
+	}
+	c.ProcessHashes(b, c.ownHashes(b))
+}
 
 // ProcessHashes implements flowkey.Keyed. A key is extracted again only
 // when its estimate may enter the report's top K.
@@ -168,6 +190,17 @@ func (c *CMS) Read(name string) (functions.Reader, error) {
 		c.mode.Lock()
 		c.s.SetWrites(Shared)
 		c.mode.Unlock()
+		if c.p4 != nil {
+			key, pos := &p4Key{sp: c.sp, lt: c.lt}, make([]uint32, c.s.Depth())
+			return func(p *buffers.PBuf, slot uint32) float64 {
+				h1, h2, ok := key.hashes(p.Data(slot))
+				if !ok {
+					return 0
+				}
+				positions(pos, h1, h2, c.p4bits)
+				return float64(c.s.EstimateRows(pos))
+			}, nil
+		}
 		var k flowkey.Key
 		return func(p *buffers.PBuf, slot uint32) float64 {
 			if !c.sp.Extract(c.lt, p.Data(slot), &k) {

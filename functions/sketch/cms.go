@@ -112,6 +112,33 @@ func (s *CountMin) Track(t *measure.Touched) { s.touched = t }
 // raised from 0 (the others are 0), an untracked one's all.
 func (s *CountMin) ResetTouched() { resetTouched64(s.c, s.touched) }
 
+// AddRows adds v to counter pos[r] of each row r (a switch's positions,
+// flowkey.P4Index) and returns the key's new estimate.
+func (s *CountMin) AddRows(pos []uint32, v uint64) uint64 {
+	est := uint64(math.MaxUint64)
+	for r, i := range pos[:s.depth] {
+		p := &s.c[uint32(r)*s.width+i]
+		var n uint64
+		if s.w == Exclusive {
+			*p += v
+			n = *p
+		} else {
+			n = atomic.AddUint64(p, v)
+		}
+		est = min(est, n)
+	}
+	return est
+}
+
+// EstimateRows returns the least of counters pos[r] of the rows.
+func (s *CountMin) EstimateRows(pos []uint32) uint64 {
+	est := uint64(math.MaxUint64)
+	for r, i := range pos[:s.depth] {
+		est = min(est, atomic.LoadUint64(&s.c[uint32(r)*s.width+i]))
+	}
+	return est
+}
+
 // Estimate returns the estimate of the key hashed to h: the least of its
 // counters.
 func (s *CountMin) Estimate(h uint64) uint64 {

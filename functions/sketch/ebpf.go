@@ -258,10 +258,12 @@ func ebpfBloomCode(ctx *functions.Context) (ebpfgen.Function, error) {
 // would report other keys than Go on the same packets.
 func cmsRuns(p functions.Params) error {
 	if measure.Reports(p) {
-		return errors.New("report= of cms runs in userspace: Go tracks the heaviest keys packet by packet, in an order that per-CPU eBPF updates do not keep")
+		return errCMSReport
 	}
 	return nil
 }
+
+var errCMSReport = errors.New("report= of cms runs in userspace: Go tracks the heaviest keys packet by packet, in an order that per-CPU eBPF updates do not keep")
 
 // bloomRuns: a counting filter stays in userspace.
 func bloomRuns(p functions.Params) error {

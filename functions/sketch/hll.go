@@ -32,6 +32,7 @@ import (
 type HLL struct {
 	r       []uint8
 	p       uint8
+	hbits   int   // bits of the hashes offered: 64, or 32 (NewHLL32)
 	hist    []int // registers by value, 0 .. 65; nil untracked
 	touched *measure.Touched
 }
@@ -47,7 +48,25 @@ func NewHLL(mem []uint8, p int) (*HLL, error) {
 	if uintptr(unsafe.Pointer(&mem[0]))%4 != 0 {
 		return nil, fmt.Errorf("hyperloglog: registers not 4-byte aligned")
 	}
-	return &HLL{r: mem, p: uint8(p)}, nil
+	return &HLL{r: mem, p: uint8(p), hbits: 64}, nil
+}
+
+// NewHLL32 returns a HyperLogLog on mem offered 32-bit hashes (Add32):
+// the registers a switch keeps, from crc32.
+func NewHLL32(mem []uint8, p int) (*HLL, error) {
+	s, err := NewHLL(mem, p)
+	if s != nil {
+		s.hbits = 32
+	}
+	return s, err
+}
+
+// Add32 offers a 32-bit hash (HLLPosition32); it reports whether a
+// register grew.
+func (s *HLL) Add32(h uint32) bool {
+	j, rho := HLLPosition32(h, s.p)
+	_, grew := maxByte(s.r, j, rho)
+	return grew
 }
 
 // Precision returns p.
@@ -110,7 +129,7 @@ var isBigEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&
 
 // Estimate returns the cardinality estimate, from the registers: any
 // goroutine may call it while another adds.
-func (s *HLL) Estimate() float64 { return HLLEstimate(s.r) }
+func (s *HLL) Estimate() float64 { return hllEstimate(s.r, s.hbits) }
 
 // TrackedEstimate is Estimate, the same number, from the histogram a
 // tracked sketch keeps (from the registers otherwise). Only the goroutine
@@ -119,32 +138,50 @@ func (s *HLL) TrackedEstimate() float64 {
 	if s.hist == nil {
 		return s.Estimate()
 	}
-	return hllErtl(s.hist, len(s.r))
+	return hllErtl(s.hist[:s.hbits+2-int(s.p)], len(s.r))
 }
 
 // HLLEstimate estimates the cardinality from registers (len a power of two
 // ≥ 16, 4-byte aligned), e.g. a merged copy read from an eBPF map.
-func HLLEstimate(r []uint8) float64 {
-	var c [66]int // registers by value: 0 .. q+1 = 65−p
+func HLLEstimate(r []uint8) float64 { return hllEstimate(r, 64) }
+
+// HLLPosition32 returns the register and ρ a 32-bit hash offers at
+// precision p, as a switch computes them from crc32 (HLLPosition with 32
+// bits: ρ is at most 33−p).
+func HLLPosition32(h uint32, p uint8) (j uint32, rho uint8) {
+	j = h >> (32 - p)
+	w := h<<p | 1<<(p-1)
+	return j, uint8(bits.LeadingZeros32(w) + 1)
+}
+
+// HLLEstimate32 estimates the cardinality from registers offered 32-bit
+// hashes (HLLPosition32): Ertl's estimator with q = 32−p rank bits.
+func HLLEstimate32(r []uint8) float64 { return hllEstimate(r, 32) }
+
+// hllEstimate is Ertl's estimator for registers filled from hashes of
+// hbits bits.
+func hllEstimate(r []uint8, hbits int) float64 {
+	var c [66]int // registers by value: 0 .. q+1 = hbits+1−p
+	top := hbits + 1 - bits.TrailingZeros(uint(len(r)))
 	for i := 0; i < len(r); i += 4 {
 		w := atomic.LoadUint32((*uint32)(unsafe.Pointer(&r[i])))
 		for b := 0; b < 4; b++ {
-			c[min(uint8(w>>(8*b)), 65)]++
+			c[min(int(uint8(w>>(8*b))), top)]++
 		}
 	}
-	return hllErtl(c[:], len(r))
+	return hllErtl(c[:top+1], len(r))
 }
 
 // hllErtl is Ertl's improved estimator ("New cardinality estimation
 // algorithms for HyperLogLog sketches", 2017, algorithm 6) from the
-// histogram c of m registers: it needs neither the empirical bias tables of
+// histogram c of m registers (c[k] the registers of value k, 0 ≤ k ≤
+// q+1): it needs neither the empirical bias tables of
 // HyperLogLog++ nor a switch between estimators, and it is as accurate as
 // linear counting for small cardinalities. The original estimate
 // (αm·m²/Σ2^−M, linear counting below 5m/2) over-estimates near the switch
 // by about 2.5% at p = 14, beyond the 3·1.04/√m this package promises.
 func hllErtl(c []int, m int) float64 {
-	p := bits.TrailingZeros(uint(m))
-	q := 64 - p
+	q := len(c) - 2 // the hash's bits after the register's p
 	fm := float64(m)
 	z := fm * hllTau(1-float64(c[q+1])/fm)
 	for k := q; k >= 1; k-- {

@@ -75,9 +75,31 @@ func (s *PCSA) Track(t *measure.Touched) {
 	}
 }
 
+// PCSAPosition32 returns the bitmap and bit a 32-bit hash sets among 2^b
+// bitmaps, as a switch computes them from crc32: the bitmap is the top b
+// bits, the bit the trailing zeros of the rest (at most 31−b).
+func PCSAPosition32(h uint32, b uint8) (j uint32, bit uint8) {
+	if b > 0 {
+		j = h >> (32 - b)
+	}
+	low := h&(1<<(32-b)-1) | 1<<(31-b)
+	return j, uint8(bits.TrailingZeros32(low))
+}
+
+// Add32 offers a 32-bit hash (PCSAPosition32, the bitmaps a power of
+// two); it reports whether a bit was set.
+func (s *PCSA) Add32(h uint32) bool {
+	j, bit := PCSAPosition32(h, uint8(bits.TrailingZeros32(s.m)))
+	return s.set(j, bit)
+}
+
 // Add offers a key's hash; it reports whether a bit was set.
 func (s *PCSA) Add(h uint64) bool {
 	j, bit := PCSAPosition(h, s.m)
+	return s.set(j, bit)
+}
+
+func (s *PCSA) set(j uint32, bit uint8) bool {
 	mask := uint32(1) << bit
 	if atomic.LoadUint32(&s.b[j])&mask != 0 {
 		return false

@@ -18,7 +18,7 @@ var fields = map[string]string{
 	"pkt.output_port": "pkt.outport", "pkt.out_port": "pkt.outport", "pkt.egress_port": "pkt.outport", "pkt.outport": "pkt.outport",
 	"pkt.in_queue_length": "pkt.qdepth", "pkt.queue_length": "pkt.qdepth", "pkt.qdepth": "pkt.qdepth",
 	"switch.id": "switch.id",
-	"eth.src": "eth.src", "eth.dst": "eth.dst", "eth.type": "eth.type", "vlan.id": "vlan.id",
+	"eth.src":   "eth.src", "eth.dst": "eth.dst", "eth.type": "eth.type", "vlan.id": "vlan.id",
 	"ip.src": "ipv4.src", "ip.dst": "ipv4.dst", "ip.dest": "ipv4.dst", "ip.proto": "ip.proto", "ip.tos": "ipv4.tos",
 	"ip.ttl": "ipv4.ttl", "ip.id": "ipv4.id", "ip.checksum": "ipv4.csum",
 	"ipv4.src": "ipv4.src", "ipv4.dst": "ipv4.dst", "ipv4.dest": "ipv4.dst", "ipv4.proto": "ipv4.proto",

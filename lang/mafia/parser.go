@@ -96,7 +96,7 @@ func posAt(src string, off int) Pos {
 	return p
 }
 
-func (p *parser) peek() token     { return p.toks[p.at] }
+func (p *parser) peek() token { return p.toks[p.at] }
 func (p *parser) peekAt(k int) token {
 	if p.at+k < len(p.toks) {
 		return p.toks[p.at+k]

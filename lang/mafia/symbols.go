@@ -15,16 +15,16 @@ import (
 type kind uint8
 
 const (
-	kCounter      kind = iota + 1 // Counter(): one count
-	kTimestamp                    // Timestamp(): the time of the packet at hand
-	kMapCounter                   // HashMap(type=Counter()): a count per key
-	kMapTimestamp                 // HashMap(type=Timestamp()): a time per key
-	kCountMin                     // Sketch(alg=count-min)
-	kPCSA                         // Sketch(alg=pcsa)
-	kHLL                          // Sketch(alg=hyperloglog)
-	kStore                        // Sketch(alg=store)
-	kBloom                        // BloomFilter(alg=membership)
-	kCountingBloom                // BloomFilter(alg=counting)
+	kCounter       kind = iota + 1 // Counter(): one count
+	kTimestamp                     // Timestamp(): the time of the packet at hand
+	kMapCounter                    // HashMap(type=Counter()): a count per key
+	kMapTimestamp                  // HashMap(type=Timestamp()): a time per key
+	kCountMin                      // Sketch(alg=count-min)
+	kPCSA                          // Sketch(alg=pcsa)
+	kHLL                           // Sketch(alg=hyperloglog)
+	kStore                         // Sketch(alg=store)
+	kBloom                         // BloomFilter(alg=membership)
+	kCountingBloom                 // BloomFilter(alg=counting)
 )
 
 var kindNames = map[kind]string{kCounter: "a Counter", kTimestamp: "a Timestamp", kMapCounter: "a HashMap of counters",

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ffpf-go/ffpf/lang"
+)
+
+// p4Command is a command of 'ffpf p4'.
+type p4Command struct {
+	name, synopsis string
+	run            func(args []string, stdout, stderr io.Writer) error
+}
+
+// p4Commands are the commands of the P4 switch flowspace, one a line:
+// each part of it adds its own (check, build, switch).
+var p4Commands = []p4Command{
+	{"check", p4CheckSynopsis, cmdP4Check},
+	{"build", p4BuildSynopsis, cmdP4Build},
+	{"switch", "--p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255] [--resources FILE.yaml] [--rate PORT=PPS]... [--queue N]", cmdP4Switch},
+}
+
+func p4Usage() string {
+	var b strings.Builder
+	b.WriteString("Usage:\n")
+	for _, c := range p4Commands {
+		fmt.Fprintf(&b, "  ffpf p4 %s %s\n", c.name, strings.SplitN(c.synopsis, "\n", 2)[0])
+	}
+	b.WriteString("\nThe P4 switch flowspace (README, \"P4 switch\"). Run 'ffpf p4 COMMAND -h' for a command's flags.\n")
+	return b.String()
+}
+
+func cmdP4(args []string, stdout, stderr io.Writer) error {
+	var names []string
+	for _, c := range p4Commands {
+		names = append(names, c.name)
+	}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, p4Usage())
+		return usageErrorf("p4 needs a command: %s", strings.Join(names, ", "))
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, p4Usage())
+		return nil
+	}
+	for _, c := range p4Commands {
+		if c.name == cmd {
+			return c.run(rest, stdout, stderr)
+		}
+	}
+	hint := ""
+	if s, ok := lang.Suggest(cmd, names); ok {
+		hint = fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return usageErrorf("unknown p4 command %q%s; see 'ffpf p4 help'", cmd, hint)
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/ffpf-go/ffpf/flowgraph"
+	"github.com/ffpf-go/ffpf/flowspaces"
+	"github.com/ffpf-go/ffpf/flowspaces/p4"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
+)
+
+const p4BuildSynopsis = `--hierarchy FILE.yaml [-i IFACE] [-o DIR] [--json] [-e EXPR]... [EXPR]...
+
+Builds the program of what the expressions place on the switches of the
+hierarchy, without a running switch: per switch, DIR/main.p4 (P4_16 for
+v1model), DIR/p4info.txtpb (its P4Info, prototext) and DIR/resources.txt
+(what it takes: stages used, the widest stage, stateful operations,
+tables, actions and lines of P4, stage by stage). A hierarchy with
+several switches gets a directory per switch, DIR/NAME. --json prints the
+same as one object. The functions that do not fit stay above the switch:
+'ffpf place' says why.`
+
+// switchShare is what a request places on one switch, built.
+type switchShare struct {
+	sw  *p4.Flowspace
+	out *p4.Output
+}
+
+// switchShares builds, for each switch of the hierarchy that was given
+// functions, their program: the outputs sent up are those a function
+// placed elsewhere reads.
+func switchShares(rt *flowgraph.Runtime) ([]switchShare, error) {
+	plan := rt.Plan()
+	var shares []switchShare
+	var err error
+	flowspaces.Walk(rt.Hierarchy(), func(fs flowspaces.Flowspace) {
+		sw, ok := fs.(*p4.Flowspace)
+		if !ok || err != nil {
+			return
+		}
+		nodes := sw.Placed()
+		if len(nodes) == 0 {
+			return
+		}
+		var want []*flowspaces.Node
+		for _, n := range nodes {
+			for _, f := range plan.Functions {
+				if f.Flowspace != sw.Name() && slices.Contains(f.Inputs, n.ID) && !slices.Contains(want, n) {
+					want = append(want, n)
+				}
+			}
+		}
+		var a *p4.Assembly
+		if a, err = sw.Build(nodes, want); err != nil {
+			err = fmt.Errorf("switch %s: %w", sw.Name(), err)
+			return
+		}
+		var out *p4.Output
+		if out, err = a.Output(); err != nil {
+			err = fmt.Errorf("switch %s: %w", sw.Name(), err)
+			return
+		}
+		shares = append(shares, switchShare{sw, out})
+	})
+	return shares, err
+}
+
+func cmdP4Build(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("p4 build", p4BuildSynopsis, stderr)
+	var o runOptions
+	o.register(fs)
+	dir := fs.String("o", "out", "write the files into `DIR`")
+	asJSON := fs.Bool("json", false, "print the programs' files and resources as one JSON object")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if o.hierarchy == "" {
+		return usageErrorf("p4 build needs --hierarchy: a file that describes a switch (see examples/hierarchy/tor.yaml)")
+	}
+	rt, host, err := o.populate(pos, stderr)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	defer rt.Close()
+	shares, err := switchShares(rt)
+	if err != nil {
+		return err
+	}
+	if len(shares) == 0 {
+		return &exitError{2, fmt.Errorf("nothing runs on a switch: the hierarchy %s has none, or no function of the expressions could be placed on one (see 'ffpf place')", o.hierarchy)}
+	}
+	type built struct {
+		Switch    string       `json:"switch"`
+		Program   string       `json:"program"`
+		P4Info    string       `json:"p4info"`
+		Resources p4.Resources `json:"resources"`
+		ResFile   string       `json:"resources_file"`
+	}
+	var all []built
+	for _, s := range shares {
+		d := *dir
+		if len(shares) > 1 {
+			d = filepath.Join(d, s.sw.Name())
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		info, err := p4gen.P4InfoText(s.out.P4Info)
+		if err != nil {
+			return err
+		}
+		b := built{Switch: s.sw.Name(), Program: filepath.Join(d, "main.p4"), P4Info: filepath.Join(d, "p4info.txtpb"),
+			Resources: s.out.Resources, ResFile: filepath.Join(d, "resources.txt")}
+		for _, f := range []struct {
+			path string
+			data []byte
+		}{{b.Program, s.out.Printed.Text}, {b.P4Info, info}, {b.ResFile, []byte(s.out.Resources.String())}} {
+			if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
+				return err
+			}
+		}
+		all = append(all, b)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Switches []built `json:"switches"`
+		}{all})
+	}
+	for _, b := range all {
+		fmt.Fprintf(stdout, "%s, %s, %s\n%s", b.Program, b.P4Info, b.ResFile, b.Resources)
+	}
+	return nil
+}
+
+// writeSwitches prints, after a plan, each switch's resource report.
+func writeSwitches(w io.Writer, rt *flowgraph.Runtime) error {
+	shares, err := switchShares(rt)
+	if err != nil {
+		return err
+	}
+	for _, s := range shares {
+		fmt.Fprintf(w, "\nswitch %s resources:\n%s", s.sw.Name(), s.out.Resources)
+	}
+	return nil
+}
+
+// switchResources returns the switches' resource reports, for place --json.
+func switchResources(rt *flowgraph.Runtime) ([]p4.Resources, error) {
+	shares, err := switchShares(rt)
+	out := []p4.Resources{}
+	for _, s := range shares {
+		out = append(out, s.out.Resources)
+	}
+	return out, err
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"google.golang.org/protobuf/encoding/prototext"
+)
+
+const torYAML = "../../examples/hierarchy/tor.yaml"
+
+// p4 build writes the switch's share of a request, without a switch: a
+// program our checker takes, its P4Info, and its resources; --json says
+// the same. place shows the share, why the rest is not there, and the
+// resources.
+func TestP4Build(t *testing.T) {
+	dir := t.TempDir()
+	expr := `(pktcount) > (bytecount) > (export,file=` + filepath.Join(dir, "up.pcap") + `)`
+	r := ffpf(t, "p4", "build", "--hierarchy", torYAML, "-i", "swp1", "-o", dir, "--json", expr)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var doc struct {
+		Switches []struct {
+			Switch, Program, P4Info string
+			Resources               struct {
+				Functions []string `json:"functions"`
+				Depth     int      `json:"pipeline_depth"`
+				Width     int      `json:"widest_stage"`
+				Stateful  int      `json:"stateful_ops"`
+				Tables    int      `json:"tables"`
+				Actions   int      `json:"actions"`
+				Lines     int      `json:"lines_of_p4"`
+			} `json:"resources"`
+			ResFile string `json:"resources_file"`
+		} `json:"switches"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Switches) != 1 {
+		t.Fatalf("--json: %v\n%s", err, r.stdout)
+	}
+	s := doc.Switches[0]
+	if s.Switch != "tor" || strings.Join(s.Resources.Functions, " ") != "dev#1 pktcount#1 bytecount#1" ||
+		s.Resources.Depth < 1 || s.Resources.Depth > 12 || s.Resources.Width < 1 || s.Resources.Lines < 100 {
+		t.Errorf("the switch's share: %+v", s)
+	}
+	if c := ffpf(t, "p4", "check", s.Program); c.code != 0 {
+		t.Errorf("p4 check %s: exit %d %s", s.Program, c.code, c.stderr)
+	}
+	text, err := os.ReadFile(s.P4Info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info p4cfg.P4Info
+	if err := prototext.Unmarshal(text, &info); err != nil {
+		t.Fatalf("%s: %v", s.P4Info, err)
+	}
+	names := map[string]bool{}
+	for _, c := range info.Counters {
+		names[c.Preamble.Name] = true
+	}
+	for _, want := range []string{"ffpf_ingress.pktcount_1_acct", "ffpf_ingress.bytecount_1_acct", "ffpf_ingress.ffpf_up"} {
+		if !names[want] {
+			t.Errorf("the P4Info has no counter %s (%v)", want, names)
+		}
+	}
+	res, err := os.ReadFile(s.ResFile)
+	if err != nil || !strings.Contains(string(res), "stages used (pipeline depth)") || !strings.Contains(string(res), "lines of P4") {
+		t.Errorf("%s: %v\n%s", s.ResFile, err, res)
+	}
+
+	r = ffpf(t, "place", "--hierarchy", torYAML, "-i", "swp1", expr)
+	for _, want := range []string{"not in tor: class export has no P4 implementation", "switch tor resources:",
+		"stages used (pipeline depth)", "pktcount#1   0x000fffff  lowest flowspace with class pktcount at or above tor"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("place: exit %d, no %q in\n%s%s", r.code, want, r.stdout, r.stderr)
+		}
+	}
+
+	r = ffpf(t, "p4", "build", "-i", "swp1", expr)
+	if r.code != 2 || !strings.Contains(r.stderr, "p4 build needs --hierarchy") {
+		t.Errorf("without a hierarchy: exit %d %q", r.code, r.stderr)
+	}
+	r = ffpf(t, "p4", "build", "--hierarchy", "../../examples/hierarchy/two-nics.yaml", "-i", "eth0", "-o", dir, expr)
+	if r.code != 2 || !strings.Contains(r.stderr, "nothing runs on a switch") {
+		t.Errorf("a hierarchy without a switch: exit %d %q", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,772 @@
+package pisa
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/ffpf-go/ffpf/functions/p4gen"
+)
+
+// expr computes a value of the packet; op is a statement.
+type (
+	expr func(*pkt) uint64
+	op   func(*pkt)
+)
+
+// pkt is one packet's state: its value slots and where its bytes are.
+type pkt struct {
+	v       []uint64
+	data    []byte
+	payload int     // offset of the bytes past the parsed headers; -1: none
+	varOff  []int32 // per header: its varbit field's bytes in data
+	varLen  []int32
+	hdrAt   []int32 // per header: 1 + the bit offset it was extracted at; 0: not extracted
+	old     uint64  // the register cell an RMW is updating
+	clones  []uint32
+	err     error
+	// dirty: a header field or a header's validity was written; ordered:
+	// the parser extracted headers in the deparser's order. When the one
+	// is false and the other true, the deparser gives back the bytes as
+	// they came.
+	dirty   bool
+	ordered bool
+	lastPos int
+}
+
+// action is a compiled action: its parameters' slots and its body.
+type action struct {
+	a      *p4gen.Action
+	slots  []int
+	masks  []uint64
+	body   []op
+	called bool // its body is being compiled (for call cycles)
+}
+
+func (a *action) call(p *pkt, args []uint64) {
+	for i, s := range a.slots {
+		p.v[s] = args[i] & a.masks[i]
+	}
+	run(a.body, p)
+}
+
+func run(ops []op, p *pkt) {
+	for _, o := range ops {
+		o(p)
+		if p.err != nil {
+			return
+		}
+	}
+}
+
+// compiler resolves names to slots and turns the IR into closures.
+type compiler struct {
+	m       *Model
+	slots   map[string]int // hdr.h.f, meta.f, standard_metadata.f, valid:h
+	actions map[*p4gen.Action]*action
+	tables  map[*p4gen.Table]*table
+	regs    map[*p4gen.Register]int
+	ctrs    map[*p4gen.Counter]int
+	digs    map[*p4gen.DigestType]int
+	hdr     map[int]bool // slots of header fields
+	used    map[int]bool // slots an expression reads or a statement writes
+}
+
+// scope is what names mean where an expression is: an action's
+// parameters, and whether Old (an RMW's cell) is readable.
+type scope struct {
+	params map[string]int
+	inRMW  bool
+}
+
+func (c *compiler) slot(r p4gen.Ref, sc *scope) (int, error) {
+	if sc != nil {
+		if s, ok := sc.params[r.Path]; ok {
+			return s, nil
+		}
+	}
+	if s, ok := c.slots[r.Path]; ok {
+		return s, nil
+	}
+	return 0, fmt.Errorf("%s is not declared", r.Path)
+}
+
+// refSlot returns the slot of x when it is a field (read).
+func (c *compiler) refSlot(x p4gen.Expr, sc *scope) (int, bool) {
+	r, ok := x.(p4gen.Ref)
+	if !ok {
+		return 0, false
+	}
+	s, err := c.slot(r, sc)
+	if err != nil {
+		return 0, false
+	}
+	c.used[s] = true
+	return s, true
+}
+
+func (c *compiler) expr(x p4gen.Expr, sc *scope) (expr, error) {
+	switch x := x.(type) {
+	case p4gen.Const:
+		v := x.Value
+		return func(*pkt) uint64 { return v }, nil
+	case p4gen.Ref:
+		s, err := c.slot(x, sc)
+		if err != nil {
+			return nil, err
+		}
+		c.used[s] = true
+		return func(p *pkt) uint64 { return p.v[s] }, nil
+	case p4gen.Valid:
+		s, ok := c.slots["valid:"+x.Header]
+		if !ok {
+			return nil, fmt.Errorf("header %s is not declared", x.Header)
+		}
+		return func(p *pkt) uint64 { return p.v[s] }, nil
+	case p4gen.Old:
+		if sc == nil || !sc.inRMW {
+			return nil, fmt.Errorf("a register's old value is read outside its read-modify-write")
+		}
+		return func(p *pkt) uint64 { return p.old }, nil
+	case p4gen.Unary:
+		a, err := c.expr(x.X, sc)
+		if err != nil {
+			return nil, err
+		}
+		if x.Op == p4gen.Not {
+			return func(p *pkt) uint64 { return a(p) ^ 1 }, nil
+		}
+		m := x.Type().Mask()
+		return func(p *pkt) uint64 { return ^a(p) & m }, nil
+	case p4gen.Binary:
+		return c.binary(x, sc)
+	case p4gen.Cast:
+		m := x.Type().Mask()
+		if s, ok := c.refSlot(x.X, sc); ok {
+			return func(p *pkt) uint64 { return p.v[s] & m }, nil
+		}
+		a, err := c.expr(x.X, sc)
+		if err != nil {
+			return nil, err
+		}
+		return func(p *pkt) uint64 { return a(p) & m }, nil
+	case p4gen.Slice:
+		if in, ok := x.X.(p4gen.Slice); ok { // x[h:l][h2:l2] is x[l+h2:l+l2]
+			return c.expr(p4gen.Slice{X: in.X, Hi: in.Lo + x.Hi, Lo: in.Lo + x.Lo}, sc)
+		}
+		if s, ok := c.refSlot(x.X, sc); ok {
+			lo, m := uint(x.Lo), x.Type().Mask()
+			return func(p *pkt) uint64 { return p.v[s] >> lo & m }, nil
+		}
+		a, err := c.expr(x.X, sc)
+		if err != nil {
+			return nil, err
+		}
+		lo, m := uint(x.Lo), x.Type().Mask()
+		return func(p *pkt) uint64 { return a(p) >> lo & m }, nil
+	case p4gen.Mux:
+		cond, err := c.expr(x.Cond, sc)
+		if err != nil {
+			return nil, err
+		}
+		a, err := c.expr(x.Then, sc)
+		if err != nil {
+			return nil, err
+		}
+		b, err := c.expr(x.Else, sc)
+		if err != nil {
+			return nil, err
+		}
+		return func(p *pkt) uint64 {
+			if cond(p) != 0 {
+				return a(p)
+			}
+			return b(p)
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown expression %T", x)
+}
+
+func b2u(c bool) uint64 {
+	if c {
+		return 1
+	}
+	return 0
+}
+
+func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
+	l, err := c.expr(x.L, sc)
+	if err != nil {
+		return nil, err
+	}
+	m := x.L.Type().Mask()
+	// A constant right operand is the common case (x + 1, x == 6, x >> 4):
+	// one closure call fewer, two when the left is a field.
+	if k, ok := x.R.(p4gen.Const); ok {
+		r := k.Value
+		if sl, ok := x.L.(p4gen.Slice); ok && (x.Op == p4gen.Eq || x.Op == p4gen.Ne) {
+			if in, ok := sl.X.(p4gen.Slice); ok {
+				sl = p4gen.Slice{X: in.X, Hi: in.Lo + sl.Hi, Lo: in.Lo + sl.Lo}
+			}
+			if s, ok := c.refSlot(sl.X, sc); ok { // a bit test: x[h:l] == k
+				lo, sm := uint(sl.Lo), sl.Type().Mask()
+				if x.Op == p4gen.Eq {
+					return func(p *pkt) uint64 { return b2u(p.v[s]>>lo&sm == r) }, nil
+				}
+				return func(p *pkt) uint64 { return b2u(p.v[s]>>lo&sm != r) }, nil
+			}
+		}
+		if s, ok := c.refSlot(x.L, sc); ok {
+			switch x.Op {
+			case p4gen.Eq:
+				return func(p *pkt) uint64 { return b2u(p.v[s] == r) }, nil
+			case p4gen.Ne:
+				return func(p *pkt) uint64 { return b2u(p.v[s] != r) }, nil
+			case p4gen.Lt:
+				return func(p *pkt) uint64 { return b2u(p.v[s] < r) }, nil
+			case p4gen.Gt:
+				return func(p *pkt) uint64 { return b2u(p.v[s] > r) }, nil
+			case p4gen.Add:
+				return func(p *pkt) uint64 { return (p.v[s] + r) & m }, nil
+			}
+		}
+		switch x.Op {
+		case p4gen.Add:
+			return func(p *pkt) uint64 { return (l(p) + r) & m }, nil
+		case p4gen.Sub:
+			return func(p *pkt) uint64 { return (l(p) - r) & m }, nil
+		case p4gen.And:
+			return func(p *pkt) uint64 { return l(p) & r }, nil
+		case p4gen.Or:
+			return func(p *pkt) uint64 { return l(p) | r }, nil
+		case p4gen.Eq:
+			return func(p *pkt) uint64 { return b2u(l(p) == r) }, nil
+		case p4gen.Ne:
+			return func(p *pkt) uint64 { return b2u(l(p) != r) }, nil
+		case p4gen.Lt:
+			return func(p *pkt) uint64 { return b2u(l(p) < r) }, nil
+		case p4gen.Gt:
+			return func(p *pkt) uint64 { return b2u(l(p) > r) }, nil
+		case p4gen.Shl:
+			if r >= 64 {
+				return func(p *pkt) uint64 { l(p); return 0 }, nil
+			}
+			return func(p *pkt) uint64 { return l(p) << r & m }, nil
+		case p4gen.Shr:
+			if r >= 64 {
+				return func(p *pkt) uint64 { l(p); return 0 }, nil
+			}
+			return func(p *pkt) uint64 { return l(p) >> r }, nil
+		}
+	}
+	r, err := c.expr(x.R, sc)
+	if err != nil {
+		return nil, err
+	}
+	switch x.Op {
+	case p4gen.Add:
+		return func(p *pkt) uint64 { return (l(p) + r(p)) & m }, nil
+	case p4gen.Sub:
+		return func(p *pkt) uint64 { return (l(p) - r(p)) & m }, nil
+	case p4gen.SatAdd:
+		return func(p *pkt) uint64 {
+			a, b := l(p), r(p)
+			if s := a + b; s < a || s > m {
+				return m
+			} else {
+				return s
+			}
+		}, nil
+	case p4gen.And:
+		return func(p *pkt) uint64 { return l(p) & r(p) }, nil
+	case p4gen.Or:
+		return func(p *pkt) uint64 { return l(p) | r(p) }, nil
+	case p4gen.Xor:
+		return func(p *pkt) uint64 { return l(p) ^ r(p) }, nil
+	case p4gen.Shl:
+		return func(p *pkt) uint64 {
+			a, b := l(p), r(p)
+			if b >= 64 {
+				return 0
+			}
+			return a << b & m
+		}, nil
+	case p4gen.Shr:
+		return func(p *pkt) uint64 {
+			a, b := l(p), r(p)
+			if b >= 64 {
+				return 0
+			}
+			return a >> b
+		}, nil
+	case p4gen.Eq:
+		return func(p *pkt) uint64 { return b2u(l(p) == r(p)) }, nil
+	case p4gen.Ne:
+		return func(p *pkt) uint64 { return b2u(l(p) != r(p)) }, nil
+	case p4gen.Lt:
+		return func(p *pkt) uint64 { return b2u(l(p) < r(p)) }, nil
+	case p4gen.Le:
+		return func(p *pkt) uint64 { return b2u(l(p) <= r(p)) }, nil
+	case p4gen.Gt:
+		return func(p *pkt) uint64 { return b2u(l(p) > r(p)) }, nil
+	case p4gen.Ge:
+		return func(p *pkt) uint64 { return b2u(l(p) >= r(p)) }, nil
+	case p4gen.LAnd:
+		return func(p *pkt) uint64 {
+			if l(p) == 0 {
+				return 0
+			}
+			return r(p)
+		}, nil
+	case p4gen.LOr:
+		return func(p *pkt) uint64 {
+			if l(p) == 1 {
+				return 1
+			}
+			return r(p)
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown operator %v", x.Op)
+}
+
+func (c *compiler) stmts(ss []p4gen.Stmt, sc *scope) ([]op, error) {
+	out := make([]op, 0, len(ss))
+	for _, s := range ss {
+		o, err := c.stmt(s, sc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// set returns the slot and mask an assignment to r writes.
+func (c *compiler) set(r p4gen.Ref, sc *scope) (int, uint64, error) {
+	s, err := c.slot(r, sc)
+	c.used[s] = true
+	return s, r.Type().Mask(), err
+}
+
+// dirties wraps o so that it marks the packet's headers written when
+// slot d is a header field's.
+func (c *compiler) dirties(d int, o op) op {
+	if !c.hdr[d] {
+		return o
+	}
+	return func(p *pkt) {
+		o(p)
+		p.dirty = true
+	}
+}
+
+func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
+	m := c.m
+	switch s := s.(type) {
+	case p4gen.Assign:
+		d, mask, err := c.set(s.Dst, sc)
+		if err != nil {
+			return nil, err
+		}
+		// Every expression's value is within its type, which is Dst's
+		// (Validate): no mask. A constant or a field is one closure.
+		_ = mask
+		if k, ok := s.X.(p4gen.Const); ok {
+			v := k.Value
+			return c.dirties(d, func(p *pkt) { p.v[d] = v }), nil
+		}
+		if r, ok := c.refSlot(s.X, sc); ok {
+			return c.dirties(d, func(p *pkt) { p.v[d] = p.v[r] }), nil
+		}
+		x, err := c.expr(s.X, sc)
+		if err != nil {
+			return nil, err
+		}
+		return c.dirties(d, func(p *pkt) { p.v[d] = x(p) }), nil
+	case p4gen.If:
+		cond, err := c.expr(s.Cond, sc)
+		if err != nil {
+			return nil, err
+		}
+		th, err := c.stmts(s.Then, sc)
+		if err != nil {
+			return nil, err
+		}
+		el, err := c.stmts(s.Else, sc)
+		if err != nil {
+			return nil, err
+		}
+		if v, ok := s.Cond.(p4gen.Valid); ok && len(el) == 0 {
+			vs := c.slots["valid:"+v.Header]
+			return func(p *pkt) {
+				if p.v[vs] != 0 {
+					run(th, p)
+				}
+			}, nil
+		}
+		return func(p *pkt) {
+			if cond(p) != 0 {
+				run(th, p)
+			} else {
+				run(el, p)
+			}
+		}, nil
+	case p4gen.Apply:
+		t := c.tables[s.Table]
+		if t == nil {
+			return nil, fmt.Errorf("table %s is not declared", s.Table.Name)
+		}
+		return func(p *pkt) {
+			a, args := t.lookup(p)
+			a.call(p, args)
+		}, nil
+	case p4gen.Call:
+		a, err := c.action(s.Action)
+		if err != nil {
+			return nil, err
+		}
+		args := make([]expr, len(s.Args))
+		for i, x := range s.Args {
+			if args[i], err = c.expr(x, sc); err != nil {
+				return nil, err
+			}
+		}
+		return func(p *pkt) {
+			for i, x := range args {
+				p.v[a.slots[i]] = x(p) & a.masks[i]
+			}
+			run(a.body, p)
+		}, nil
+	case p4gen.Hash:
+		return c.hash(s, sc)
+	case p4gen.Random:
+		d, mask, err := c.set(s.Dst, sc)
+		if err != nil {
+			return nil, err
+		}
+		lo, hi := s.Lo, s.Hi
+		return c.dirties(d, func(p *pkt) { p.v[d] = m.Random(lo, hi) & mask }), nil
+	case p4gen.RMW:
+		return c.rmw(s, sc)
+	case p4gen.Count:
+		ci, ok := c.ctrs[s.Counter]
+		if !ok {
+			return nil, fmt.Errorf("counter %s is not declared", s.Counter.Name)
+		}
+		idx, err := c.expr(s.Index, sc)
+		if err != nil {
+			return nil, err
+		}
+		cells := m.counts[ci]
+		lenSlot := c.slots["standard_metadata.packet_length"]
+		errIdx := fmt.Errorf("counter %s: index past its %d cells", s.Counter.Name, len(cells))
+		return func(p *pkt) {
+			i := idx(p)
+			if i >= uint64(len(cells)) {
+				p.err = errIdx
+				return
+			}
+			cells[i].Packets++
+			cells[i].Bytes += p.v[lenSlot]
+		}, nil
+	case p4gen.Digest:
+		di, ok := c.digs[s.Type]
+		if !ok {
+			return nil, fmt.Errorf("digest %s is not declared", s.Type.Name)
+		}
+		vals := make([]expr, len(s.Values))
+		for i, x := range s.Values {
+			var err error
+			if vals[i], err = c.expr(x, sc); err != nil {
+				return nil, err
+			}
+		}
+		return func(p *pkt) {
+			start := len(m.dvals)
+			for _, x := range vals {
+				m.dvals = append(m.dvals, x(p))
+			}
+			m.digs = append(m.digs, digestRec{typ: di, start: start, end: len(m.dvals)})
+		}, nil
+	case p4gen.Clone:
+		sess := s.Session
+		return func(p *pkt) { p.clones = append(p.clones, sess) }, nil
+	case p4gen.SetValid:
+		h := c.m.header(s.Header)
+		if h == nil {
+			return nil, fmt.Errorf("header %s is not declared", s.Header)
+		}
+		if !s.Valid {
+			return func(p *pkt) { p.v[h.valid], p.dirty = 0, true }, nil
+		}
+		return func(p *pkt) {
+			p.v[h.valid], p.dirty = 1, true
+			p.hdrAt[h.index] = 0
+			for _, f := range h.fields {
+				p.v[f.slot] = 0
+			}
+		}, nil
+	case p4gen.MarkToDrop:
+		spec := c.slots["standard_metadata.egress_spec"]
+		return func(p *pkt) { p.v[spec] = p4gen.DropPort }, nil
+	}
+	return nil, fmt.Errorf("unknown statement %T", s)
+}
+
+func (c *compiler) hash(s p4gen.Hash, sc *scope) (op, error) {
+	d, mask, err := c.set(s.Dst, sc)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]expr, len(s.Data))
+	widths := make([]int, len(s.Data))
+	total, aligned := 0, true
+	for i, x := range s.Data {
+		if data[i], err = c.expr(x, sc); err != nil {
+			return nil, err
+		}
+		widths[i] = x.Type().Bits
+		total += widths[i]
+		aligned = aligned && widths[i]%8 == 0
+	}
+	if total%8 != 0 {
+		return nil, fmt.Errorf("hash into %s: its data has %d bits; pad it to whole bytes", s.Dst.Path, total)
+	}
+	buf := make([]byte, total/8)
+	pack := func(p *pkt) {
+		if aligned {
+			o := 0
+			for i, x := range data {
+				v := x(p)
+				switch widths[i] {
+				case 8:
+					buf[o] = byte(v)
+				case 16:
+					binary.BigEndian.PutUint16(buf[o:], uint16(v))
+				case 32:
+					binary.BigEndian.PutUint32(buf[o:], uint32(v))
+				case 64:
+					binary.BigEndian.PutUint64(buf[o:], v)
+				default:
+					for n := widths[i] / 8; n > 0; n-- {
+						buf[o+widths[i]/8-n] = byte(v >> (8 * (n - 1)))
+					}
+				}
+				o += widths[i] / 8
+			}
+			return
+		}
+		w := bitWriter{b: buf[:0]}
+		for i, x := range data {
+			w.put(x(p), widths[i])
+		}
+	}
+	base, max := s.Base, s.Max
+	var h func([]byte) uint64
+	switch s.Algo {
+	case p4gen.CRC32:
+		h = func(b []byte) uint64 { return uint64(crc32.ChecksumIEEE(b)) }
+	case p4gen.CRC16:
+		h = func(b []byte) uint64 { return uint64(crc16(b)) }
+	case p4gen.Identity:
+		h = func(b []byte) uint64 {
+			var v uint64
+			for _, c := range b {
+				v = v<<8 | uint64(c)
+			}
+			return v
+		}
+	default:
+		return nil, fmt.Errorf("hash into %s has no algorithm", s.Dst.Path)
+	}
+	return c.dirties(d, func(p *pkt) {
+		pack(p)
+		v := h(buf)
+		if max > 0 {
+			v %= max
+		}
+		p.v[d] = (base + v) & mask
+	}), nil
+}
+
+func (c *compiler) rmw(s p4gen.RMW, sc *scope) (op, error) {
+	ri, ok := c.regs[s.Reg]
+	if !ok {
+		return nil, fmt.Errorf("register %s is not declared", s.Reg.Name)
+	}
+	idx, err := c.expr(s.Index, sc)
+	if err != nil {
+		return nil, err
+	}
+	in := &scope{inRMW: true}
+	if sc != nil {
+		in.params = sc.params
+	}
+	nv, err := c.expr(s.New, in)
+	if err != nil {
+		return nil, err
+	}
+	var cond expr
+	if s.Cond != nil {
+		if cond, err = c.expr(s.Cond, in); err != nil {
+			return nil, err
+		}
+	}
+	oldTo, newTo := -1, -1
+	if s.OldTo != nil {
+		if oldTo, _, err = c.set(*s.OldTo, sc); err != nil {
+			return nil, err
+		}
+	}
+	if s.NewTo != nil {
+		if newTo, _, err = c.set(*s.NewTo, sc); err != nil {
+			return nil, err
+		}
+	}
+	cells := c.m.regs[ri]
+	mask := p4gen.Bit(s.Reg.Width).Mask()
+	errIdx := fmt.Errorf("register %s: index past its %d cells", s.Reg.Name, len(cells))
+	o := func(p *pkt) {
+		i := idx(p)
+		if i >= uint64(len(cells)) {
+			p.err = errIdx
+			return
+		}
+		old := cells[i]
+		v := old
+		p.old = old
+		if cond == nil || cond(p) != 0 {
+			v = nv(p) & mask
+		}
+		cells[i] = v
+		if oldTo >= 0 {
+			p.v[oldTo] = old
+		}
+		if newTo >= 0 {
+			p.v[newTo] = v
+		}
+	}
+	if oldTo >= 0 && c.hdr[oldTo] || newTo >= 0 && c.hdr[newTo] {
+		return func(p *pkt) {
+			o(p)
+			p.dirty = true
+		}, nil
+	}
+	return o, nil
+}
+
+// action compiles a's body once; a call cycle is refused.
+func (c *compiler) action(a *p4gen.Action) (*action, error) {
+	if ca, ok := c.actions[a]; ok {
+		if ca.called {
+			return nil, fmt.Errorf("action %s calls itself", a.Name)
+		}
+		return ca, nil
+	}
+	ca := &action{a: a, called: true}
+	c.actions[a] = ca
+	sc := &scope{params: map[string]int{}}
+	for _, f := range a.Params {
+		s := c.m.nslots
+		c.m.nslots++
+		ca.slots = append(ca.slots, s)
+		ca.masks = append(ca.masks, p4gen.Bit(f.Bits).Mask())
+		sc.params[f.Name] = s
+	}
+	body, err := c.stmts(a.Body, sc)
+	if err != nil {
+		return nil, fmt.Errorf("action %s: %v", a.Name, err)
+	}
+	ca.body, ca.called = body, false
+	return ca, nil
+}
+
+var crc16Table = func() (t [256]uint16) {
+	for i := range t {
+		crc := uint16(i)
+		for range 8 {
+			if crc&1 != 0 {
+				crc = crc>>1 ^ 0xA001
+			} else {
+				crc >>= 1
+			}
+		}
+		t[i] = crc
+	}
+	return
+}()
+
+// crc16 is p4gen.CRC16ARC by table.
+func crc16(b []byte) uint16 {
+	var crc uint16
+	for _, c := range b {
+		crc = crc>>8 ^ crc16Table[byte(crc)^c]
+	}
+	return crc
+}
+
+// bitWriter appends values of any width, most significant bit first.
+type bitWriter struct {
+	b   []byte
+	acc uint64
+	n   int // bits pending in acc (< 8 between puts)
+}
+
+func (w *bitWriter) put(v uint64, bits int) {
+	if w.n == 0 {
+		switch bits {
+		case 8:
+			w.b = append(w.b, byte(v))
+			return
+		case 16:
+			w.b = binary.BigEndian.AppendUint16(w.b, uint16(v))
+			return
+		case 32:
+			w.b = binary.BigEndian.AppendUint32(w.b, uint32(v))
+			return
+		case 48:
+			w.b = append(w.b, byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+			return
+		case 64:
+			w.b = binary.BigEndian.AppendUint64(w.b, v)
+			return
+		}
+	}
+	if bits > 56 {
+		w.put(v>>32, bits-32)
+		bits, v = 32, v&0xffffffff
+	}
+	w.acc = w.acc<<uint(bits) | v&(1<<uint(bits)-1)
+	w.n += bits
+	for w.n >= 8 {
+		w.b = append(w.b, byte(w.acc>>uint(w.n-8)))
+		w.n -= 8
+	}
+}
+
+// getBits reads n bits (1 to 64) at bit offset off of b, most significant
+// first; b must hold them.
+func getBits(b []byte, off, n int) uint64 {
+	i, s := off>>3, off&7
+	if i+8 <= len(b) && s+n <= 64 {
+		return binary.BigEndian.Uint64(b[i:]) << uint(s) >> uint(64-n)
+	}
+	if s+n > 64 {
+		hi := uint64(b[i]) & (1<<uint(8-s) - 1)
+		rest := n - (8 - s)
+		return hi<<uint(rest) | getBits(b, (i+1)*8, rest)
+	}
+	end := (off + n + 7) >> 3
+	var v uint64
+	for _, c := range b[i:end] {
+		v = v<<8 | uint64(c)
+	}
+	v >>= uint(8*(end-i) - s - n)
+	if n == 64 {
+		return v
+	}
+	return v & (1<<uint(n) - 1)
+}
+
+var errTooShort = errors.New(p4gen.ErrPacketTooShort.Error())

@@ -1,0 +1,239 @@
+package pisa
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/ffpf-go/ffpf/functions/p4gen"
+)
+
+// header is a header instance's layout in the slots.
+type header struct {
+	name    string
+	index   int
+	valid   int // slot: 1 when valid
+	fields  []hfield
+	used    []hfield // the fields the program reads or writes
+	fixed   int      // bits, the varbit field not counted
+	varMax  int      // the varbit field's most bits, 0 for none
+	varAt   int      // its bit offset in the header
+	varIdx  int      // the fixed fields before it; -1 for none
+	varName string
+	pos     int // in the deparser's list; -1 for none
+}
+
+type hfield struct {
+	slot, off, bits int // off: bit offset in the header (before a varbit field, or after it by its length)
+	afterVar        bool
+	// used: the program reads or writes it. The parser extracts only
+	// those; the deparser takes the others from the bytes the header was
+	// extracted from (zeros for a header made valid).
+	used bool
+}
+
+// pstate is a compiled parser state.
+type pstate struct {
+	name    string
+	extract []*header
+	varBits expr
+	sel     []expr
+	masks   []uint64 // each select expression's type mask
+	cases   []pcase
+	def     int
+}
+
+type pcase struct {
+	vals, masks []uint64
+	next        int
+}
+
+// Parser next states that end parsing.
+const (
+	nextAccept = -1
+	nextReject = -2
+)
+
+// maxParserSteps bounds the states a packet goes through, so that a
+// parser that loops without extracting ends (the reference would spin).
+const maxParserSteps = 256
+
+var (
+	errReject     = errors.New("reject")
+	errParserLoop = errors.New("the parser went through too many states")
+)
+
+func (c *compiler) parser(prog *p4gen.Program) error {
+	m := c.m
+	index := map[string]int{p4gen.Accept: nextAccept, p4gen.Reject: nextReject}
+	for i, s := range prog.Parser {
+		index[s.Name] = i
+	}
+	for _, s := range prog.Parser {
+		ps := pstate{name: s.Name}
+		for _, h := range s.Extract {
+			hd := m.header(h)
+			if hd == nil {
+				return fmt.Errorf("parser state %s extracts undeclared header %s", s.Name, h)
+			}
+			ps.extract = append(ps.extract, hd)
+		}
+		var err error
+		if s.VarBits != nil {
+			if ps.varBits, err = c.expr(s.VarBits, nil); err != nil {
+				return fmt.Errorf("parser state %s: %v", s.Name, err)
+			}
+		}
+		for _, x := range s.Select {
+			e, err := c.expr(x, nil)
+			if err != nil {
+				return fmt.Errorf("parser state %s: %v", s.Name, err)
+			}
+			ps.sel = append(ps.sel, e)
+			ps.masks = append(ps.masks, x.Type().Mask())
+		}
+		for _, cs := range s.Cases {
+			pc := pcase{vals: cs.Values, masks: cs.Masks, next: index[cs.Next]}
+			if pc.masks == nil {
+				pc.masks = ps.masks
+			}
+			ps.cases = append(ps.cases, pc)
+		}
+		ps.def = index[s.Default]
+		m.states = append(m.states, ps)
+	}
+	m.keys = make([]uint64, 0, 16)
+	return nil
+}
+
+// parse runs the parser over p.data, as p4gen.Switch does.
+func (m *Model) parse(p *pkt) error {
+	data := p.data
+	bit, st := 0, 0
+	for step := 0; step < maxParserSteps; step++ {
+		s := &m.states[st]
+		for i, h := range s.extract {
+			varBits := 0
+			if i == len(s.extract)-1 && s.varBits != nil {
+				varBits = int(s.varBits(p))
+			}
+			if bit+h.fixed+varBits > 8*len(data) {
+				p.payload = bit / 8
+				return errTooShort
+			}
+			if h.varMax > 0 && varBits > h.varMax {
+				return h.varErr(varBits)
+			}
+			p.hdrAt[h.index] = int32(bit + 1)
+			for _, f := range h.used {
+				off := bit + f.off
+				if f.afterVar {
+					off += varBits
+				}
+				if i, s := off>>3, off&7; i+8 <= len(data) && s+f.bits <= 64 {
+					p.v[f.slot] = binary.BigEndian.Uint64(data[i:]) << uint(s) >> uint(64-f.bits)
+				} else {
+					p.v[f.slot] = getBits(data, off, f.bits)
+				}
+			}
+			if h.varMax > 0 {
+				p.varOff[h.index] = int32((bit + h.varAt) / 8)
+				p.varLen[h.index] = int32(varBits / 8)
+			}
+			bit += h.fixed + varBits
+			p.v[h.valid] = 1
+			if h.pos <= p.lastPos {
+				p.ordered = false
+			}
+			p.lastPos = h.pos
+		}
+		next := s.def
+		if len(s.sel) > 0 {
+			keys := m.keys[:0]
+			for _, x := range s.sel {
+				keys = append(keys, x(p))
+			}
+		cases:
+			for _, c := range s.cases {
+				for i, v := range c.vals {
+					if keys[i]&c.masks[i] != v&c.masks[i] {
+						continue cases
+					}
+				}
+				next = c.next
+				break
+			}
+		}
+		switch next {
+		case nextAccept:
+			p.payload = bit / 8
+			return nil
+		case nextReject:
+			p.payload = bit / 8
+			return errReject
+		}
+		st = next
+	}
+	return errParserLoop
+}
+
+func (h *header) varErr(bits int) error {
+	return fmt.Errorf("header %s: varbit field %s of %d bits takes at most %d", h.name, h.varName, bits, h.varMax)
+}
+
+// deparse writes the valid headers of the deparser's list, then the
+// payload, into out.
+func (m *Model) deparse(p *pkt, out []byte) []byte {
+	if m.csumLast != nil && p.v[m.csumLast.valid] == 1 {
+		was := p.v[m.ipv4csum]
+		p.v[m.ipv4csum] = 0
+		w := bitWriter{b: m.scratch[:0]}
+		for _, h := range m.csumHdrs {
+			if p.v[h.valid] == 1 {
+				m.emit(p, h, &w)
+			}
+		}
+		m.scratch = w.b
+		p.v[m.ipv4csum] = uint64(p4gen.Checksum16(w.b))
+		if p.v[m.ipv4csum] != was {
+			p.dirty = true
+		}
+	}
+	if !p.dirty && p.ordered && p.payload >= 0 {
+		return append(out[:0], p.data...)
+	}
+	w := bitWriter{b: out[:0]}
+	for _, h := range m.deparser {
+		if p.v[h.valid] == 1 {
+			m.emit(p, h, &w)
+		}
+	}
+	if p.payload >= 0 && p.payload <= len(p.data) {
+		w.b = append(w.b, p.data[p.payload:]...)
+	}
+	return w.b
+}
+
+func (m *Model) emit(p *pkt, h *header, w *bitWriter) {
+	at := int(p.hdrAt[h.index]) - 1
+	for i, f := range h.fields {
+		if i == h.varIdx {
+			w.b = append(w.b, p.data[p.varOff[h.index]:p.varOff[h.index]+p.varLen[h.index]]...)
+		}
+		switch {
+		case f.used:
+			w.put(p.v[f.slot], f.bits)
+		case at < 0:
+			w.put(0, f.bits)
+		default:
+			off := at + f.off
+			if f.afterVar {
+				off += 8 * int(p.varLen[h.index])
+			}
+			w.put(getBits(p.data, off, f.bits), f.bits)
+		}
+	}
+	if h.varIdx == len(h.fields) {
+		w.b = append(w.b, p.data[p.varOff[h.index]:p.varOff[h.index]+p.varLen[h.index]]...)
+	}
+}

@@ -1,0 +1,204 @@
+package pisa
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ffpf-go/ffpf/functions/p4gen"
+)
+
+// table is a compiled match-action table: its key expressions and its
+// installed entries, looked up exactly through a hash index when every
+// key is exact, else in priority order (the longest prefix first for a
+// table with an LPM key), as p4gen.Switch chooses.
+type table struct {
+	t       *p4gen.Table
+	keys    []expr
+	types   []p4gen.Type
+	lpm     bool
+	exact   bool
+	acts    map[*p4gen.Action]*action
+	entries []centry // in the order installed
+	order   []int32  // lookup order (not exact)
+	index   map[uint64][]int32
+	def     *action
+	defArgs []uint64
+	vals    []uint64 // the packet's key values
+}
+
+// centry is an installed entry made ready for lookups.
+type centry struct {
+	e     p4gen.Entry
+	act   *action
+	args  []uint64
+	masks []uint64 // per key: the ternary mask, the LPM prefix's mask
+	plen  int
+}
+
+func (c *compiler) table(t *p4gen.Table) (*table, error) {
+	tb := &table{t: t, exact: true, acts: map[*p4gen.Action]*action{}, index: map[uint64][]int32{}}
+	for _, k := range t.Keys {
+		e, err := c.expr(k.X, nil)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %v", t.Name, err)
+		}
+		tb.keys = append(tb.keys, e)
+		tb.types = append(tb.types, k.X.Type())
+		tb.lpm = tb.lpm || k.Match == p4gen.LPM
+		tb.exact = tb.exact && k.Match == p4gen.Exact
+	}
+	tb.vals = make([]uint64, len(t.Keys))
+	for _, a := range append(slices.Clone(t.Actions), t.Default) {
+		ca, err := c.action(a)
+		if err != nil {
+			return nil, err
+		}
+		tb.acts[a] = ca
+	}
+	if err := tb.setDefault(t.Default, t.DefaultArgs); err != nil {
+		return nil, err
+	}
+	if t.Const {
+		if err := tb.set(t.Entries); err != nil {
+			return nil, err
+		}
+	}
+	return tb, nil
+}
+
+func (tb *table) setDefault(a *p4gen.Action, args []uint64) error {
+	ca := tb.acts[a]
+	if ca == nil {
+		return fmt.Errorf("table %s has no action %s", tb.t.Name, a.Name)
+	}
+	if len(args) != len(a.Params) {
+		return fmt.Errorf("table %s: %s takes %d arguments, not %d", tb.t.Name, a.Name, len(a.Params), len(args))
+	}
+	tb.def, tb.defArgs = ca, slices.Clone(args)
+	return nil
+}
+
+// set installs es in place of the table's entries.
+func (tb *table) set(es []p4gen.Entry) error {
+	entries := make([]centry, 0, len(es))
+	for i, e := range es {
+		ce := centry{e: e, act: tb.acts[e.Action], args: slices.Clone(e.Args)}
+		if ce.act == nil {
+			return fmt.Errorf("table %s: entry %d runs %v, not one of its actions", tb.t.Name, i, e.Action)
+		}
+		if len(e.Match) != len(tb.keys) || len(e.Args) != len(e.Action.Params) {
+			return fmt.Errorf("table %s: entry %d has %d matches for %d keys and %d arguments for %d parameters",
+				tb.t.Name, i, len(e.Match), len(tb.keys), len(e.Args), len(e.Action.Params))
+		}
+		for j, m := range e.Match {
+			w := tb.types[j]
+			mask := w.Mask()
+			switch tb.t.Keys[j].Match {
+			case p4gen.Ternary:
+				mask = m.Mask
+			case p4gen.LPM:
+				if m.PrefixLen < w.Bits {
+					mask = w.Mask() &^ p4gen.Bit(w.Bits-m.PrefixLen).Mask()
+					if m.PrefixLen == 0 {
+						mask = 0
+					}
+				}
+				ce.plen += m.PrefixLen
+			}
+			ce.masks = append(ce.masks, mask)
+		}
+		entries = append(entries, ce)
+	}
+	tb.entries = entries
+	tb.order = tb.order[:0]
+	clear(tb.index)
+	for i := range entries {
+		if tb.exact {
+			h := tb.hashOf(entries[i].e.Match)
+			tb.index[h] = append(tb.index[h], int32(i))
+		} else {
+			tb.order = append(tb.order, int32(i))
+		}
+	}
+	slices.SortStableFunc(tb.order, func(a, b int32) int {
+		ea, eb := &entries[a], &entries[b]
+		if tb.lpm {
+			return eb.plen - ea.plen
+		}
+		switch {
+		case ea.e.Priority > eb.e.Priority:
+			return -1
+		case ea.e.Priority < eb.e.Priority:
+			return 1
+		}
+		return 0
+	})
+	return nil
+}
+
+func (tb *table) hashOf(ms []p4gen.Match) uint64 {
+	var h uint64 = 14695981039346656037
+	for _, m := range ms {
+		h = mix(h, m.Value)
+	}
+	return h
+}
+
+func mix(h, v uint64) uint64 {
+	h ^= v
+	h *= 0x9E3779B97F4A7C15
+	return h ^ h>>29
+}
+
+// lookup returns the action to run for the packet, and its arguments.
+func (tb *table) lookup(p *pkt) (*action, []uint64) {
+	for i, k := range tb.keys {
+		tb.vals[i] = k(p)
+	}
+	if tb.exact {
+		var h uint64 = 14695981039346656037
+		for _, v := range tb.vals {
+			h = mix(h, v)
+		}
+		var best *centry
+	cand:
+		for _, i := range tb.index[h] {
+			e := &tb.entries[i]
+			for j, m := range e.e.Match {
+				if tb.vals[j] != m.Value {
+					continue cand
+				}
+			}
+			if best == nil || e.e.Priority > best.e.Priority {
+				best = e
+			}
+		}
+		if best == nil {
+			return tb.def, tb.defArgs
+		}
+		return best.act, best.args
+	}
+next:
+	for _, i := range tb.order {
+		e := &tb.entries[i]
+		for j, m := range e.e.Match {
+			v := tb.vals[j]
+			switch tb.t.Keys[j].Match {
+			case p4gen.Exact:
+				if v != m.Value {
+					continue next
+				}
+			case p4gen.Range:
+				if v < m.Lo || v > m.Hi {
+					continue next
+				}
+			default:
+				if v&e.masks[j] != m.Value&e.masks[j] {
+					continue next
+				}
+			}
+		}
+		return e.act, e.args
+	}
+	return tb.def, tb.defArgs
+}

@@ -1,0 +1,222 @@
+package sketch_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/gen"
+	"github.com/ffpf-go/ffpf/functions/internal/p4test"
+	"github.com/ffpf-go/ffpf/functions/measure"
+	"github.com/ffpf-go/ffpf/functions/sketch"
+)
+
+// exact counts the packets (or bytes) of each key of fn's key=, keyed by
+// the key's words, and keeps a packet of each.
+func exact(fn p4test.Fn, ps []p4test.Packet) (map[flowkey.Key]uint64, map[flowkey.Key][]byte, uint64) {
+	sp := measure.Spec(fn.Params)
+	counts, first := map[flowkey.Key]uint64{}, map[flowkey.Key][]byte{}
+	var n uint64
+	_, hasValue := fn.Class.Param("value")
+	bytes := hasValue && measure.Bytes(fn.Params)
+	for _, p := range ps {
+		var k flowkey.Key
+		if !sp.Extract(functions.LinkEthernet, p.Data, &k) {
+			continue
+		}
+		v := uint64(1)
+		if bytes {
+			v = uint64(len(p.Data))
+		}
+		counts[k] += v
+		n += v
+		if first[k] == nil {
+			first[k] = p.Data
+		}
+	}
+	return counts, first, n
+}
+
+func withinBound(bad, n int, delta float64) bool {
+	mean := delta * float64(n)
+	return float64(bad) <= mean+3*math.Sqrt(mean)+1
+}
+
+// cms on a switch keeps, byte for byte, the rows its Go half computes
+// with the switch's positions; its total and nokey are userspace's; and
+// its estimates hold count-min's bound: never below a key's count, above
+// it by more than εN (ε = e/width, the width rounded up to a power of
+// two) for at most a δ = e^−depth share of the keys.
+func TestP4CMSEqualsGoAndHoldsItsBound(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 21, Packets: 6000, Malformed: 0.05, VLAN: 0.2, IPv6: 0.3, Flows: 2000})
+	ps = append(ps, p4test.Packets(p4test.Cuts(p4test.Adversarial()[:40]))...)
+	for _, expr := range []string{"(cms,key=5tuple)", "(cms,key=srcip/24,value=bytes,width=50,depth=3)", "(cms,key=dstport,width=16,depth=2)"} {
+		fn := p4test.Parse(t, expr)
+		r := p4test.Run(t, fn, ps)
+		r.SamePasses(t, ps)
+		r.SameModel(t)
+		p4s, user := r.P4.(functions.Summarizer).Summary(), r.User.(functions.Summarizer).Summary()
+		for _, f := range []string{"total", "nokey"} {
+			if p4s[f] != user[f] {
+				t.Errorf("%s: %s is %v on the switch, %v in userspace", expr, f, p4s[f], user[f])
+			}
+		}
+		counts, first, n := exact(fn, ps)
+		rd, err := r.P4.(functions.Readable).Read("min")
+		if err != nil {
+			t.Fatal(err)
+		}
+		width, depth := float64(p4s["width"].(int)), float64(p4s["depth"].(int))
+		if w := fn.Params.Int("width"); width < float64(w) || width >= 2*float64(w) {
+			t.Fatalf("%s: width %v on the switch for width=%d", expr, width, w)
+		}
+		eps := math.E / width * float64(n)
+		bad := 0
+		for k, c := range counts {
+			est := p4test.Read(rd, first[k])
+			if est < float64(c) {
+				t.Fatalf("%s: a key of %d has estimate %v", expr, c, est)
+			}
+			if est > float64(c)+eps {
+				bad++
+			}
+		}
+		if !withinBound(bad, len(counts), math.Exp(-depth)) {
+			t.Errorf("%s: %d of %d keys beyond εN = %.1f, δ = %.4f", expr, bad, len(counts), eps, math.Exp(-depth))
+		}
+		if len(counts) < 10 {
+			t.Errorf("%s: %d keys", expr, len(counts))
+		}
+		t.Logf("%s: %d keys, %d beyond εN = %.1f", expr, len(counts), bad, eps)
+	}
+}
+
+// hll on a switch keeps the registers its Go half computes from crc32
+// (the larger rank kept, not the last), nokey is userspace's, and its
+// estimate is within 3 × 1.04/√m of the number of distinct keys.
+func TestP4HLLEqualsGoAndHoldsItsBound(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 5, Packets: 12000, Malformed: 0.05, VLAN: 0.1, IPv6: 0.3, Flows: 8000})
+	for _, expr := range []string{"(hll,key=dstip)", "(hll,key=5tuple,precision=10)", "(hll,key=srcport,precision=6)"} {
+		fn := p4test.Parse(t, expr)
+		r := p4test.Run(t, fn, ps)
+		r.SamePasses(t, ps)
+		r.SameModel(t)
+		p4s, user := r.P4.(functions.Summarizer).Summary(), r.User.(functions.Summarizer).Summary()
+		if p4s["nokey"] != user["nokey"] {
+			t.Errorf("%s: nokey %v on the switch, %v in userspace", expr, p4s["nokey"], user["nokey"])
+		}
+		counts, _, _ := exact(fn, ps)
+		n, est := float64(len(counts)), p4s["estimate"].(float64)
+		m := float64(int(1) << fn.Params.Int("precision"))
+		if math.Abs(est-n) > 3*1.04/math.Sqrt(m)*n {
+			t.Errorf("%s: estimate %v of %v distinct keys: beyond 3 × 1.04/√%v", expr, est, n, m)
+		}
+		t.Logf("%s: %v distinct, estimate %v (userspace %v)", expr, n, est, user["estimate"])
+	}
+}
+
+// cms and hll with window= on a switch: each window the switch measures
+// holds what the Go half computes on its packets (and total and nokey
+// are userspace's when the switch measured the whole window); after an
+// idle window the first packets of the next clear its half.
+func TestP4SketchWindows(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 8, Packets: 7000, Malformed: 0.05, VLAN: 0.2, IPv6: 0.3, Flows: 500})
+	ps = p4test.WithGap(ps, 10, 2)
+	for _, expr := range []string{"(cms,key=5tuple,width=256,depth=3,window=1024us)", "(hll,key=dstip,precision=8,window=1024us)"} {
+		fn := p4test.Parse(t, expr)
+		p4test.CheckWindows(t, fn, ps, 10, func(p4, user map[string]any) error {
+			for _, f := range []string{"total", "nokey"} {
+				if p4[f] != user[f] {
+					return fmt.Errorf("%s: %s %v on the switch, %v in userspace", expr, f, p4[f], user[f])
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// A window that is not a power of two of the switch's µs clock stays
+// above the switch, with the nearest that runs there in the reason.
+func TestP4WindowRefused(t *testing.T) {
+	fn := p4test.Parse(t, "(cms,window=1ms)")
+	_, err := fn.P4("f#1")
+	if err == nil || !strings.Contains(err.Error(), "window=512µs or 1.024ms") {
+		t.Errorf("window=1ms on a switch: %v", err)
+	}
+}
+
+// pcsa on a switch keeps the bitmaps its Go half computes from crc32, and
+// its estimate is within 3 × 0.78/√m of the distinct keys.
+func TestP4PCSAEqualsGoAndHoldsItsBound(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 6, Packets: 12000, Malformed: 0.05, VLAN: 0.1, IPv6: 0.3, Flows: 8000})
+	for _, expr := range []string{"(pcsa,key=5tuple,bitmaps=256)", "(pcsa,key=srcip,bitmaps=100)"} {
+		fn := p4test.Parse(t, expr)
+		r := p4test.Run(t, fn, ps)
+		r.SamePasses(t, ps)
+		r.SameModel(t)
+		p4s, user := r.P4.(functions.Summarizer).Summary(), r.User.(functions.Summarizer).Summary()
+		if p4s["nokey"] != user["nokey"] {
+			t.Errorf("%s: nokey %v on the switch, %v in userspace", expr, p4s["nokey"], user["nokey"])
+		}
+		counts, _, _ := exact(fn, ps)
+		n, est, m := float64(len(counts)), p4s["estimate"].(float64), float64(p4s["bitmaps"].(int))
+		if m < float64(fn.Params.Int("bitmaps")) || math.Abs(est-n) > 3*0.78/math.Sqrt(m)*n {
+			t.Errorf("%s: estimate %v of %v distinct keys with %v bitmaps", expr, est, n, m)
+		}
+		t.Logf("%s: %v distinct, estimate %v (userspace %v)", expr, n, est, user["estimate"])
+	}
+}
+
+// bloom on a switch keeps the cells its Go half computes, passes what it
+// passes (pass=new: a key's first packet, pass=member: the others), never
+// forgets a key, and its false positives stay within 1.5× of
+// (1 − e^(−kn/m))^k.
+func TestP4BloomEqualsGoAndHoldsItsBound(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 4, Packets: 8000, Malformed: 0.05, VLAN: 0.1, IPv6: 0.3, Flows: 3000})
+	for _, expr := range []string{"(bloom,key=5tuple,bits=4K,hashes=3)", "(bloom,key=dstip,bits=1000,hashes=2,pass=member)", "(bloom,key=srcport,pass=all)"} {
+		fn := p4test.Parse(t, expr)
+		r := p4test.Run(t, fn, ps)
+		r.SameModel(t)
+		r.SameModelPasses(t, ps)
+		if fn.Params.Str("pass") == "all" {
+			r.SamePasses(t, ps)
+		}
+		p4s, user := r.P4.(functions.Summarizer).Summary(), r.User.(functions.Summarizer).Summary()
+		if p4s["nokey"] != user["nokey"] {
+			t.Errorf("%s: nokey %v on the switch, %v in userspace", expr, p4s["nokey"], user["nokey"])
+		}
+		counts, first, _ := exact(fn, ps)
+		rd, err := r.P4.(functions.Readable).Read("member")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range counts {
+			if p4test.Read(rd, first[k]) != 1 {
+				t.Fatalf("%s: a key the switch inserted is not a member", expr)
+			}
+		}
+		// False positives: the keys of another trace that are not members.
+		others := p4test.Trace(gen.Config{Seed: 99, Packets: 4000, Flows: 4000})
+		fp, tested := 0, 0
+		sp := measure.Spec(fn.Params)
+		for _, p := range others {
+			var k flowkey.Key
+			if !sp.Extract(functions.LinkEthernet, p.Data, &k) || counts[k] > 0 {
+				continue
+			}
+			tested++
+			if p4test.Read(rd, p.Data) == 1 {
+				fp++
+			}
+		}
+		kk, bits := int(fn.Params.Int("hashes")), functions.FieldOf(r.P4.(functions.Stateful).MBuf(), "cells").Count
+		want := sketch.BloomFalsePositive(bits, kk, len(counts))
+		if tested < 500 || float64(fp)/float64(tested) > 1.5*want+3*math.Sqrt(want/float64(tested)) {
+			t.Errorf("%s: %d false positives of %d keys, theory %.4f", expr, fp, tested, want)
+		}
+		t.Logf("%s: %d keys; %d false positives of %d (theory %.4f)", expr, len(counts), fp, tested, want)
+	}
+}
