@@ -19,7 +19,6 @@ type p4Command struct {
 var p4Commands = []p4Command{
 	{"check", p4CheckSynopsis, cmdP4Check},
 	{"build", p4BuildSynopsis, cmdP4Build},
-	{"switch", "--p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255] [--resources FILE.yaml] [--rate PORT=PPS]... [--queue N]", cmdP4Switch},
 }
 
 func p4Usage() string {
