@@ -87,7 +87,7 @@ func (o *runOptions) populate(pos []string, stderr io.Writer) (*flowgraph.Runtim
 	for _, e := range exprs {
 		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Unfed: src == "", Group: group}); err != nil {
 			host.Close()
-			return nil, nil, err
+			return nil, nil, o.mafiaPlace(e, err)
 		}
 	}
 	return rt, host, nil

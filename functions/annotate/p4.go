@@ -62,7 +62,11 @@ func p4TagCode(ctx *functions.Context) (p4gen.Function, error) {
 		return nil, err
 	}
 	if !ctx.Params.Has("key") {
-		return p4Tag{value: uint64(ctx.Params.Int("value"))}, nil
+		v, ok := constValue(ctx.Params.Str("value"))
+		if !ok {
+			return nil, errors.New("on a switch tag writes a constant or its flow's tag, not an expression")
+		}
+		return p4Tag{value: v}, nil
 	}
 	if ctx.LinkType != functions.LinkEthernet {
 		return nil, errors.New("a switch reads Ethernet frames")

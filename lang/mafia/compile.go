@@ -129,6 +129,11 @@ func (c *compiler) program(p *Program) (*Result, error) {
 	byRole := map[string]*section{}
 	hasSections := false
 	for _, s := range p.Stmts {
+		if _, ok := s.(*Section); ok {
+			hasSections = true
+		}
+	}
+	for _, s := range p.Stmts {
 		switch s := s.(type) {
 		case *Section:
 			if !slices.Contains(Roles, s.Role) {
@@ -137,7 +142,6 @@ func (c *compiler) program(p *Program) (*Result, error) {
 				}
 				return nil, c.errorf(s.Pos, "unknown role %s: a section runs at first_hop, intermediate or last_hop", s.Role)
 			}
-			hasSections = true
 			if byRole[s.Role] == nil {
 				byRole[s.Role] = &section{role: s.Role, at: s.Pos}
 				secs = append(secs, byRole[s.Role])
@@ -409,12 +413,14 @@ func (c *compiler) surveyComp(cp Comp) error {
 		}
 		return c.surveyScoped(cp)
 	case *Par:
+		if err := c.conflicts(cp); err != nil {
+			return err
+		}
 		for _, b := range cp.Branches {
 			if err := c.surveyComp(b); err != nil {
 				return err
 			}
 		}
-		return c.conflicts(cp)
 	case *Op:
 		return c.surveyOp(cp)
 	}
@@ -756,7 +762,9 @@ func (c *compiler) op(op *Op, in point, _ *Op) (point, []lang.Term, error) {
 		if err != nil {
 			return point{}, nil, err
 		}
-		f := fn("tag", "field", name, "value", v)
+		// MAFIA's tags write their field and nothing else: a checksum
+		// updated behind them would destroy what a tag carries in it.
+		f := fn("tag", "field", name, "value", v, "checksum", "keep")
 		out := c.add(f, in, op.Pos, x.reads, nil)
 		return out, []lang.Term{f}, nil
 	case "timestamp":
@@ -790,7 +798,7 @@ func (c *compiler) sampling(op *Op) (*lang.Func, bool, error) {
 	b, isBin := op.Args[0].(*Binary)
 	if !isBin {
 		if hasRandom(op.Args[0]) {
-			return nil, false, c.errorf(op.Args[0].ExprPos(), "random(...) is compared with a rate at the top of a match: match(random([0:100]) < 10)")
+			return nil, false, c.errorf(randomAt(op.Args[0]), "random(...) is compared with a rate at the top of a match: match(random([0:100]) < 10)")
 		}
 		return nil, false, nil
 	}
@@ -800,7 +808,7 @@ func (c *compiler) sampling(op *Op) (*lang.Func, bool, error) {
 	}
 	if !isRandom(r) {
 		if hasRandom(op.Args[0]) {
-			return nil, false, c.errorf(op.Args[0].ExprPos(), "random(...) is compared with a rate at the top of a match: match(random([0:100]) < 10)")
+			return nil, false, c.errorf(randomAt(op.Args[0]), "random(...) is compared with a rate at the top of a match: match(random([0:100]) < 10)")
 		}
 		return nil, false, nil
 	}
@@ -849,6 +857,29 @@ func (c *compiler) sampling(op *Op) (*lang.Func, bool, error) {
 func isRandom(e Expr) bool {
 	call, ok := e.(*Call)
 	return ok && call.Target == "" && call.Name == "random"
+}
+
+// randomAt is the position of the first random(...) in e.
+func randomAt(e Expr) Pos {
+	switch e := e.(type) {
+	case *Call:
+		if e.Target == "" && e.Name == "random" {
+			return e.Pos
+		}
+		for _, a := range e.Args {
+			if hasRandom(a) {
+				return randomAt(a)
+			}
+		}
+	case *Unary:
+		return randomAt(e.X)
+	case *Binary:
+		if hasRandom(e.X) {
+			return randomAt(e.X)
+		}
+		return randomAt(e.Y)
+	}
+	return e.ExprPos()
 }
 
 func hasRandom(e Expr) bool {

@@ -25,6 +25,7 @@ var fields = map[string]string{
 	"ipv4.tos": "ipv4.tos", "ipv4.ttl": "ipv4.ttl", "ipv4.len": "ipv4.len",
 	"ipv4.id": "ipv4.id", "ipv4.identification": "ipv4.id", "ipv4.checksum": "ipv4.csum", "ipv4.csum": "ipv4.csum",
 	"ipv6.src": "ipv6.src", "ipv6.dst": "ipv6.dst", "ipv6.hlim": "ipv6.hlim",
+	"segway_header.msg": "segway.msg", "segway_header.ts": "segway.ts", "segway_header.time": "segway.time",
 	"tcp.src": "tcp.sport", "tcp.sport": "tcp.sport", "tcp.dst": "tcp.dport", "tcp.dest": "tcp.dport", "tcp.dport": "tcp.dport",
 	"tcp.flags": "tcp.flags", "tcp.seq": "tcp.seq", "tcp.ack": "tcp.ack", "tcp.win": "tcp.win",
 	"udp.src": "udp.sport", "udp.sport": "udp.sport", "udp.dst": "udp.dport", "udp.dest": "udp.dport", "udp.dport": "udp.dport",
@@ -33,7 +34,7 @@ var fields = map[string]string{
 
 // tagFields are the header fields tag can write, by their match names.
 var tagFields = map[string]bool{"ipv4.tos": true, "ipv4.ttl": true, "ipv4.id": true, "ipv4.csum": true,
-	"vlan.id": true, "ipv6.hlim": true}
+	"vlan.id": true, "ipv6.hlim": true, "segway.ts": true, "segway.time": true}
 
 // fieldName returns the match name of a field written as name.
 func fieldName(name string) (string, bool) {

@@ -433,9 +433,10 @@ func (p *parser) args(open, close, what string) ([]Expr, error) {
 	var out []Expr
 	for !p.isPunct(close) {
 		if len(out) > 0 {
-			if _, err := p.expect(",", "between the arguments of "+what); err != nil {
-				return nil, err
+			if t := p.peek(); t.kind != tPunct || t.text != "," {
+				return nil, p.errorf(t.pos, "\",\" or %q expected after an argument of %s, found %s", close, what, describe(t))
 			}
+			p.next()
 		}
 		e, err := p.expr()
 		if err != nil {

@@ -2,6 +2,7 @@ package mafia
 
 import (
 	"math/bits"
+	"strconv"
 	"strings"
 
 	"github.com/ffpf-go/ffpf/lang"
@@ -231,6 +232,11 @@ func (c *compiler) register(op *Op, st *state, guard string) (*lang.Func, []read
 		set = v
 		if op.Name == "add" {
 			set = "(old + " + v + ")"
+		}
+		// A Counter narrower than 64 bits wraps, as the paper's registers
+		// of width bits do (a Lamport clock of 8 bits).
+		if st.width < 64 && (st.kind == kCounter || st.kind == kMapCounter) {
+			set = "(" + set + " & " + strconv.FormatUint(1<<st.width-1, 10) + ")"
 		}
 	}
 	f, _, err := c.registerOf(st, set, guard)
