@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math"
-	"strings"
+
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
 // The functions a predicate (or a value: Value) may call.
@@ -125,38 +127,13 @@ func compileCall(n *node, kids []val) (val, error) {
 }
 
 // BloomMask is the mask bloom(2^bits, k, …) gives for the values' bytes
-// data: bit P4Index(crc32, crc16, i) for i < k.
+// data: bit flowkey.P4Index(crc32, crc16, i) for i < k, the positions a
+// switch computes (flowkey's P4Hashes).
 func BloomMask(data []byte, k, bits int) uint64 {
-	h1, h2 := crc32.ChecksumIEEE(data), crc16ARC(data)
+	h1, h2 := crc32.ChecksumIEEE(data), p4gen.CRC16ARC(data)
 	var mask uint64
 	for i := range k {
-		pos := uint32(0)
-		if bits > 0 {
-			pos = (h1 + uint32(i)*(uint32(h2)<<16)) >> (32 - bits)
-		}
-		mask |= 1 << pos
+		mask |= 1 << flowkey.P4Index(h1, h2, uint32(i), bits)
 	}
 	return mask
-}
-
-// crc16ARC is CRC-16/ARC (poly 0x8005 reflected, init 0), a switch's
-// crc16.
-func crc16ARC(b []byte) uint16 {
-	var c uint16
-	for _, x := range b {
-		c ^= uint16(x)
-		for range 8 {
-			if c&1 != 0 {
-				c = c>>1 ^ 0xA001
-			} else {
-				c >>= 1
-			}
-		}
-	}
-	return c
-}
-
-// functionNames lists the functions, for messages.
-func functionNames() string {
-	return strings.Join([]string{"max", "min", "bloom"}, ", ")
 }

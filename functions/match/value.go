@@ -1,7 +1,6 @@
 package match
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,10 +21,6 @@ type Expr struct {
 	env  env
 	vars []int64
 }
-
-// ErrMissing is what Check says of nothing: the sentinel for a value a
-// packet does not have (a field it lacks), for callers' messages.
-var ErrMissing = errors.New("a field the packet does not have")
 
 // CheckExpr parses and type-checks expr as a number (cond false) or a
 // condition (cond true), with names as bare words; named state is

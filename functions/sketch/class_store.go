@@ -16,13 +16,13 @@ import (
 // writes its value into its key's cell of every row, and asks, before it
 // writes, whether any (or all) of those cells held the value already. A
 // flow whose value changes (its path tag, MAFIA's Listing 3) finds none of
-// its cells holding the new one; cells shared with other keys may hold it
-// by chance, so a change goes unseen with a probability that falls with
-// the depth, as a count-min sketch's collisions do.
+// its cells holding the new one, unless another key wrote it into one of
+// them; and other keys that overwrote all of them make a change up: the
+// width makes both rare.
 
 var storeState = &functions.State{Fields: []functions.StateField{
 	{Name: "changes", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
-		Summary: "packets whose value none of their key's cells held (the first of a key included)"},
+		Summary: "packets whose value none of their key's cells held (empty cells hold 0)"},
 	nokeyField,
 	{Name: "missing", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
 		Summary: "packets without the field value= reads: not stored"},
