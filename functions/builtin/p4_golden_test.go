@@ -18,21 +18,23 @@ var update = flag.Bool("update", false, "rewrite the P4 golden files (functions/
 // p4Golden are the programs of the golden files: each class with a P4
 // target lowered alone (its function's id f#1), by file name.
 var p4Golden = map[string]string{
-	"pktcount":      "(pktcount)",
-	"bytecount":     "(bytecount)",
-	"counter":       "(counter,value=bytes)",
-	"counter_keyed": "(counter,key=srcip,size=4K)",
-	"cms":           "(cms,key=5tuple,width=1024,depth=3)",
-	"cms_window":    "(cms,key=srcip,width=256,depth=2,window=1024us)",
-	"hll":           "(hll,key=dstip,precision=10)",
-	"pcsa":          "(pcsa,key=srcip,bitmaps=64)",
-	"bloom":         "(bloom,key=5tuple,bits=4K,hashes=3)",
-	"bpf":           `(bpf,"tcp port 80 or icmp")`,
-	"match":         `(match,"tcp.dport == 443 and ipv4.src in 10.0.0.0/8 or udp.len > 100")`,
-	"sample":        "(sample,every=10)",
-	"sample_rate":   "(sample,rate=0.25)",
-	"timestamp":     "(timestamp)",
-	"tag":           "(tag,key=5tuple)",
+	"pktcount":       "(pktcount)",
+	"bytecount":      "(bytecount)",
+	"counter":        "(counter,value=bytes)",
+	"counter_keyed":  "(counter,key=srcip,size=4K)",
+	"cms":            "(cms,key=5tuple,width=1024,depth=3)",
+	"cms_window":     "(cms,key=srcip,width=256,depth=2,window=1024us)",
+	"hll":            "(hll,key=dstip,precision=10)",
+	"pcsa":           "(pcsa,key=srcip,bitmaps=64)",
+	"bloom":          "(bloom,key=5tuple,bits=4K,hashes=3)",
+	"bpf":            `(bpf,"tcp port 80 or icmp")`,
+	"match":          `(match,"tcp.dport == 443 and ipv4.src in 10.0.0.0/8 or udp.len > 100")`,
+	"sample":         "(sample,every=10)",
+	"sample_rate":    "(sample,rate=0.25)",
+	"timestamp":      "(timestamp)",
+	"tag":            "(tag,key=5tuple)",
+	"register":       `(register,set="max(old + 1, ipv4.ttl) & 255")`,
+	"register_keyed": `(register,key=dstip,size=1K,set=pkt.ts,if="old == 0")`,
 }
 
 // TestP4GoldenFiles keeps one golden file per class with a P4 target:

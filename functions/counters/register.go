@@ -43,6 +43,16 @@ var registerState = &functions.State{Fields: []functions.StateField{
 		LenDoc:  "size×(key words+2)",
 		Summary: "the hash table: per entry the key's words, its cell, and a used mark (keyed)",
 		Targets: []functions.Target{functions.TargetUser}},
+	{Name: "slots", Type: buffers.U64, Merge: functions.MergeShared,
+		LenOf: func(p functions.Params) int {
+			if !p.Has("key") {
+				return 1
+			}
+			return p4Size(p) * entryWords(measure.Spec(p))
+		},
+		LenDoc:  "(key words+2)×size (size rounded up to a power of two)",
+		Summary: "the switch's table, a column per register: the key's words, the cells, the used marks (keyed)",
+		Targets: []functions.Target{functions.TargetP4}},
 }}
 
 func init() {
@@ -69,6 +79,8 @@ func init() {
 		},
 		State:     registerState,
 		Annotates: 1,
+		Targets:   []functions.Target{functions.TargetUser, functions.TargetP4},
+		Code:      functions.P4Code(p4RegisterCode),
 		Readable:  func(functions.Params) []string { return []string{"value", "old"} },
 		Reads: func(p functions.Params) ([]string, error) {
 			refs, err := match.Refs(p.Str("set"), registerNames...)
@@ -104,6 +116,7 @@ type Register struct {
 	key                                    flowkey.Key
 	cell                                   *uint64 // unkeyed
 	updates, missing, keys, dropped, noKey int     // offsets
+	switchClock                            bool    // pkt.ts is the switch's (the Go half of one on a switch)
 }
 
 // NewRegister instantiates a register.
@@ -113,11 +126,18 @@ func NewRegister(ctx *functions.Context) (*Register, error) {
 		return nil, err
 	}
 	r := &Register{m: m, at: ctx.Ann, lt: ctx.LinkType}
-	if r.set, err = match.NewExpr(ctx, ctx.Params.Str("set"), false, registerNames...); err != nil {
+	names := registerNames
+	if ctx.Target == functions.TargetP4 {
+		// The Go half of a register on a switch computes with the
+		// switch's clock (µs, 48 bits, as bmv2 keeps it) where set= and
+		// if= read pkt.ts.
+		names, r.switchClock = []string{"old", "pkt.ts"}, true
+	}
+	if r.set, err = match.NewExpr(ctx, ctx.Params.Str("set"), false, names...); err != nil {
 		return nil, err
 	}
 	if ctx.Params.Has("if") {
-		if r.cond, err = match.NewExpr(ctx, ctx.Params.Str("if"), true, registerNames...); err != nil {
+		if r.cond, err = match.NewExpr(ctx, ctx.Params.Str("if"), true, names...); err != nil {
 			return nil, err
 		}
 	}
@@ -128,7 +148,11 @@ func NewRegister(ctx *functions.Context) (*Register, error) {
 	r.cell = &m.Uint64s(functions.FieldOf(m, "cell"))[0]
 	if ctx.Params.Has("key") {
 		r.sp = measure.Spec(ctx.Params)
-		r.tab = newProbeTable(r.sp, uint32(ctx.Params.Int("size")), m.Uint64s(functions.FieldOf(m, "table")))
+		if ctx.Target == functions.TargetP4 {
+			r.tab = newP4Table(r.sp, p4Size(ctx.Params), m.Uint64s(functions.FieldOf(m, "slots")))
+		} else {
+			r.tab = newProbeTable(r.sp, uint32(ctx.Params.Int("size")), m.Uint64s(functions.FieldOf(m, "table")))
+		}
 	}
 	return r, nil
 }
@@ -155,6 +179,13 @@ func (r *Register) Process(b *buffers.Batch) {
 		}
 		p.Ann(e.Slot)[r.at] = old
 		r.set.Set(0, int64(old))
+		if r.switchClock {
+			ts := switchNanos(p.Meta(e.Slot).Timestamp)
+			r.set.Set(1, ts)
+			if r.cond != nil {
+				r.cond.Set(1, ts)
+			}
+		}
 		if r.cond != nil {
 			r.cond.Set(0, int64(old))
 			if !r.cond.Bool(p, e.Slot) {
@@ -190,6 +221,10 @@ func (r *Register) add(off int, n uint64) {
 		r.m.Add64(off, n)
 	}
 }
+
+// switchNanos is a packet's time on a switch's clock, in ns: the µs of
+// ingress_global_timestamp (48 bits, as bmv2 keeps it) times 1000.
+func switchNanos(ts int64) int64 { return (ts / 1000 & (1<<48 - 1)) * 1000 }
 
 // MBuf implements functions.Stateful.
 func (r *Register) MBuf() *buffers.MBuf { return r.m }

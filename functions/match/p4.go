@@ -74,6 +74,8 @@ type p4c struct {
 	b        *p4gen.Builder
 	l        *p4gen.Layers
 	checking bool // no switch program yet: named state is not looked up
+	// names are the values of the bare names (a register's old).
+	names map[string]p4gen.Expr
 }
 
 func (c *p4c) layers() *p4gen.Layers {
@@ -230,6 +232,14 @@ func (c *p4c) node(n *node) (p4val, error) {
 		return c.in(n)
 	case "==", "!=", "<", "<=", ">", ">=":
 		return c.compare(n)
+	case "call":
+		return c.call(n)
+	case "name":
+		x, ok := c.names[n.name]
+		if !ok {
+			return p4val{}, errAt(n.pos, "%s has no value here", n.name)
+		}
+		return p4val{k: kInt, num: atomForm(n.name, atom{x: x, present: p4gen.True})}, nil
 	}
 	var kids []form
 	for _, k := range n.kids {
@@ -243,6 +253,8 @@ func (c *p4c) node(n *node) (p4val, error) {
 		kids = append(kids, v.num)
 	}
 	switch n.op {
+	case "|":
+		return c.bitOr(n, kids[0], kids[1])
 	case "neg":
 		return p4val{k: kInt, num: constForm(new(big.Rat)).plus(kids[0], big.NewRat(-1, 1))}, nil
 	case "+":
@@ -330,6 +342,7 @@ var p4Fields = map[string]struct {
 	"vlan.id":  {"vlan.id", "vlan"},
 	"ipv4.src": {"ipv4.src", "ipv4"}, "ipv4.dst": {"ipv4.dst", "ipv4"}, "ipv4.proto": {"ipv4.proto", "ipv4"},
 	"ipv4.ttl": {"ipv4.ttl", "ipv4"}, "ipv4.len": {"ipv4.len", "ipv4"}, "ipv4.tos": {"ipv4.tos", "ipv4"},
+	"ipv4.id": {"ipv4.id", "ipv4"}, "ipv4.csum": {"ipv4.checksum", "ipv4"},
 	"ipv6.nh": {"ipv6.nh", "ipv6"}, "ipv6.hlim": {"ipv6.hlim", "ipv6"},
 	"tcp.sport": {"l4.sport", "tcp"}, "tcp.dport": {"l4.dport", "tcp"}, "tcp.seq": {"tcp.seq", "tcp"},
 	"tcp.ack": {"tcp.ack", "tcp"}, "tcp.flags": {"tcp.flags", "tcp"}, "tcp.win": {"tcp.win", "tcp"},
@@ -345,6 +358,8 @@ func (c *p4c) field(n *node) (p4val, error) {
 		return p4val{k: kInt, num: atomForm(n.name, atom{x: w64(p4gen.Std("packet_length")), present: p4gen.True})}, nil
 	case "pkt.ts":
 		return p4val{}, errAt(n.pos, "pkt.ts is the packet clock in ns, which a switch does not have (its clock is µs of its own)")
+	case "pkt.inport", "pkt.outport", "pkt.qdepth", "switch.id":
+		return c.switchField(n)
 	case "ip.proto":
 		return p4val{k: kInt, num: atomForm(n.name, atom{x: w64(l.Proto()), present: p4gen.B(p4gen.Ne, l.Ver, p4gen.C(0, 8))})}, nil
 	case "ipv6.src", "ipv6.dst":
