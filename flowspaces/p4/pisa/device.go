@@ -99,7 +99,7 @@ func (d *Device) Load(m *Model) {
 	d.model = m
 	if m != nil {
 		d.qk = pkt{v: make([]uint64, m.nslots), varOff: make([]int32, len(m.headers)),
-			varLen: make([]int32, len(m.headers)), hdrAt: make([]int32, len(m.headers)), clones: make([]uint32, 0, 8)}
+			varLen: make([]int32, len(m.headers)), hdrAt: make([]int32, len(m.headers)), clones: make([]uint32, 0, 8), e2e: make([]e2eReq, 0, 4)}
 		for _, q := range d.queues {
 			for i := range q.entries {
 				q.entries[i].p = pkt{}
