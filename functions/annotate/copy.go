@@ -141,13 +141,14 @@ func (c *copier) process(b *buffers.Batch, at int, m *buffers.MBuf) {
 			o.Now = b.Now
 		}
 		md := p.Meta(e.Slot)
-		v := c.t.valueOf(p, e.Slot) & c.h.max
+		v, ok := c.t.valueOk(p, e.Slot)
+		v &= c.h.max
 		slot := o.Base + uint32(o.N)
 		o.Append(p.Data(e.Slot), md.WireLen, md.Timestamp)
 		a := o.PBuf.Ann(slot)
 		*a = *p.Ann(e.Slot)
 		a[at] = v
-		if !c.write(o.PBuf.Data(slot), v) {
+		if !ok || !c.write(o.PBuf.Data(slot), v) {
 			none++
 		}
 	}

@@ -158,11 +158,21 @@ func (t *Tag) Process(b *buffers.Batch) {
 // valueOf is value= of the packet at slot: the constant, or the
 // expression's value (0 when the packet lacks a field it reads).
 func (t *Tag) valueOf(p *buffers.PBuf, slot uint32) uint64 {
+	v, _ := t.valueOk(p, slot)
+	return v
+}
+
+// valueOk is valueOf, and whether the packet had the fields value=
+// reads (0 and false when it had not).
+func (t *Tag) valueOk(p *buffers.PBuf, slot uint32) (uint64, bool) {
 	if t.expr == nil {
-		return t.value
+		return t.value, true
 	}
-	v, _ := t.expr.Int(p, slot)
-	return uint64(v)
+	v, ok := t.expr.Int(p, slot)
+	if !ok {
+		return 0, false
+	}
+	return uint64(v), true
 }
 
 // constValue parses value= when it is a whole number (the common case:
