@@ -35,6 +35,8 @@ var p4Golden = map[string]string{
 	"tag":            "(tag,key=5tuple)",
 	"register":       `(register,set="max(old + 1, ipv4.ttl) & 255")`,
 	"register_keyed": `(register,key=dstip,size=1K,set=pkt.ts,if="old == 0")`,
+	"store":          `(store,key=5tuple,value=ipv4.csum,width=1024,depth=2,pass=new)`,
+	"cms_value":      `(cms,key=dstip,value=ipv4.ttl,width=256,depth=2)`,
 }
 
 // TestP4GoldenFiles keeps one golden file per class with a P4 target:

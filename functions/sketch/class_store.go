@@ -28,7 +28,12 @@ var storeState = &functions.State{Fields: []functions.StateField{
 		Summary: "packets without the field value= reads: not stored"},
 	{Name: "cells", Type: buffers.U64, Merge: functions.MergeShared, LenDoc: "depth×width",
 		LenOf:   func(p functions.Params) int { d, w := cmsDims(p); return d * w },
-		Summary: "the sketch: row r's cells at [r·width, (r+1)·width), the last value written there"},
+		Summary: "the sketch: row r's cells at [r·width, (r+1)·width), the last value written there",
+		Targets: []functions.Target{functions.TargetUser}},
+	{Name: "cells", Type: buffers.U64, Merge: functions.MergeShared, LenDoc: "depth×width (width rounded up to a power of two)",
+		LenOf:   func(p functions.Params) int { d, _ := cmsDims(p); w, _ := p4Width(p); return d * w },
+		Summary: "the switch's sketch, a register per row: row r's cells at [r·width, (r+1)·width)",
+		Targets: []functions.Target{functions.TargetP4}},
 }}
 
 var storeClass = &functions.Class{
@@ -50,6 +55,8 @@ var storeClass = &functions.Class{
 	State:     storeState,
 	Produces:  measure.Reports,
 	Annotates: 1,
+	Targets:   []functions.Target{functions.TargetUser, functions.TargetP4},
+	Code:      functions.P4Code(p4StoreCode),
 	Readable:  func(functions.Params) []string { return []string{"any", "all", "changes"} },
 	Reads:     func(p functions.Params) ([]string, error) { return match.Refs(p.Str("value")) },
 	Runs: func(t functions.Target, p functions.Params) error {
@@ -68,8 +75,11 @@ type Store struct {
 	depth, width    uint32
 	value           *match.Expr
 	pass            string
-	at              int // annotation: bit 0 any, bit 1 all
-	changes, nomiss int // offsets
+	at              int    // annotation: bit 0 any, bit 1 all
+	changes, nomiss int    // offsets
+	p4              *p4Key // on a switch: its hashes
+	p4bits          int
+	pos             []uint32
 	touched         *measure.Touched
 }
 
@@ -80,6 +90,10 @@ func NewStore(ctx *functions.Context) (*Store, error) {
 		return nil, err
 	}
 	d, w := cmsDims(ctx.Params)
+	bits := 0
+	if ctx.Target == functions.TargetP4 {
+		w, bits = p4Width(ctx.Params)
+	}
 	s := &Store{keyed: k, cells: k.m.Uint64s(functions.FieldOf(k.m, "cells")), depth: uint32(d), width: uint32(w),
 		pass: ctx.Params.Str("pass"), at: ctx.Ann,
 		changes: functions.FieldOf(k.m, "changes").Offset, nomiss: functions.FieldOf(k.m, "missing").Offset}
@@ -89,13 +103,22 @@ func NewStore(ctx *functions.Context) (*Store, error) {
 	if k.window.Interval > 0 && measure.Tracks(ctx) {
 		s.touched = measure.NewTouched(len(s.cells), ctx)
 	}
+	if ctx.Target == functions.TargetP4 {
+		s.p4, s.p4bits, s.pos = &p4Key{sp: k.sp, lt: k.lt}, bits, make([]uint32, d)
+	}
 	return s, nil
 }
 
 // Process stores each packet's value in its key's cells and keeps the
 // packets pass= asks for (a packet without a key or a value: only with
 // pass=all).
-func (s *Store) Process(b *buffers.Batch) { s.ProcessHashes(b, s.ownHashes(b)) }
+func (s *Store) Process(b *buffers.Batch) {
+	if s.p4 != nil {
+		s.processP4(b)
+		return
+	}
+	s.ProcessHashes(b, s.ownHashes(b))
+}
 
 // ProcessHashes implements flowkey.Keyed.
 func (s *Store) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
