@@ -95,7 +95,7 @@ func BenchmarkFlowgraph(b *testing.B) {
 			reg := registryWithMemory(b, 1<<14, mode.zeroCopy)
 			b.ReportAllocs()
 			b.ResetTimer()
-			rt := flowgraph.New(flowgraph.Config{Registry: reg, Limit: int64(b.N) * buffers.MaxBatch})
+			rt := flowgraph.New(flowgraph.Config{Registry: reg, CaptureLimit: int64(b.N) * buffers.MaxBatch})
 			_, err := rt.Populate(`(memory) > (bpf,expr="tcp and dst port 80") > [(pktcount)|(bytecount)]`, flowgraph.RequestOptions{})
 			if err != nil {
 				b.Fatal(err)

@@ -523,26 +523,7 @@ func TestSmallChildEndsFirst(t *testing.T) {
 			`[(cap,if=eth2)|(cap,if=eth3)|(cap,if=eth0)] > (count)`,
 		} {
 			reg := placeRegistry(t)
-			rt := New(Config{Registry: reg, Hierarchy: tree(t, reg, fig4, n)})
-			if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := rt.Instantiate(); err != nil {
-				t.Fatal(err)
-			}
-			rt.Activate(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- rt.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatal(err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("n=%d %s: Wait hangs", n, expr)
-			}
-			rt.Close()
-			checkInvariants(t, expr, rt)
+			rt := runClosed(t, Config{Registry: reg, Hierarchy: tree(t, reg, fig4, n)}, expr, fmt.Sprintf("n=%d %s", n, expr))
 			st := stateByID(rt)
 			var srcs uint64
 			for _, f := range st {
@@ -881,38 +862,97 @@ func TestDeepAndWideHierarchy(t *testing.T) {
 	}
 }
 
-// TestLimitAcrossBoards: the packet limit (ffpf run -c) is shared by
-// the sources of every flowspace of the hierarchy: exactly Limit packets
-// enter, and the run ends.
+// TestLimitAcrossBoards: the packet limit is shared by the sources of
+// every flowspace of the hierarchy. Counted at the ends (ffpf run -c),
+// exactly Limit packets reach count, the end, in the root, though even
+// filters packets on a board beneath and the units of those it keeps
+// travel up with them; counted at capture (--capture-count), exactly Limit packets
+// enter. Either way the run ends.
 func TestLimitAcrossBoards(t *testing.T) {
-	for _, limit := range []int64{1, 255, 1000, 7777} {
-		reg := placeRegistry(t)
-		rt := New(Config{Registry: reg, Hierarchy: tree(t, reg, fig4, 1<<40), Limit: limit})
-		if _, err := rt.Populate(`[(cap,if=eth0)|(cap,if=eth1)|(cap,if=eth2) > (even)] > (all) > (count)`, RequestOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Instantiate(); err != nil {
-			t.Fatal(err)
-		}
-		rt.Activate(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- rt.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
+	for _, capture := range []bool{false, true} {
+		for _, limit := range []int64{1, 255, 1000, 7777} {
+			reg := placeRegistry(t)
+			cfg := Config{Registry: reg, Hierarchy: tree(t, reg, fig4, 1<<40), Limit: limit}
+			if capture {
+				cfg.Limit, cfg.CaptureLimit = 0, limit
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("limit %d: Wait hangs", limit)
+			rt := runClosed(t, cfg, `[(cap,if=eth0)|(cap,if=eth1)|(cap,if=eth2) > (even)] > (all) > (count)`,
+				fmt.Sprintf("limit %d (capture %v)", limit, capture))
+			st := stateByID(rt)
+			if capture {
+				if got := rt.Packets(); got != uint64(limit) {
+					t.Errorf("capture limit %d: the sources read %d packets", limit, got)
+				}
+			} else if got := packets(st["count#1"]); got != uint64(limit) {
+				t.Errorf("limit %d: count counted %d packets", limit, got)
+			}
+			if st["all#1"].In != st["cap#1"].Out+st["cap#2"].Out+st["even#1"].Out {
+				t.Errorf("limit %d: all saw %d", limit, st["all#1"].In)
+			}
 		}
-		rt.Close()
-		checkInvariants(t, "limit", rt)
-		if got := rt.Packets(); got != uint64(limit) {
-			t.Errorf("limit %d: the sources read %d packets", limit, got)
+	}
+}
+
+// runClosed populates expr on cfg's runtime, runs it to its end (failing
+// after 10 s, named what), closes it and checks the invariants.
+func runClosed(t *testing.T, cfg Config, expr, what string) *Runtime {
+	t.Helper()
+	rt := New(cfg)
+	if _, err := rt.Populate(expr, RequestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Instantiate(); err != nil {
+		t.Fatal(err)
+	}
+	rt.Activate(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
 		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: Wait hangs", what)
+	}
+	rt.Close()
+	checkInvariants(t, what, rt)
+	return rt
+}
+
+// TestLimitCountsEachPacketOnce: counted at the ends (ffpf run -c), a
+// packet that reaches an end on a board (keep,mod=2 in me0) and goes up
+// to reach another in the root (count, after keep,mod=3,at=1 in me0 and
+// all in the root) counts once: the sources read exactly the packets that
+// bring the ends' union to the limit, and none after.
+func TestLimitCountsEachPacketOnce(t *testing.T) {
+	for _, limit := range []int{1, 2, 300, 5000} {
+		reg := placeRegistry(t)
+		rt := runClosed(t, Config{Registry: reg, Hierarchy: tree(t, reg, fig4, 1<<40), Limit: int64(limit)},
+			`x:(cap,if=eth2) > (keep,mod=2); x > (keep,mod=3,at=1) > (all) > (count)`, fmt.Sprint("limit ", limit))
 		st := stateByID(rt)
-		if st["all#1"].In != st["cap#1"].Out+st["cap#2"].Out+st["even#1"].Out {
-			t.Errorf("limit %d: all saw %d", limit, st["all#1"].In)
+		if st["keep#1"].Flowspace != "me0" || st["keep#2"].Flowspace != "me0" || st["count#1"].Flowspace != "user" {
+			t.Fatalf("placed %s, %s, %s", st["keep#1"].Flowspace, st["keep#2"].Flowspace, st["count#1"].Flowspace)
+		}
+		// The source's packet i starts with byte(i).
+		even, mod3, read := 0, 0, 0
+		for counted := 0; counted < limit; read++ {
+			b := byte(read)
+			if b%2 == 0 {
+				even++
+			}
+			if b%3 == 1 {
+				mod3++
+			}
+			if b%2 == 0 || b%3 == 1 {
+				counted++
+			}
+		}
+		if got := rt.Packets(); got != uint64(read) {
+			t.Errorf("limit %d: the source read %d packets, want %d", limit, got, read)
+		}
+		if k, c := st["keep#1"].Out, packets(st["count#1"]); k != uint64(even) || c != uint64(mod3) {
+			t.Errorf("limit %d: keep,mod=2 kept %d and count counted %d, want %d and %d", limit, k, c, even, mod3)
 		}
 	}
 }

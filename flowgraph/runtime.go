@@ -26,7 +26,12 @@ const DefaultSnaplen = 262144
 type Config struct {
 	Registry *functions.Registry // nil: functions.Default
 	Snaplen  int                 // 0: DefaultSnaplen
-	Limit    int64               // stop after this many packets (ffpf run -c); 0: no limit
+	// Limit stops the run once this many packets have reached the ends of
+	// the flowgraph, each once (ffpf run -c; see flowspaces.Budget); 0:
+	// no limit. CaptureLimit stops it once the sources have captured this
+	// many (ffpf run --capture-count). At most one of them is set.
+	Limit        int64
+	CaptureLimit int64
 	// Hierarchy is the root of the flowspace tree the functions are placed
 	// in (see flowspaces/hierarchy); nil is userspace alone.
 	Hierarchy flowspaces.Flowspace
@@ -61,8 +66,9 @@ const (
 
 // Runtime is a flowgraph and the flowspaces it runs in.
 type Runtime struct {
-	cfg  Config
-	root flowspaces.Flowspace
+	cfg    Config
+	root   flowspaces.Flowspace
+	budget *flowspaces.Budget // the packet limit, nil for none
 
 	mu       sync.Mutex
 	phase    phase
@@ -121,7 +127,12 @@ func New(cfg Config) *Runtime {
 	if root == nil {
 		root = user.New(user.Options{})
 	}
-	budget := flowspaces.NewBudget(cfg.Limit)
+	rt := &Runtime{byKey: map[string]*Function{}, perClass: map[string]int{}}
+	budget := flowspaces.NewBudget(cfg.Limit, flowspaces.AtEnds)
+	if cfg.CaptureLimit > 0 {
+		budget = flowspaces.NewBudget(cfg.CaptureLimit, flowspaces.AtCapture)
+	}
+	rt.budget = budget
 	flowspaces.Walk(root, func(fs flowspaces.Flowspace) {
 		if l, ok := fs.(flowspaces.Limited); ok {
 			l.SetBudget(budget)
@@ -130,7 +141,8 @@ func New(cfg Config) *Runtime {
 			s.SetWorkers(cfg.Workers)
 		}
 	})
-	return &Runtime{cfg: cfg, root: root, byKey: map[string]*Function{}, perClass: map[string]int{}}
+	rt.cfg, rt.root = cfg, root
+	return rt
 }
 
 // Hierarchy returns the root of the flowspace tree.
@@ -353,13 +365,26 @@ func (rt *Runtime) Instantiate() error {
 	if len(rt.funcs) == 0 {
 		return &InvalidError{"nothing to instantiate: populate a request first"}
 	}
+	if rt.phase == populated {
+		rt.keepOrder()
+	}
 	var done []*Function
 	var err error
+	again := 0
 	for _, f := range rt.funcs {
 		if f.live {
 			continue
 		}
-		if err = f.node.Flowspace.Instantiate(f.node); err != nil {
+		err = f.node.Flowspace.Instantiate(f.node)
+		for err != nil && errors.Is(err, flowspaces.ErrPlaceAgain) && again < maxPlaceAgain {
+			// What placement found is gone (another capture took the XDP
+			// hook since): place f again, and what depends on it.
+			again++
+			if err = rt.placeAgain(f); err == nil {
+				err = f.node.Flowspace.Instantiate(f.node)
+			}
+		}
+		if err != nil {
 			err = fmt.Errorf("%s: %w", f.ID, err)
 			break
 		}
@@ -387,6 +412,70 @@ func (rt *Runtime) Instantiate() error {
 		f.ready.Store(false)
 	}
 	return errors.Join(err, rt.connect())
+}
+
+// keepOrder keeps one lane for the captures whose packets reach an
+// ordered function (DESIGN.md §15): its result depends on the order the
+// packets arrive in (export writes them in it, Trumpet's epochs and a
+// producer's records follow it), and the lanes of one interface (a ring
+// buffer per CPU, an AF_XDP socket per queue) keep each lane's order but
+// not the interface's. The eBPF flowspace that captures such a source is
+// told to spread over one worker before it makes its rings. A request
+// overlaid on a running flowgraph finds the lanes as they were made.
+func (rt *Runtime) keepOrder() {
+	nodes := make([]*flowspaces.Node, len(rt.funcs))
+	for i, f := range rt.funcs {
+		nodes[i] = f.node
+	}
+	seen := map[*flowspaces.Node]bool{}
+	var up func(n *flowspaces.Node)
+	up = func(n *flowspaces.Node) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		if n.Class.IsSource() {
+			for fs := n.Flowspace; fs != nil && fs.Target() != functions.TargetUser; fs = fs.Parent() {
+				if s, ok := fs.(flowspaces.Spreader); ok {
+					s.SetWorkers(1)
+				}
+			}
+		}
+		for _, in := range n.Inputs {
+			up(in)
+		}
+	}
+	for _, n := range nodes {
+		if n.Class.IsSource() {
+			continue
+		}
+		if k, _ := n.Concurrency(nodes); k == functions.Ordered {
+			up(n)
+		}
+	}
+}
+
+// maxPlaceAgain bounds how often one Instantiate places functions again
+// (hooks taken by other programs meanwhile, one after the other).
+const maxPlaceAgain = 8
+
+// placeAgain places f again, and every function not yet instantiated that
+// depends on it, in order: Instantiate found gone what placement found
+// where f was placed. rt.mu is held.
+func (rt *Runtime) placeAgain(f *Function) error {
+	moved := map[*flowspaces.Node]bool{f.node: true}
+	isMoved := func(n *flowspaces.Node) bool { return moved[n] }
+	for _, g := range rt.funcs { // inputs before the functions they feed
+		after := slices.ContainsFunc(g.node.Inputs, isMoved) || slices.ContainsFunc(g.node.Reads, isMoved)
+		if g != f && (g.live || !after) {
+			continue
+		}
+		if err := rt.place(g); err != nil {
+			return err
+		}
+		moved[g.node] = true
+	}
+	return nil
 }
 
 // connect rebuilds the datapath of every flowspace, parents first: a
@@ -573,7 +662,7 @@ func (rt *Runtime) Packets() uint64 {
 
 // Progress estimates how far the run is, from 0 to 1: how far through
 // their input the sources are (a file's bytes, gen's packets; the mean over
-// sources), or how much of the packet limit is spent, whichever is further.
+// sources), or how much of the packet limit is counted, whichever is further.
 // known is false when neither can be told (a live interface, no limit).
 func (rt *Runtime) Progress() (frac float64, known bool) {
 	sum, n, all := 0.0, 0, true
@@ -600,8 +689,8 @@ func (rt *Runtime) Progress() (frac float64, known bool) {
 	if all && n > 0 {
 		frac, known = sum/float64(n), true
 	}
-	if rt.cfg.Limit > 0 {
-		frac, known = max(frac, min(float64(rt.Packets())/float64(rt.cfg.Limit), 1)), true
+	if l := rt.budget.Limit(); l > 0 {
+		frac, known = max(frac, min(float64(rt.budget.Counted())/float64(l), 1)), true
 	}
 	return frac, known
 }
@@ -742,15 +831,33 @@ func canonValue(v functions.Value) lang.Value {
 // reaches an end exactly once. Call it after the requests are populated.
 func (rt *Runtime) AttachSink(expr string) (*Request, error) {
 	rt.mu.Lock()
+	funcs := append([]*Function(nil), rt.funcs...)
+	rt.mu.Unlock()
+	return rt.attachSink(expr, funcs)
+}
+
+// AttachSink adds the function term expr fed by every end of the request:
+// each of its functions that feeds no other of its functions. The sink is
+// a request of its own, in the request's flowgroup (shared, as any
+// function, with an identical sink of an identical request); removing it
+// is the caller's. A service attaches one so that an application reads
+// what the request exports.
+func (r *Request) AttachSink(expr string) (*Request, error) {
+	return r.rt.attachSink(expr, r.funcs)
+}
+
+// attachSink adds the sink expr fed by the ends of funcs.
+func (rt *Runtime) attachSink(expr string, funcs []*Function) (*Request, error) {
+	rt.mu.Lock()
 	fed := map[*flowspaces.Node]bool{}
-	for _, f := range rt.funcs {
+	for _, f := range funcs {
 		for _, in := range f.node.Inputs {
 			fed[in] = true
 		}
 	}
 	b := &builder{src: expr, reg: rt.cfg.Registry, bound: map[*lang.Func]functions.Params{}}
 	var ends []*lnode
-	for _, f := range rt.funcs {
+	for _, f := range funcs {
 		if !fed[f.node] {
 			lt := f.node.Ctx.LinkType
 			if f.node.Producer() {
@@ -775,6 +882,36 @@ func (rt *Runtime) AttachSink(expr string) (*Request, error) {
 		return nil, err
 	}
 	return rt.overlay(expr, nil, b.bound, []*lnode{sink}, ends[0].fn.group)
+}
+
+// Ended reports whether every source of the request has ended (files read
+// to their ends, generators done) and what reached them is flushed: its
+// state is final. A source in a flowspace that does not tell
+// (flowspaces.Ender), a live capture, never ends. err joins what the
+// sources reported. A request without a source of its own (a sink
+// attached to another) reports false.
+func (r *Request) Ended() (ended bool, err error) {
+	var errs []error
+	n := 0
+	for _, f := range r.funcs {
+		if !f.node.Class.IsSource() {
+			continue
+		}
+		n++
+		if !f.ready.Load() {
+			return false, nil
+		}
+		e, ok := f.node.Flowspace.(flowspaces.Ender)
+		if !ok {
+			return false, nil
+		}
+		done, err := e.SourceEnded(f.node)
+		if !done {
+			return false, nil
+		}
+		errs = append(errs, err)
+	}
+	return n > 0, errors.Join(errs...)
 }
 
 // freeWords takes k consecutive free annotation words and returns the

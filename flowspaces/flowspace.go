@@ -18,6 +18,7 @@ package flowspaces
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/ffpf-go/ffpf/bridges/inproc"
@@ -64,7 +65,9 @@ type Flowspace interface {
 	Stores() bool
 
 	// Instantiate creates n's function (or source) and buffers; nothing
-	// runs until Connect puts it in the datapath.
+	// runs until Connect puts it in the datapath. An error that wraps
+	// ErrPlaceAgain says that what placement found here is gone (another
+	// program took a hook since): the flowgraph places n again.
 	Instantiate(n *Node) error
 	// Remove takes n out of the datapath at the next Connect, which then
 	// releases it.
@@ -98,6 +101,11 @@ type Receiver interface {
 	// child's name.
 	Bridges() map[string]*inproc.Bridge
 }
+
+// ErrPlaceAgain is wrapped by the error of an Instantiate that finds gone
+// what Host found at placement: the flowgraph places the node again, and
+// Host then refuses it with the reason.
+var ErrPlaceAgain = errors.New("placed again")
 
 // Entry is how packets of an interface enter the hierarchy at a
 // flowspace.
@@ -211,6 +219,14 @@ func (n *Node) CheckState() error {
 // under, is held, and the function to release it. Handlers run so.
 type Locker interface {
 	Lock(n *Node) (unlock func())
+}
+
+// Ender is a flowspace that tells when one of its sources has ended (a
+// file read to its end, a generator done): a service reports a request
+// whose sources have all ended as ended, with its final state. err is what
+// the source reported (a truncated file), nil at a clean end.
+type Ender interface {
+	SourceEnded(n *Node) (ended bool, err error)
 }
 
 // Spreader is a flowspace that can spread the packets of one source over

@@ -224,6 +224,7 @@ echo
 echo "== 11. trumpet: the packet monitor, 4,096 triggers (32 patterns, 8 per packet), 64-byte packets at 67 ns on the packet clock, 10 ms epochs, one core"
 $GO test -run '^$' -bench 'BenchmarkMonitor' -benchtime 3000000x -count "$COUNT" ./functions/trumpet/monitor/ | tee "$OUT/trumpet.txt" | grep -E '^Benchmark' || true
 $GO test -run '^$' -bench 'BenchmarkSweep' -benchtime 20x -count "$COUNT" ./functions/trumpet/monitor/ | tee -a "$OUT/trumpet.txt" | grep -E '^Benchmark' || true
+$GO test -run '^$' -bench 'BenchmarkMonitorAlternating' -benchtime 3000000x -count "$COUNT" ./functions/trumpet/monitor/ | tee "$OUT/trumpet-alt.txt" | grep -E '^Benchmark' || true
 awk '/^BenchmarkMonitor\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
        for (i=1;i<=NF;i++) { v=$i; u=$(i+1)
          if (u=="Mpps") { mp[m]+=v; n[m]++ } if (u=="Mpps-cpu") mc[m]+=v
@@ -241,6 +242,8 @@ echo "   (floor: the flow table alone, no trigger; target >= 14.88 Mpps/core wit
 echo "    slices after every batch of 256 packets; a late sweep is one finished at the next epoch's end instead."
 echo "    -batch: the batch through ProcessBatch, which looks its packets up together, as the trumpet function does;"
 echo "    the others one Process per packet, each against the floor of its own mode.)"
+awk '/^BenchmarkMonitorAlternating/ { for (i=1;i<=NF;i++) { if ($(i+1)=="triggers/floor") tf+=$i; if ($(i+1)=="triggers/plain") tp+=$i } n++ }
+     END { if (n) printf "   alternating epoch by epoch in one process (the load of other programs alike on each): triggers/floor %.2f, triggers/plain %.2f (means of %d)\n", tf/n, tp/n, n }' "$OUT/trumpet-alt.txt"
 
 echo
 echo "== 11b. trumpet in XDP: phase 1 on per-CPU flow summaries, phase 2 in the process (heavy hitters, 10 ms epochs)"
@@ -378,3 +381,21 @@ awk '/^BenchmarkBuildInstall\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "",
            printf "   build+install best %6.2f ms (target < 50 ms)\n", b["build+install"]/1e6 }' "$OUT/p4build.txt"
 echo "   (build: place, lower, allocate stages, print P4_16, P4Info, device config; install: connect, arbitrate,"
 echo "    SetForwardingPipelineConfig VERIFY_AND_COMMIT, digests turned on, as ffpf run does before its first packet)"
+echo
+echo "== 16. the daemon (ffpf serve): submit-to-active of a userspace request over the control socket, against populating and"
+echo "   instantiating the same request on a flowgraph in the process (same run); /metrics of 1,001 functions (250 requests)"
+$GO test -run '^$' -bench 'BenchmarkSubmitToActive|BenchmarkScrape' -benchtime 300x -count "$COUNT" ./flowgraph/daemon/ 2>/dev/null | tee "$OUT/daemon.txt" | grep -E '^Benchmark' || true
+awk '/^Benchmark(SubmitToActive|Scrape)\// { split($1, p, "/"); m=p[1]"/"p[2]; sub(/-[0-9]+$/, "", m); sub(/^Benchmark/, "", m)
+       for (i=1;i<=NF;i++) if ($(i+1)=="ms/submit" || $(i+1)=="ms/scrape") v[m]=v[m]" "$i }
+     function median(s,   x, n, i, j, t) { n=split(s, x, " "); for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (x[j]+0<x[i]+0) { t=x[i]; x[i]=x[j]; x[j]=t }
+       return n%2 ? x[(n+1)/2] : (x[n/2]+x[n/2+1])/2 }
+     END { d=median(v["SubmitToActive/daemon"]); r=median(v["SubmitToActive/runtime"])
+       printf "   submit to active   %6.2f ms through the daemon, %6.2f ms in the process (%.2fx; target < 20 ms)\n", d, r, d/r
+       h=median(v["Scrape/http"]); e=median(v["Scrape/exposition"]); s=median(v["Scrape/state"])
+       printf "   /metrics, 1,001 functions   %6.2f ms over HTTP, %6.2f ms writing it, %6.2f ms reading their state alone (%.1fx)\n", h, e, s, e/s }' "$OUT/daemon.txt"
+if [ "$(id -u)" -eq 0 ]; then
+	echo "   1,000 kernel (tc) requests submitted and removed on a veth, then SIGKILL and a restart:"
+	FFPF_DAEMON_CYCLES=1000 $GO test -count=1 -run 'TestDaemonKilledThenRestarted' -v ./cmd/ffpf/ 2>&1 | grep -E '^(--- |ok|FAIL|\s+daemon_e2e)' | sed 's/^/   /'
+fi
+echo "   (medians of $COUNT runs; the exposition is written per scrape from each function's counters and MBuf: ffpf_packets_total"
+echo "    per request and function, the scalar state fields, placement, readers and the process's figures)"

@@ -45,7 +45,8 @@ import (
 const MaxQueues = 64
 
 // MetaLen is the metadata the program puts before a redirected frame: the
-// mask of the exported functions that passed it (a native-order u64).
+// mask of the exported functions that passed it (a native-order u64,
+// inproc.EndedBit set when it reached an end of the graph beneath).
 // Annotation words that functions above read come before it, up to
 // MaxAnn of them (the kernel takes at most 32 bytes of XDP metadata): Meta.
 const MetaLen = 8
@@ -92,6 +93,12 @@ type Set struct {
 	got  map[any]*atomic.Uint64
 	live atomic.Uint64 // losses already counted from the sockets' statistics
 	seen []uint64      // per socket, its statistics' losses counted (by its reader alone)
+
+	// Lost, when set, is told of the frames the kernel lost on their way
+	// to a socket, as the sockets' statistics count them while the
+	// readers run (set it before Start): a packet limit counted at the
+	// ends takes back the units those frames held.
+	Lost func(n uint64)
 }
 
 // Open binds one AF_XDP socket per receive queue of iface and registers
@@ -442,7 +449,7 @@ func (r *Reader) run(ctx context.Context, q int) {
 				pkt := s.GetFrame(d)
 				for _, st := range streams {
 					if m := mask & st.Mask; m != 0 {
-						st.Add(ctx, m, pkt[:min(len(pkt), st.Snap)], uint32(len(pkt)), now, d.Addr, meta[:ml-MetaLen])
+						st.Add(ctx, m|mask&inproc.EndedBit, pkt[:min(len(pkt), st.Snap)], uint32(len(pkt)), now, d.Addr, meta[:ml-MetaLen])
 					}
 				}
 			}
@@ -498,6 +505,9 @@ func (r *Reader) kernelLosses(q int) {
 		// the end, from the program's per-source counts (Set.Settle).
 		r.up.Lose(int(n - r.x.seen[q]))
 		r.x.live.Add(n - r.x.seen[q])
+		if r.x.Lost != nil {
+			r.x.Lost(n - r.x.seen[q])
+		}
 		r.x.seen[q] = n
 	}
 }

@@ -102,6 +102,17 @@ type Out struct {
 	Batch buffers.Batch
 }
 
+// Ended is the Tag of the Out that lists the packets of a message that
+// reached an end of the graph beneath: counting packets at the ends (ffpf
+// run -c), the flowspace above must not count them again.
+var Ended any = ended{}
+
+type ended struct{}
+
+// EndedBit is the bit of a packet's mask (Stream.Add) that says it reached
+// an end of the graph beneath; the other bits name exported functions.
+const EndedBit uint64 = 1 << 63
+
 // Message is one batch crossing the bridge.
 type Message struct {
 	Stream any // the source the packets came from
@@ -119,6 +130,12 @@ type Message struct {
 	Stored  bool
 	Out     []Out
 	Packets int // distinct packets referred to
+	// Held is how many of them hold a unit of the run's packet limit
+	// (flowspaces.Budget, counting at the ends of the graph): the
+	// flowspace above counts them where they reach an end, or gives the
+	// units back. The packets that reached an end beneath are in the Out
+	// tagged Ended, and hold none.
+	Held int
 	// Copied says that the packets were copied across the barrier (into
 	// a region of the flowspace above, or of the bridge), rather than
 	// referred to where the lower flowspace has them.
@@ -245,7 +262,7 @@ func (p *Pool) Take(ctx context.Context) (*Region, error) {
 func (b *Bridge) TryMessage() (*Message, bool) {
 	select {
 	case m := <-b.free:
-		m.Out, m.Packets, m.Region, m.Stream, m.Copied, m.Now, m.Lane = m.Out[:0], 0, nil, nil, false, 0, 0
+		m.Out, m.Packets, m.Held, m.Region, m.Stream, m.Copied, m.Now, m.Lane = m.Out[:0], 0, 0, nil, nil, false, 0, 0
 		return m, true
 	default:
 		return nil, false
@@ -268,7 +285,7 @@ func (p *Pool) TryTake() (*Region, bool) {
 func (b *Bridge) Message(ctx context.Context) (*Message, error) {
 	select {
 	case m := <-b.free:
-		m.Out, m.Packets, m.Region, m.Stream, m.Copied, m.Now, m.Lane = m.Out[:0], 0, nil, nil, false, 0, 0
+		m.Out, m.Packets, m.Held, m.Region, m.Stream, m.Copied, m.Now, m.Lane = m.Out[:0], 0, 0, nil, nil, false, 0, 0
 		return m, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -443,16 +460,21 @@ func (b *Bridge) Drain() {
 // DrainUntilClosed counts everything still sent as dropped and releases
 // it, until the lower side closes the bridge: a receiver that stops must
 // not leave a producer blocked, nor a message in a queue nobody reads.
-func (b *Bridge) DrainUntilClosed() {
+// held, when set, is given each message's Held (the units of a packet
+// limit its packets hold, which go back).
+func (b *Bridge) DrainUntilClosed(held func(int)) {
 	for i := range b.ch {
-		b.DrainLaneUntilClosed(i)
+		b.DrainLaneUntilClosed(i, held)
 	}
 }
 
 // DrainLaneUntilClosed is DrainUntilClosed for one lane, whose receiver
 // stops while the others go on.
-func (b *Bridge) DrainLaneUntilClosed(lane int) {
+func (b *Bridge) DrainLaneUntilClosed(lane int, held func(int)) {
 	for m := range b.ch[lane] {
+		if held != nil {
+			held(m.Held)
+		}
 		b.dropped.Add(uint64(m.Packets))
 		m.release()
 		b.free <- m

@@ -44,11 +44,16 @@ type Stream struct {
 	// from beneath, in the order Add's ann holds them: the words that
 	// functions above read, written by functions beneath.
 	Ann []int
+	// Holds says that each packet holds a unit of the run's packet limit
+	// (counting at the ends of the graph) unless its mask has EndedBit:
+	// the messages say how many (Message.Held).
+	Holds bool
 
 	out  map[int]*buffers.Batch
 	msg  *Message
 	reg  *Region
 	n    int
+	held int
 	now  int64 // the stream's packet clock
 	sent int64 // the clock the last message carried
 }
@@ -66,7 +71,8 @@ type Frames interface {
 }
 
 // Add copies one packet into s's batch, or, with Frames, refers to it at
-// addr, the frame it lies in; mask selects the outputs that keep it; ann
+// addr, the frame it lies in; mask selects the outputs that keep it, and
+// EndedBit in it says that it reached an end of the graph beneath; ann
 // holds the packet's annotation words s.Ann names, 8 bytes each in native
 // byte order (nil without). It returns false when the run stopped (the
 // packet counts as dropped).
@@ -89,17 +95,15 @@ func (s *Stream) Add(ctx context.Context, mask uint64, pkt []byte, wire uint32, 
 		}
 	}
 	s.now = max(s.now, ts)
+	if mask&EndedBit != 0 {
+		mask &^= EndedBit
+		s.put(63, Ended, slot)
+	} else if s.Holds {
+		s.held++
+	}
 	for b := 0; mask != 0; b++ {
 		if mask&1 != 0 {
-			o := s.out[b]
-			if o == nil {
-				s.msg.Out = append(s.msg.Out, Out{Tag: s.Tags[b]})
-				o = &s.msg.Out[len(s.msg.Out)-1].Batch
-				o.PBuf, o.Base = s.reg.PBuf, s.reg.Base
-				s.out[b] = o
-			}
-			o.E[o.N] = buffers.Entry{Slot: slot}
-			o.N++
+			s.put(b, s.Tags[b], slot)
 		}
 		mask >>= 1
 	}
@@ -108,6 +112,19 @@ func (s *Stream) Add(ctx context.Context, mask uint64, pkt []byte, wire uint32, 
 		s.Flush(ctx)
 	}
 	return true
+}
+
+// put adds slot to the output of bit b (63: Ended), tagged tag.
+func (s *Stream) put(b int, tag any, slot uint32) {
+	o := s.out[b]
+	if o == nil {
+		s.msg.Out = append(s.msg.Out, Out{Tag: tag})
+		o = &s.msg.Out[len(s.msg.Out)-1].Batch
+		o.PBuf, o.Base = s.reg.PBuf, s.reg.Base
+		s.out[b] = o
+	}
+	o.E[o.N] = buffers.Entry{Slot: slot}
+	o.N++
 }
 
 // begin takes a message and a region for s's next batch.
@@ -131,15 +148,15 @@ func (s *Stream) begin(ctx context.Context) bool {
 		return false
 	}
 	m.Stream, m.Region, m.Stored, m.Lane = s.Source, reg, true, s.Lane
-	if cap(m.Out) < len(s.Tags) {
+	if cap(m.Out) < len(s.Tags)+1 {
 		// Once per message: the batches are referred to below, so the
 		// slice must not move while it grows.
-		m.Out = make([]Out, 0, len(s.Tags))
+		m.Out = make([]Out, 0, len(s.Tags)+1) // and Ended
 	}
 	if s.out == nil {
 		s.out = map[int]*buffers.Batch{}
 	}
-	s.msg, s.reg, s.n = m, reg, 0
+	s.msg, s.reg, s.n, s.held = m, reg, 0, 0
 	clear(s.out)
 	return true
 }
@@ -166,7 +183,7 @@ func (s *Stream) Flush(ctx context.Context) {
 	if s.msg == nil {
 		return
 	}
-	s.msg.Packets = s.n
+	s.msg.Packets, s.msg.Held = s.n, s.held
 	s.msg.Now, s.sent = s.now, s.now
 	s.msg.Copied = s.Frames == nil // into the pool, or referred to in the frames
 	if s.Taken != nil {

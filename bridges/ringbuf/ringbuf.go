@@ -52,7 +52,8 @@ import (
 )
 
 // The layout of a record: a mask of the exported functions that passed
-// the packet (0 in a clock-only record), its wire and captured length, a
+// the packet (0 in a clock-only record; inproc.EndedBit set when it
+// reached an end of the graph beneath), its wire and captured length, a
 // CLOCK_MONOTONIC timestamp, the port (which of the flowspace's
 // interfaces it came in on), the annotation words carried up (OffAnn),
 // then the captured bytes, in native byte order.
@@ -289,7 +290,7 @@ func (r *Reader) run(ctx context.Context, g *ring) {
 			if m := mask & s.Mask; m != 0 {
 				// The record holds what the capture with the longest snap
 				// length on the port keeps; each keeps its own.
-				if s.Add(ctx, m, raw[r.header:r.header+min(capLen, s.Snap)], wire, ts, 0, ann) {
+				if s.Add(ctx, m|mask&inproc.EndedBit, raw[r.header:r.header+min(capLen, s.Snap)], wire, ts, 0, ann) {
 					pending++
 				}
 			}

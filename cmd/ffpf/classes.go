@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ffpf-go/ffpf/flowgraph/daemon"
+	"github.com/ffpf-go/ffpf/flowgraph/daemon/client"
 	"github.com/ffpf-go/ffpf/functions"
 )
 
@@ -29,9 +31,9 @@ type classDoc struct {
 	Targets   []string `json:"targets"`
 	// Plugin is the binary that serves the class out of process, if one
 	// does (--plugins).
-	Plugin string     `json:"plugin,omitempty"`
-	Params []paramDoc `json:"params"`
-	State  *stateDoc  `json:"state,omitempty"` // absent for a class without state
+	Plugin string         `json:"plugin,omitempty"`
+	Params []client.Param `json:"params"`
+	State  *stateDoc      `json:"state,omitempty"` // absent for a class without state
 	// Concurrency is how one function runs on several workers (absent for
 	// a source): ordered, stateless or mergeable; OrderedWhen the
 	// settings under which it runs ordered all the same.
@@ -62,21 +64,11 @@ type stateFieldDoc struct {
 	typeName string
 }
 
-type paramDoc struct {
-	Name     string   `json:"name"`
-	Type     string   `json:"type"`
-	Default  string   `json:"default,omitempty"`
-	Required bool     `json:"required"`
-	Unit     string   `json:"unit,omitempty"`
-	Summary  string   `json:"summary"`
-	Enum     []string `json:"enum,omitempty"`
-}
-
 func describeClasses(reg *functions.Registry) []classDoc {
 	var docs []classDoc
 	for _, c := range reg.All() {
 		d := classDoc{Name: c.Name, Summary: c.Summary, Source: c.IsSource(),
-			MinInputs: c.MinInputs, MaxInputs: c.MaxInputs, Params: []paramDoc{}}
+			MinInputs: c.MinInputs, MaxInputs: c.MaxInputs}
 		for _, t := range c.Targets {
 			d.Targets = append(d.Targets, string(t))
 		}
@@ -93,10 +85,7 @@ func describeClasses(reg *functions.Registry) []classDoc {
 				d.OrderedWhen = append(d.OrderedWhen, orderingDoc{"its state read by label", "the reader needs the one state as it is after each packet"})
 			}
 		}
-		for _, p := range c.Params {
-			d.Params = append(d.Params, paramDoc{Name: p.Name, Type: p.Type.String(), Default: p.Default,
-				Required: p.Required, Unit: p.Unit, Summary: p.Summary, Enum: p.Enum})
-		}
+		d.Params = daemon.Params(c)
 		if st := c.State; st != nil {
 			d.State = &stateDoc{ByteOrder: st.OrderName()}
 			for i := range st.Fields {

@@ -57,15 +57,15 @@ func TestCaptureAny(t *testing.T) {
 				t.Fatalf("run -i any: %v: %s", err, c.err.String())
 			}
 			doc := parseRun(t, cliResult{c.out.String(), c.err.String(), 0})
-			if doc.Packets != n {
+			if doc.Packets < n {
 				t.Errorf("run -i any -c %d read %d packets", n, doc.Packets)
 			}
 			for _, f := range doc.Functions {
 				if f.Flowspace != "user" {
 					t.Errorf("%s runs in %s, want user", f.ID, f.Flowspace)
 				}
-				if f.Class == "pktcount" && (f.In == 0 || f.In > n) {
-					t.Errorf("pktcount counted %d UDP packets of %d", f.In, n)
+				if f.Class == "pktcount" && f.In != n {
+					t.Errorf("run -i any -c %d: pktcount counted %d UDP packets", n, f.In)
 				}
 			}
 			return

@@ -102,16 +102,7 @@ type bgRun struct {
 // fails the test with its message.
 func startRun(t *testing.T, ns, out string, args ...string) *bgRun {
 	t.Helper()
-	r := &bgRun{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, "env"}, args...)...), exited: make(chan struct{})}
-	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.waitErr = r.cmd.Wait(); close(r.exited) }()
-	t.Cleanup(func() {
-		r.cmd.Process.Kill()
-		<-r.exited
-	})
+	r := launchRun(t, ns, args...)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(out); err == nil {
 			return r
@@ -125,6 +116,22 @@ func startRun(t *testing.T, ns, out string, args ...string) *bgRun {
 			t.Fatalf("%v: %s was not created", args, out)
 		}
 	}
+}
+
+// launchRun starts ffpf as startRun does, without waiting.
+func launchRun(t *testing.T, ns string, args ...string) *bgRun {
+	t.Helper()
+	r := &bgRun{cmd: exec.Command("ip", append([]string{"netns", "exec", ns, "env"}, args...)...), exited: make(chan struct{})}
+	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.waitErr = r.cmd.Wait(); close(r.exited) }()
+	t.Cleanup(func() {
+		r.cmd.Process.Kill()
+		<-r.exited
+	})
+	return r
 }
 
 // waitAttached waits until the test's interface holds want eBPF programs,
@@ -364,6 +371,64 @@ func TestRunsShareAnInterface(t *testing.T) {
 		}
 	}
 	waitPrograms(t, 0)
+}
+
+// TestCapturesStartedTogether: captures started at the same moment on one
+// interface all capture, as tcpdumps do. Each finds the XDP hook free at
+// placement; the first to instantiate takes it, and the others, finding it
+// taken since, are placed again at tc by themselves and say so as when the
+// hook was taken beforehand. Each then counts its -c packets. One of two
+// used to fail in most tries.
+func TestCapturesStartedTogether(t *testing.T) {
+	nsA, nsB, ifA, ifB := netnsPair(t)
+	dir := t.TempDir()
+	const runs, rounds = 3, 4
+	filters := []string{"udp or tcp", "ip or ip6", "tcp"}
+	for round := range rounds {
+		var rs []*bgRun
+		for i := range runs {
+			rs = append(rs, launchRun(t, nsB, ffpfBin, "run", "-i", ifB, "-Q", "in",
+				"-c", fmt.Sprint(40+10*i), `(bpf,"`+filters[i]+`") > (pktcount)`))
+		}
+		waitAttached(t, rs, runs) // one XDP, the others TCX
+		sendTracePaced(t, nsA, ifA, filepath.Join(dir, fmt.Sprint("sent", round, ".pcap")), 300, round+1, 20000)
+		xdp := 0
+		for i, r := range rs {
+			select {
+			case <-r.exited:
+			case <-time.After(time.Minute):
+				t.Fatalf("round %d: run %d did not end by itself: %s", round, i, r.err.String())
+			}
+			if r.waitErr != nil {
+				t.Fatalf("round %d: run %d: %v: %s", round, i, r.waitErr, r.err.String())
+			}
+			// The result says where it was attached, and why.
+			text := r.out.String()
+			var where, count string
+			for _, line := range strings.Split(text, "\n") {
+				if f := strings.Fields(line); len(f) == 7 && f[0] == "pktcount#1" {
+					where, count = f[1], f[6]
+				}
+			}
+			if want := fmt.Sprint("packets=", 40+10*i); count != want {
+				t.Errorf("round %d: run %d counted %q, want %s: %s", round, i, count, want, text)
+			}
+			switch where {
+			case "xdp:" + ifB:
+				xdp++
+			case "kernel":
+				if !strings.Contains(text, "its XDP hook is taken by program") || !strings.Contains(text, ifB+": tc ingress") {
+					t.Errorf("round %d: run %d at tc does not say why: %s", round, i, text)
+				}
+			default:
+				t.Errorf("round %d: run %d placed in %q: %s", round, i, where, text)
+			}
+		}
+		if xdp != 1 {
+			t.Errorf("round %d: %d runs captured at XDP, want 1", round, xdp)
+		}
+		waitPrograms(t, 0)
+	}
 }
 
 // stablePrograms waits until eBPF programs are attached to the test's

@@ -21,6 +21,7 @@ import (
 	"github.com/google/gopacket/pcapgo"
 	"github.com/vishvananda/netlink"
 
+	"github.com/ffpf-go/ffpf/flowspaces/kernel"
 	"github.com/ffpf-go/ffpf/internal/netnstest"
 )
 
@@ -137,7 +138,8 @@ func waitFile(t *testing.T, path string) {
 
 // ffpfPrograms counts the eBPF programs attached to the test's own
 // interface: XDP, TCX (both directions) and clsact filters. Programs of
-// other runs on the machine are not counted.
+// other runs on the machine are not counted, nor the placeholder that
+// holds an XDP hook until its run starts (kernel.HoldName).
 func ffpfPrograms(t *testing.T) int {
 	t.Helper()
 	ns, ifname := testIface(t)
@@ -147,7 +149,7 @@ func ffpfPrograms(t *testing.T) int {
 		if err != nil {
 			t.Fatalf("%s in %s: %v", ifname, ns, err)
 		}
-		if x := l.Attrs().Xdp; x != nil && x.Attached {
+		if x := l.Attrs().Xdp; x != nil && x.Attached && !holding(x.ProgId) {
 			n++
 		}
 		for _, a := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
@@ -165,6 +167,18 @@ func ffpfPrograms(t *testing.T) int {
 		}
 	})
 	return n
+}
+
+// holding reports whether program id is the placeholder that holds an XDP
+// hook until its run starts.
+func holding(id uint32) bool {
+	p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
+	if err != nil {
+		return false
+	}
+	defer p.Close()
+	info, err := p.Info()
+	return err == nil && info.Name == kernel.HoldName
 }
 
 // waitPrograms waits until the test's interface holds want eBPF programs.

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,40 +64,122 @@ func (c *capture) waitExit(t *testing.T, what string) int {
 	return -1
 }
 
-// TestCountIsExactInEveryFlowspace: -c N ends the run by itself after the
-// sources captured exactly N packets, in XDP and tc as through libpcap,
-// with every count coherent: the capture's out, the filter's in, the
-// packets the export wrote. A run in XDP or tc used to ignore -c.
+// TestCountIsExactInEveryFlowspace: -c N counts as tcpdump -c N does, the
+// packets that reach the ends of the graph (the README's example
+// `-c N '(bpf,"tcp[tcpflags] & tcp-syn != 0") > (pktcount)'` counts N
+// SYNs), in XDP and tc as through libpcap: the run ends by itself once
+// exactly N reached pktcount, whether the end is in the hook's flowspace
+// or above it (-w's export in userspace), -w writes the first N SYNs
+// tcpdump selects from what was sent, and the capture let no packet after
+// the N-th into the graph. --capture-count N keeps the old meaning: N
+// captured, of which the filter kept some. -c used to count captured
+// packets: pktcount then counted fewer than N.
 func TestCountIsExactInEveryFlowspace(t *testing.T) {
 	nsA, nsB, ifA, ifB := netnsPair(t)
 	dir := t.TempDir()
-	const limit = 300
+	const limit, syn = 100, "tcp[tcpflags] & tcp-syn != 0"
 	for i, p := range placements(t, dir) {
-		t.Run(p.name, func(t *testing.T) {
-			out := filepath.Join(dir, p.name+".pcap")
-			c := startCapture(t, nsB, withHier(p.hier, "run", "--json", "-c", fmt.Sprint(limit), "-w", out,
-				"(dev,"+ifB+`,direction=in) > (bpf,"tcp") > (pktcount)`)...)
-			waitCapturing(t, p.name, out)
-			// Paced: libpcap's buffer must not overflow on a loaded machine.
-			sendTracePaced(t, nsA, ifA, filepath.Join(dir, "sent-"+p.name+".pcap"), 3000, 20+i, 20000)
-			if code := c.waitExit(t, p.name); code != 0 {
-				t.Fatalf("exit status %d: %s", code, c.err.String())
+		for _, v := range []struct {
+			name string
+			args []string
+		}{{"ends", []string{"-c", fmt.Sprint(limit)}}, {"write", []string{"-c", fmt.Sprint(limit), "-w"}},
+			{"capture", []string{"--capture-count", fmt.Sprint(limit), "-w"}}} {
+			if v.name == "capture" && p.name != "xdp" {
+				continue
 			}
-			doc := parseRun(t, cliResult{c.out.String(), c.err.String(), 0})
-			dev, bpf, cnt := doc.Functions[doc.byClass("dev")[0]], doc.Functions[doc.byClass("bpf")[0]], doc.Functions[doc.byClass("pktcount")[0]]
-			if doc.Packets != limit || dev.Out != limit || bpf.In != limit {
-				t.Errorf("-c %d: %d packets, the capture brought %d, the filter saw %d", limit, doc.Packets, dev.Out, bpf.In)
-			}
-			if got := stateNum(t, cnt.State["packets"]); got != bpf.Out || cnt.In != bpf.Out || bpf.Out == 0 {
-				t.Errorf("the filter kept %d, pktcount counted %d", bpf.Out, got)
-			}
-			if n := pcapRecords(out); n != bpf.Out {
-				t.Errorf("the export wrote %d packets, the filter kept %d", n, bpf.Out)
-			}
-			if p.name != "user" {
-				waitPrograms(t, 0)
-			}
-		})
+			t.Run(p.name+"/"+v.name, func(t *testing.T) {
+				out := filepath.Join(dir, p.name+v.name+".pcap")
+				args := append([]string{"run", "--json", "-i", ifB, "-Q", "in"}, v.args...)
+				if v.name == "ends" {
+					// An end no packet reaches (no -w): waitCapturing sees
+					// its file.
+					args = append(args, "-e", `(bpf,"ether proto 0x9999") > (export,file=`+out+")")
+				} else {
+					args = append(args, out)
+				}
+				c := startCapture(t, nsB, withHier(p.hier, append(args, "-e", `(bpf,"`+syn+`") > (pktcount)`)...)...)
+				waitCapturing(t, p.name, out)
+				sent := filepath.Join(dir, "sent-"+p.name+v.name+".pcap")
+				// Paced: libpcap's buffer must not overflow on a loaded machine.
+				sendTracePaced(t, nsA, ifA, sent, 3000, 20+i, 20000)
+				if code := c.waitExit(t, p.name); code != 0 {
+					t.Fatalf("exit status %d: %s", code, c.err.String())
+				}
+				doc := parseRun(t, cliResult{c.out.String(), c.err.String(), 0})
+				dev, bpf := doc.Functions[doc.byClass("dev")[0]], doc.Functions[doc.byClass("bpf")[0]]
+				if bpf.Params["expr"] != syn {
+					bpf = doc.Functions[doc.byClass("bpf")[1]]
+				}
+				cnt := doc.Functions[doc.byClass("pktcount")[0]]
+				if got := stateNum(t, cnt.State["packets"]); got != cnt.In || cnt.In != bpf.Out || bpf.In != dev.Out || doc.Packets != dev.Out {
+					t.Errorf("the capture brought %d (packets %d), the filter saw %d and kept %d, pktcount counted %d of %d",
+						dev.Out, doc.Packets, bpf.In, bpf.Out, got, cnt.In)
+				}
+				// What the capture sees of what was sent: XDP every frame,
+				// tc and libpcap those the stack takes.
+				seen := sent
+				if p.name != "xdp" {
+					seen = filepath.Join(dir, "seen-"+p.name+v.name+".pcap")
+					tcpdumpSelect(t, sent, seen, stackTakes, 0)
+				}
+				want := filepath.Join(dir, "want-"+p.name+v.name+".pcap")
+				if v.name == "capture" {
+					// --capture-count: the first 100 frames, of which the
+					// filter kept the SYNs.
+					first := filepath.Join(dir, "first.pcap")
+					tcpdumpSelect(t, seen, first, "", limit)
+					tcpdumpSelect(t, first, want, syn, 0)
+					w := readRecs(t, want)
+					if dev.Out != limit || bpf.Out != uint64(len(w)) || len(w) == 0 || !sameFrames(readRecs(t, out), w) {
+						t.Errorf("--capture-count %d: the capture brought %d, the filter kept %d; the first %d frames hold %d SYNs",
+							limit, dev.Out, bpf.Out, limit, len(w))
+					}
+					return
+				}
+				if bpf.Out != limit {
+					t.Errorf("-c %d: the filter kept %d, pktcount counted %d", limit, bpf.Out, cnt.In)
+				}
+				tcpdumpSelect(t, seen, want, syn, limit) // tcpdump -c 100
+				w := readRecs(t, want)
+				if got := readRecs(t, out); v.name == "write" && !sameFrames(got, w) {
+					t.Errorf("-w wrote %d packets; tcpdump -c %d selects %d: they differ", len(got), limit, len(w))
+				}
+				// The capture brought every frame up to the last SYN
+				// counted, and none after it.
+				if n := frameIndex(readRecs(t, seen), w[len(w)-1]) + 1; n == 0 || dev.Out != uint64(n) {
+					t.Errorf("the capture brought %d packets into the graph; the %d-th SYN is packet %d of those it sees", dev.Out, limit, n)
+				}
+				if p.name != "user" {
+					waitPrograms(t, 0)
+				}
+			})
+		}
+	}
+}
+
+// sameFrames reports whether a and b hold the same packets' bytes in order.
+func sameFrames(a, b []rec) bool {
+	return slices.EqualFunc(a, b, func(x, y rec) bool { return bytes.Equal(x.data, y.data) })
+}
+
+// frameIndex is the position of f (its time and bytes) in fs, or -1.
+func frameIndex(fs []rec, f rec) int {
+	return slices.IndexFunc(fs, func(x rec) bool { return x.ts == f.ts && bytes.Equal(x.data, f.data) })
+}
+
+// tcpdumpSelect writes to out the packets of file libpcap's filter expr
+// selects, the first count of them when count > 0 (tcpdump -c).
+func tcpdumpSelect(t *testing.T, file, out, expr string, count int) {
+	t.Helper()
+	args := []string{"-r", file, "-w", out}
+	if count > 0 {
+		args = append(args, "-c", fmt.Sprint(count))
+	}
+	if expr != "" {
+		args = append(args, expr)
+	}
+	if out, err := exec.Command("tcpdump", args...).CombinedOutput(); err != nil {
+		t.Fatalf("tcpdump %v: %v: %s", args, err, out)
 	}
 }
 
@@ -157,7 +241,8 @@ func TestJumboFramesKeptWhole(t *testing.T) {
 	}
 	t.Run("steal", func(t *testing.T) {
 		out := filepath.Join(dir, "steal.pcap")
-		c := startCapture(t, nsB, "run", "--json", "-c", fmt.Sprint(frames), "-w", out,
+		// The frames never reach the end: the run ends on what it captured.
+		c := startCapture(t, nsB, "run", "--json", "--capture-count", fmt.Sprint(frames), "-w", out,
 			"(dev,"+ifB+`,steal=true) > (bpf,"icmp") > (pktcount)`)
 		waitCapturing(t, "xdp", out)
 		send(t)

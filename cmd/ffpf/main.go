@@ -10,6 +10,8 @@
 //	ffpf gen -o trace.pcap --packets 1000000 --seed 1
 //	ffpf dta collect --listen 127.0.0.1:40040 --keywrite slots=4M,redundancy=2 --http 127.0.0.1:9100
 //	ffpf dta query --server 127.0.0.1:9100 keywrite 0x0a000105
+//	ffpf serve --http 127.0.0.1:9090 &
+//	ffpf submit -i eth0 '(bpf,"tcp") > (pktcount)'
 //	ffpf p4 check out/main.p4
 //
 // Exit status: 0 success, 1 runtime error, 2 usage, syntax or validation
@@ -35,7 +37,7 @@ import (
 const usage = `ffpf runs packet-processing flowgraphs (Fairly Fast Packet Filters, in Go).
 
 Usage:
-  ffpf run [-r FILE | -i IFACE [-Q in|out|inout]] [-c N] [-w OUT.pcap|.pcapng] [-s SNAPLEN] [--print] [--hierarchy FILE.yaml] [--flowgroup POLICY] [--plugins DIR] [--json] [-e EXPR]... [EXPR]...
+  ffpf run [-r FILE | -i IFACE [-Q in|out|inout]] [-c N | --capture-count N] [-w OUT.pcap|.pcapng] [-s SNAPLEN] [--print] [--hierarchy FILE.yaml] [--flowgroup POLICY] [--workers N] [--plugins DIR] [--json] [-e EXPR]... [EXPR]...
   ffpf check [-r FILE | -i IFACE [-Q DIR]] [--plugins DIR] [-e EXPR]... [EXPR]...
   ffpf place [--hierarchy FILE.yaml] [--plugins DIR] [--dot | --json] [-e EXPR]... [EXPR]...
   ffpf hierarchy [--hierarchy FILE.yaml] [--json]
@@ -48,6 +50,10 @@ Usage:
   ffpf dta collect --listen ADDR [--keywrite slots=M,redundancy=N] [--append lists=L,size=S]
                    [--keyincrement slots=M] [--postcarding chunks=C,hops=B] [--http ADDR]
   ffpf dta query --server HTTPADDR keywrite KEY | append LIST [N] | keyincrement KEY | postcarding KEY
+  ffpf serve [--socket PATH] [--flowgroup uid|gid|pid|all] [--http ADDR [--http-token TOKEN]] [--hierarchy FILE.yaml]
+  ffpf submit [-r FILE | -i IFACE] [--name NAME] EXPR      (to a daemon: each takes --socket PATH or $FFPF_SOCKET)
+  ffpf ls [--json] | stat [--json] [-f] ID | call ID FUNC HANDLER [ARG] | rm ID
+  ffpf read [-w OUT.pcap | --print | --jsonl] ID
   ffpf p4 check FILE...
   ffpf p4 build --hierarchy FILE.yaml [-i IFACE] [-o DIR] [--json] [-e EXPR]... [EXPR]...
   ffpf p4 switch --p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255]
@@ -107,6 +113,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdTrumpet(rest, stdout, stderr)
 	case "dta":
 		err = cmdDTA(rest, stdout, stderr)
+	case "serve":
+		err = cmdServe(rest, stdout, stderr)
+	case "submit":
+		err = cmdSubmit(rest, stdout, stderr)
+	case "ls":
+		err = cmdLs(rest, stdout, stderr)
+	case "stat":
+		err = cmdStat(rest, stdout, stderr)
+	case "call":
+		err = cmdCall(rest, stdout, stderr)
+	case "read":
+		err = cmdRead(rest, stdout, stderr)
+	case "rm":
+		err = cmdRm(rest, stdout, stderr)
 	case "p4":
 		err = cmdP4(rest, stdout, stderr)
 	case "mafia":
@@ -126,7 +146,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func suggestCommand(cmd string) string {
-	if s, ok := lang.Suggest(cmd, []string{"run", "check", "place", "hierarchy", "classes", "gen", "trumpet", "dta", "p4", "mafia", "help", "version"}); ok {
+	if s, ok := lang.Suggest(cmd, []string{"run", "check", "place", "hierarchy", "classes", "gen", "trumpet", "dta", "p4", "mafia", "serve", "submit", "ls", "stat", "call", "read", "rm", "help", "version"}); ok {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return ""

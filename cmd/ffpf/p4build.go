@@ -83,11 +83,15 @@ func cmdP4Build(args []string, stdout, stderr io.Writer) error {
 	if o.hierarchy == "" {
 		return usageErrorf("p4 build needs --hierarchy: a file that describes a switch (see examples/hierarchy/tor.yaml)")
 	}
-	rt, host, err := o.populate(pos, stderr)
+	host, err := o.plugins.load(stderr)
 	if err != nil {
 		return err
 	}
 	defer host.Close()
+	rt, err := o.populate(pos)
+	if err != nil {
+		return err
+	}
 	defer rt.Close()
 	shares, err := switchShares(rt)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
+	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/lang/p4"
 )
 
@@ -16,11 +16,7 @@ before use, bit widths, v1model's externs and their arguments, constant
 register and counter indices, tables and their actions, parser
 transitions and V1Switch's six blocks. Prints one summary line a file and
 exits 0, or prints every error as file:line:col with a caret and exits 2;
-a file that cannot be read, or is larger than 4 MiB, exits 2 too.`
-
-// maxP4Source bounds a P4 source that 'p4 check' reads; a printed
-// program is tens of kilobytes.
-const maxP4Source = 4 << 20
+a file that cannot be read, or is larger than 1 MiB, exits 2 too.`
 
 func cmdP4Check(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("p4 check", p4CheckSynopsis, stderr)
@@ -33,7 +29,7 @@ func cmdP4Check(args []string, stdout, stderr io.Writer) error {
 	}
 	nerr, bad := 0, 0
 	for _, f := range files {
-		data, err := hierarchy.ReadBounded(f, maxP4Source, "a P4 source")
+		data, err := functions.ReadFile(f, "a P4 source")
 		if err != nil {
 			if len(files) == 1 {
 				return &exitError{2, err}

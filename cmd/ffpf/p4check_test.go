@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
 
@@ -29,7 +30,7 @@ func TestP4Check(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(big, make([]byte, maxP4Source+1), 0o644); err != nil {
+	if err := os.WriteFile(big, make([]byte, functions.MaxFileSize+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := ffpf(t, "p4", "check", good)
@@ -44,7 +45,7 @@ func TestP4Check(t *testing.T) {
 	}
 	for _, c := range []struct{ file, want string }{
 		{filepath.Join(dir, "none.p4"), "no such file"},
-		{big, "a P4 source may have at most 4194304 (4 MiB)"},
+		{big, "a P4 source may have at most 1048576 (1 MiB)"},
 		{"/dev/zero", "not a regular file"},
 		{dir, "a directory"},
 	} {

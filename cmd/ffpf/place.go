@@ -12,7 +12,6 @@ import (
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
 	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/functions"
-	"github.com/ffpf-go/ffpf/functions/plugin"
 )
 
 const placeSynopsis = `[--hierarchy FILE.yaml] [-r FILE | -i IFACE] [--plugins DIR] [--dot | --json] [-e EXPR]... [EXPR]...
@@ -37,11 +36,15 @@ func cmdPlace(args []string, stdout, stderr io.Writer) error {
 	if *dot && *asJSON {
 		return usageErrorf("--dot and --json exclude each other")
 	}
-	rt, host, err := o.populate(pos, stderr)
+	host, err := o.plugins.load(stderr)
 	if err != nil {
 		return err
 	}
 	defer host.Close()
+	rt, err := o.populate(pos)
+	if err != nil {
+		return err
+	}
 	plan := rt.Plan()
 	switch {
 	case *asJSON:
@@ -67,30 +70,22 @@ func cmdPlace(args []string, stdout, stderr io.Writer) error {
 
 // populate places the requests the flags and arguments give, without
 // instantiating anything.
-// The plugins of --plugins are loaded first (their classes may be named);
-// the caller closes the host when done with rt.
-func (o *runOptions) populate(pos []string, stderr io.Writer) (*flowgraph.Runtime, *plugin.Host, error) {
+func (o *runOptions) populate(pos []string) (*flowgraph.Runtime, error) {
 	exprs, src, err := o.requests(pos)
 	if err != nil {
-		return nil, nil, err
-	}
-	host, err := o.plugins.load(stderr)
-	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cfg, group, err := o.config(flowgraph.Config{})
 	if err != nil {
-		host.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	rt := flowgraph.New(cfg)
 	for _, e := range exprs {
 		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Unfed: src == "", Group: group}); err != nil {
-			host.Close()
-			return nil, nil, o.mafiaPlace(e, err)
+			return nil, o.mafiaPlace(e, err)
 		}
 	}
-	return rt, host, nil
+	return rt, nil
 }
 
 // writePlan prints the flowspace tree with each function under the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/bridges/afxdp"
 	"github.com/ffpf-go/ffpf/flowgraph"
+	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/dev"
@@ -23,24 +24,26 @@ import (
 	"github.com/ffpf-go/ffpf/lang/mafia"
 )
 
-const runSynopsis = `[-r FILE | -i IFACE [-Q in|out|inout]] [-c N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN] [--print]
-         [--hierarchy FILE.yaml] [--flowgroup POLICY] [--workers N] [--plugins DIR] [--plugin-sums FILE]
+const runSynopsis = `[-r FILE | -i IFACE [-Q in|out|inout]] [-c N | --capture-count N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN]
+         [--print] [--hierarchy FILE.yaml] [--flowgroup POLICY] [--workers N] [--plugins DIR] [--plugin-sums FILE]
          [--json] [-e EXPR]... [EXPR]...
 
-Runs the flowgraph until the sources end, -c packets have been read, the
-reader of -w's pipe goes away, or SIGINT (SIGTERM); then prints every
-function's counters and state (on stderr when --print or -w - has stdout).
-A signal during set-up (compiling filters, opening a FIFO without a writer,
-loading programs) ends ffpf at once as killed by it, leaving nothing
-behind. -c counts the
-packets the sources capture (the first line of the result), in every
-flowspace: an XDP or tc hook counts exactly N and lets later packets on
-uncounted. Unlike tcpdump's, whose filter is part of its capture, a bpf
-function is part of the graph: its OUT says how many of the N it kept.
-Each packet keeps what the snap length allows, in every placement, except
-with (dev,IFACE,steal=true): an AF_XDP frame holds at most 1792 bytes, and
-a longer packet goes on to the kernel stack, counted as the bridge's
-dropped (the run says so when it starts). Several
+Runs the flowgraph until the sources end, -c packets have reached its
+ends, the reader of -w's pipe goes away, or SIGINT (SIGTERM); then prints
+every function's counters and state (on stderr when --print or -w - has
+stdout). A signal during set-up (compiling filters, opening a FIFO without
+a writer, loading programs) ends ffpf at once as killed by it, leaving
+nothing behind. -c counts, as tcpdump -c counts the packets its filter
+delivers, the packets that reach the ends of the graph (those -w writes,
+each once; a producer's input packets, not its records), in every
+flowspace: exactly N reach them, and no packet captured after the N-th
+enters the graph (an XDP or tc hook lets later packets on uncounted).
+--capture-count N counts instead the packets the sources capture (the
+first line of the result): a bpf function's OUT then says how many of the
+N it kept. Each packet keeps what the snap length allows, in every
+placement, except with (dev,IFACE,steal=true): an AF_XDP frame holds at
+most 1792 bytes, and a longer packet goes on to the kernel stack, counted
+as the bridge's dropped (the run says so when it starts). Several
 expressions (-e, or several arguments) are several requests, overlaid:
 identical functions are shared. A chain that starts with a function that is
 not a source is fed by -r FILE or -i IFACE.
@@ -217,7 +220,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", runSynopsis, stderr)
 	var o runOptions
 	o.register(fs)
-	count := fs.Int64("c", 0, "stop after the sources captured `N` packets in all, exactly, in every flowspace (0: no limit)")
+	count := fs.Int64("c", 0, "stop after `N` packets reached the ends of the flowgraph (each once, the packets -w writes), exactly, in every flowspace (0: no limit)")
+	captureCount := fs.Int64("capture-count", 0, "stop after the sources captured `N` packets in all, exactly, in every flowspace (0: no limit)")
 	out := fs.String("w", "", "write the packets that reach the end of the flowgraph to `OUT.pcap` (a name ending in .pcapng: pcapng, with nanosecond timestamps; - is standard output, and the counters then go to stderr; a pipe whose reader goes away ends the run, exit 0)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	snaplen := fs.Int("s", flowgraph.DefaultSnaplen, "keep at most `SNAPLEN` bytes of each packet (0: the default, as in tcpdump)")
@@ -233,8 +237,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *count < 0 {
-		return usageErrorf("-c must be a number of packets (0: no limit)")
+	for _, c := range []struct {
+		flag string
+		n    int64
+	}{{"-c", *count}, {"--capture-count", *captureCount}} {
+		if c.n < 0 || c.n > flowspaces.MaxLimit {
+			return usageErrorf("%s must be a number of packets up to %d (0: no limit)", c.flag, flowspaces.MaxLimit)
+		}
+	}
+	if *count > 0 && *captureCount > 0 {
+		return usageErrorf("-c and --capture-count exclude each other")
 	}
 	if *snaplen == 0 {
 		*snaplen = flowgraph.DefaultSnaplen // tcpdump's -s 0
@@ -255,7 +267,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	intr := catchInterrupts()
 	defer intr.stop()
 	ctx := intr.ctx
-	cfg, group, err := o.configFor(flowgraph.Config{Limit: *count, Snaplen: *snaplen, Workers: workers.n}, exprs, src)
+	cfg, group, err := o.configFor(flowgraph.Config{Limit: *count, CaptureLimit: *captureCount, Snaplen: *snaplen, Workers: workers.n}, exprs, src)
 	if err != nil {
 		return err
 	}
@@ -415,14 +427,7 @@ func writeResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 	el := time.Duration(r.ElapsedNS)
 	fmt.Fprintf(w, "%d packets in %v (%s)\n", r.Packets, el.Round(time.Microsecond), formatRate(r.Packets, el))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FUNCTION\tFLOWSPACE\tIN\tOUT\tFILTERED\tDROPPED\tSTATE")
-	for _, f := range r.Functions {
-		id := f.ID
-		if f.Label != "" {
-			id += " (" + f.Label + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", id, f.Flowspace, f.In, f.Out, f.Filtered, f.Dropped, formatState(f.State))
-	}
+	writeFunctions(tw, r.Functions)
 	for _, fs := range sortedKeys(rt.Attachments()) {
 		for _, a := range rt.Attachments()[fs] {
 			fmt.Fprintf(tw, "\n%s attached on %s", fs, a)
@@ -436,6 +441,19 @@ func writeResult(rt *flowgraph.Runtime, asJSON bool, w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// writeFunctions writes the table of functions: a header, then a row per
+// function with its counters and state.
+func writeFunctions(tw io.Writer, fs []flowgraph.FunctionState) {
+	fmt.Fprintln(tw, "FUNCTION\tFLOWSPACE\tIN\tOUT\tFILTERED\tDROPPED\tSTATE")
+	for _, f := range fs {
+		id := f.ID
+		if f.Label != "" {
+			id += " (" + f.Label + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", id, f.Flowspace, f.In, f.Out, f.Filtered, f.Dropped, formatState(f.State))
+	}
 }
 
 func formatState(s map[string]any) string {

@@ -29,20 +29,7 @@ func ffpfIO(t *testing.T, dir string, stdin io.Reader, env []string, args ...str
 	cmd := exec.Command(ffpfBin, args...)
 	cmd.Dir, cmd.Stdin = dir, stdin
 	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(errb.String(), "goroutine ") || strings.Contains(errb.String(), "panic:") {
-		t.Fatalf("ffpf %v printed a stack trace:\n%s", args, errb.String())
-	}
-	return cliResult{out.String(), errb.String(), code}
+	return runCLI(t, cmd, args)
 }
 
 // waitExit waits for cmd to end (the long deadline only ends a test that

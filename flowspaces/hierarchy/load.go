@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
@@ -50,43 +48,6 @@ func Load(path string, reg *functions.Registry) (flowspaces.Flowspace, error) {
 		return nil, err
 	}
 	return Parse(data, path, reg)
-}
-
-// ReadBounded reads a configuration or source file (what names its kind
-// in errors: "a hierarchy file") that is a regular file of at most max
-// bytes. It opens without blocking, so that a FIFO with no writer is
-// refused rather than waited for, and a device (/dev/zero) is refused
-// rather than read without end. Its errors name the file.
-func ReadBounded(path string, max int64, what string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("cannot read %s: it is %s, not a regular file", path, functions.FileKind(st.Mode()))
-	}
-	size := strconv.FormatInt(max, 10) + " bytes"
-	if max%(1<<20) == 0 {
-		size = strconv.FormatInt(max>>20, 10) + " MiB"
-	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("cannot read %s: it is %d bytes, and %s may have at most %d (%s)", path, st.Size(), what, max, size)
-	}
-	// The size may have changed since Stat: read one byte more than the
-	// limit to notice.
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %v", path, functions.PathReason(err))
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("cannot read %s: it has more than %d bytes (%s), the most %s may have", path, max, size, what)
-	}
-	return data, nil
 }
 
 // Parse is Load of data read from filename, which names the file in

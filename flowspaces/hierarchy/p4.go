@@ -19,7 +19,6 @@ package hierarchy
 import (
 	"net"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -260,5 +259,3 @@ func (p *parser) resources(s *spec) (p4gen.Profile, error) {
 	}
 	return prof, nil
 }
-
-var _ = slices.Contains[[]string]

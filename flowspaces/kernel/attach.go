@@ -12,7 +12,11 @@ package kernel
 // programs per hook, each passing packets on to the next; the XDP hook
 // holds one, so a capture finds it taken by another program (another
 // ffpf run, or any other tool) at placement and runs at the next
-// placement, which the run's attachments say (Host, xdpTaken).
+// placement, which the run's attachments say (Host, xdpTaken). Instantiate
+// takes the XDP hook at once, with a placeholder that passes every packet
+// (reserve), and Activate puts the program in its place: a run that finds
+// the hook taken since placement (two captures started together) is
+// placed again, at tc.
 
 import (
 	"errors"
@@ -25,6 +29,7 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -190,19 +195,17 @@ func (fs *Flowspace) attachNew(key string, p *ebpf.Program) (*attachment, error)
 		return nil, fmt.Errorf("cannot capture on %s: %v", iface, err)
 	}
 	if fs.opts.Kind == flowspaces.KindXDP && !egress {
-		l, err := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifc.Index, Flags: link.XDPDriverMode})
-		if err == nil {
-			return &attachment{prog: p, link: l, mode: "native"}, nil
-		}
-		l, err2 := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifc.Index, Flags: link.XDPGenericMode})
-		if err2 != nil {
-			if id, taken := xdpTaken(iface); taken {
-				// Another program took the hook since placement asked.
-				return nil, fmt.Errorf("cannot attach XDP to %s: its XDP hook is taken by program %d since this run was placed; run again to capture at the tc hook", iface, id)
+		if r := fs.reserved[iface]; r != nil {
+			// The hook is ours since Instantiate: the program takes the
+			// placeholder's place.
+			if err := r.link.Update(p); err != nil {
+				return nil, fmt.Errorf("cannot attach XDP to %s: %w", iface, err)
 			}
-			return nil, fmt.Errorf("cannot attach XDP to %s: native: %v; generic: %v", iface, err, err2)
+			r.prog.Close()
+			delete(fs.reserved, iface)
+			return &attachment{prog: p, link: r.link, mode: r.mode}, nil
 		}
-		return &attachment{prog: p, link: l, mode: "generic"}, nil
+		return attachXDP(ifc, p)
 	}
 	where, at := "ingress", ebpf.AttachTCXIngress
 	if egress {
@@ -225,29 +228,109 @@ func (fs *Flowspace) attachNew(key string, p *ebpf.Program) (*attachment, error)
 	return &attachment{prog: p, link: h, mode: "clsact"}, nil
 }
 
+// attachXDP links p to the XDP hook of ifc: in the driver if it can, else
+// generic. An error wraps flowspaces.ErrPlaceAgain when another program
+// holds the hook.
+func attachXDP(ifc *net.Interface, p *ebpf.Program) (*attachment, error) {
+	l, err := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifc.Index, Flags: link.XDPDriverMode})
+	if err == nil {
+		return &attachment{prog: p, link: l, mode: "native"}, nil
+	}
+	l, err2 := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifc.Index, Flags: link.XDPGenericMode})
+	if err2 != nil {
+		if id, taken := xdpTaken(ifc.Name); taken {
+			return nil, fmt.Errorf("the XDP hook of %s is taken by program %d (another capture, or another tool) since this run was placed: %w", ifc.Name, id, flowspaces.ErrPlaceAgain)
+		}
+		return nil, fmt.Errorf("cannot attach XDP to %s: native: %v; generic: %v", ifc.Name, err, err2)
+	}
+	return &attachment{prog: p, link: l, mode: "generic"}, nil
+}
+
+// reserve takes the XDP hook of the interface source n captures received
+// packets of, with a placeholder that passes every packet, until Activate
+// puts the program there (attachNew): nothing can take the hook between
+// this run's placement and its start but before this call, which then
+// fails with flowspaces.ErrPlaceAgain. fs.mu is held.
+func (fs *Flowspace) reserve(n *flowspaces.Node) error {
+	iface, needs := fs.needsXDP(n)
+	if !needs || fs.ownsXDP(iface) {
+		return nil
+	}
+	ifc, err := net.InterfaceByName(iface)
+	if err != nil {
+		return fmt.Errorf("cannot capture on %s: %v", iface, err)
+	}
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: HoldName, Type: ebpf.XDP, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, xdpPass), asm.Return()}})
+	if err != nil {
+		return fmt.Errorf("%s: cannot load the program that holds the XDP hook of %s: %w", fs.Name(), iface, err)
+	}
+	a, err := attachXDP(ifc, p)
+	if err != nil {
+		p.Close()
+		return err
+	}
+	if fs.reserved == nil {
+		fs.reserved = map[string]*attachment{}
+	}
+	fs.reserved[iface] = a
+	return nil
+}
+
+// HoldName is the kernel's name for the placeholder that holds an XDP
+// hook from Instantiate to Activate (reserve).
+const HoldName = "ffpf_hold"
+
+// release gives up the XDP hooks held for interfaces no capture in nodes
+// needs any more (all of them with nodes nil); fs.mu is held.
+func (fs *Flowspace) release(nodes []*node) {
+	for iface, r := range fs.reserved {
+		if slices.ContainsFunc(nodes, func(k *node) bool { return k.iface == iface }) {
+			continue
+		}
+		r.link.Close()
+		r.prog.Close()
+		delete(fs.reserved, iface)
+	}
+}
+
+// needsXDP returns the interface whose XDP hook source n needs, if it
+// needs one: it runs in an XDP flowspace and captures received packets
+// (sent ones are captured at tc egress).
+func (fs *Flowspace) needsXDP(n *flowspaces.Node) (iface string, needs bool) {
+	if in, _ := directions(n); fs.opts.Kind != flowspaces.KindXDP || !in {
+		return "", false
+	}
+	return n.Class.Interface(n.Ctx.Params), true
+}
+
+// ownsXDP reports whether the XDP hook of iface is this flowspace's: its
+// program is attached there, or a placeholder holds it; fs.mu is held.
+func (fs *Flowspace) ownsXDP(iface string) bool {
+	a := fs.attached[iface]
+	return a != nil && a.link != nil || fs.reserved[iface] != nil
+}
+
 // hookFree refuses a source that needs the XDP hook of its interface
 // when another program holds it (another ffpf run, or any other tool):
 // XDP holds one program per interface, so the capture goes to the next
 // placement (tc, where programs share the hook), and Attachments says why.
 func (fs *Flowspace) hookFree(n *flowspaces.Node) error {
-	if fs.opts.Kind != flowspaces.KindXDP {
+	iface, needs := fs.needsXDP(n)
+	if !needs {
 		return nil
 	}
-	if in, _ := directions(n); !in {
-		return nil // sent packets are captured at tc egress
-	}
-	iface := n.Class.Interface(n.Ctx.Params)
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if a := fs.attached[iface]; a != nil && a.link != nil {
-		return nil // ours
+	if fs.ownsXDP(iface) {
+		return nil
 	}
 	id, taken := xdpTaken(iface)
 	if !taken {
 		return nil
 	}
 	fs.taken = fmt.Sprintf("%s: nothing (its XDP hook is taken by program %d, another capture or another tool: the capture runs at the next placement)", iface, id)
-	return fmt.Errorf("the XDP hook of %s is taken by program %d (another capture, or another tool), and XDP holds one program per interface", iface, id)
+	return fmt.Errorf("the XDP hook of %s is taken by program %d (another capture, or another tool), and XDP holds one program per interface: %w", iface, id, flowspaces.ErrPlaceAgain)
 }
 
 // xdpTaken reports whether a program is attached to the XDP hook of iface,
@@ -352,6 +435,7 @@ func attachClsact(ifindex int, p *ebpf.Program, egress bool) (*clsactFilter, err
 	key := qdiscKey{nsInode("net"), ifindex}
 	if err := netlink.QdiscAdd(clsactQdisc(ifindex)); err == nil {
 		ownQdiscs[key] = true
+		recordQdisc(key)
 	} else if !errors.Is(err, unix.EEXIST) {
 		return nil, err
 	}
@@ -383,15 +467,15 @@ func attachClsact(ifindex int, p *ebpf.Program, egress bool) (*clsactFilter, err
 
 // removeStale removes the filters of ffpf runs that ended without removing
 // theirs (a crash): those named after a process of this pid namespace
-// that is gone.
-func removeStale(ifindex int, parent uint32) {
+// that is gone. It returns the names of those it removed.
+func removeStale(ifindex int, parent uint32) (removed []string) {
 	l, err := netlink.LinkByIndex(ifindex)
 	if err != nil {
-		return
+		return nil
 	}
 	fs, err := netlink.FilterList(l, parent)
 	if err != nil {
-		return
+		return nil
 	}
 	ns := nsInode("pid")
 	for _, f := range fs {
@@ -404,10 +488,11 @@ func removeStale(ifindex int, parent uint32) {
 		if n, _ := fmt.Sscanf(b.Name, "ffpf:%d:%d", &fns, &pid); n != 2 || fns != ns || pid <= 0 || pid == os.Getpid() {
 			continue
 		}
-		if unix.Kill(pid, 0) == unix.ESRCH {
-			netlink.FilterDel(b)
+		if unix.Kill(pid, 0) == unix.ESRCH && netlink.FilterDel(b) == nil {
+			removed = append(removed, b.Name)
 		}
 	}
+	return removed
 }
 
 // Update replaces the program in place.

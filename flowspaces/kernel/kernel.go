@@ -91,6 +91,7 @@ type Flowspace struct {
 	up       *inproc.Bridge
 	sending  *inproc.Bridge         // up, while this flowspace sends through it
 	attached map[string]*attachment // by hook (hookKey)
+	reserved map[string]*attachment // XDP hooks held by a placeholder until Activate, by interface (reserve)
 	modes    map[string]string      // how each hook was attached, kept after detach
 	xsk      *afxdp.Set             // AF_XDP sockets, once a capture steals (XDP)
 	sockets  string                 // the AF_XDP sockets last used, for Attachments
@@ -201,6 +202,9 @@ func (fs *Flowspace) Instantiate(n *flowspaces.Node) error {
 		k.iface = n.Class.Interface(n.Ctx.Params)
 		if _, err := net.InterfaceByName(k.iface); err != nil {
 			return fmt.Errorf("cannot capture on %s: %v", k.iface, err)
+		}
+		if err := fs.reserve(n); err != nil {
+			return err
 		}
 		// A hook's state: what its verdicts took from the kernel stack.
 		k.mbuf = buffers.NewMBuf(16, buffers.Native,
@@ -366,6 +370,7 @@ func (fs *Flowspace) Connect() error {
 		}
 	}
 	fs.nodes, fs.removed, fs.offered = keep, nil, nil
+	fs.release(keep)
 	fs.state.Settle(fs)
 	fs.restartReader(keep)
 	fs.restartRecords(keep)
@@ -478,6 +483,7 @@ func (fs *Flowspace) Close() error {
 		a.prog.Close()
 	}
 	fs.attached = nil
+	fs.release(nil)
 	if fs.up != nil {
 		fs.up = nil
 	}

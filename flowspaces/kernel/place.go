@@ -7,6 +7,7 @@ package kernel
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cilium/ebpf"
 
@@ -36,6 +37,9 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 			return fmt.Errorf("packets of %s do not enter at %s", iface, fs.Name())
 		}
 		if err := fs.hookFree(n); err != nil {
+			return err
+		}
+		if err := fs.oneCapture(n); err != nil {
 			return err
 		}
 		return fs.room(n)
@@ -146,6 +150,30 @@ func sourceSnaplen(n *flowspaces.Node) int {
 		}
 	}
 	return snap
+}
+
+// oneCapture refuses a second capture of an interface when the run's
+// packet limit counts packets at the ends of the graph (-c): a program
+// takes one unit of the limit per packet, and the capture's stream is the
+// one that holds it on the way up. The capture goes to the next placement.
+func (fs *Flowspace) oneCapture(n *flowspaces.Node) error {
+	if !fs.budget.AtEnds() {
+		return nil
+	}
+	iface := n.Class.Interface(n.Ctx.Params)
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, k := range fs.nodes {
+		if k.Node != n && k.iface == iface && !slices.Contains(fs.removed, k.Node) {
+			return fmt.Errorf("%s captures %s already, and with -c a program counts one capture of an interface", k.ID, iface)
+		}
+	}
+	for _, o := range fs.offered {
+		if o != n && o.Flowspace == flowspaces.Flowspace(fs) && o.Class.IsSource() && o.Class.Interface(o.Ctx.Params) == iface {
+			return fmt.Errorf("%s captures %s already, and with -c a program counts one capture of an interface", o.ID, iface)
+		}
+	}
+	return nil
 }
 
 // room refuses n when the programs are full: the functions instantiated

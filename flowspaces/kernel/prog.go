@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -54,6 +55,10 @@ type progNode struct {
 	win    *epochs              // with window=: its state double-buffers (window.go)
 }
 
+// producer reports whether the node outputs records: the packets it
+// measured end there.
+func (n progNode) producer() bool { return n.node != nil && n.node.Class != nil && n.node.Producer() }
+
 // progSpec is everything one program needs.
 type progSpec struct {
 	kind     flowspaces.Kind
@@ -68,6 +73,12 @@ type progSpec struct {
 	ringOf   *ebpf.Map // the ring of each CPU, when there are several (else ring)
 	xsk      *ebpf.Map // set when exported packets leave through AF_XDP (XDP only)
 	budget   *ebpf.Map // the run's packet limit (-c), when it has one
+	// atEnds says that the limit counts packets at the ends of the graph
+	// (-c; else at capture): ends are the nodes whose passing a packet ends
+	// it (budget.go).
+	atEnds   bool
+	ends     []int
+	labels   int       // code labels handed out (settle)
 	clock    *ebpf.Map // the packet clock, for windows (window.go)
 	progName string    // the kernel's name for the program: "ffpf" when empty
 	// testClock makes windows read the time from the clock map (set by a
@@ -290,7 +301,7 @@ func (p *progSpec) build() (asm.Instructions, error) {
 			code = append(append(code, asm.Mov.Imm(asm.R0, 0).WithSymbol(odd)), oddCode...)
 		}
 		in = append(in, code...)
-		if n.node != nil && n.node.Class != nil && n.node.Producer() {
+		if n.producer() {
 			// A producer's output is its records (its Go half's), as in
 			// Go: the packets it measured end here.
 			in = append(in, asm.Mov.Imm(asm.R0, 0).WithSymbol(pass))
@@ -311,6 +322,7 @@ func (p *progSpec) build() (asm.Instructions, error) {
 		}
 		in = append(in, asm.Mov.Imm(asm.R0, 0).WithSymbol(next))
 	}
+	in = append(in, p.ended()...)
 	if len(p.exports) > 0 {
 		in = append(in, p.export()...)
 	}
@@ -397,10 +409,21 @@ func (p *progSpec) export() asm.Instructions {
 	if p.sent != nil && p.xsk == nil {
 		passed = "clock"
 	}
-	in = append(in,
-		asm.JEq.Imm(asm.R1, 0, passed),
-		asm.StoreMem(asm.RFP, stackMask, asm.R1, asm.DWord),
-	)
+	in = append(in, asm.JNE.Imm(asm.R1, 0, "exported"))
+	in = append(in, p.giveBack(passed)...) // it goes nowhere
+	in = append(in, asm.StoreMem(asm.RFP, stackMask, asm.R1, asm.DWord).WithSymbol("exported"))
+	if p.counts() && len(p.ends) > 0 {
+		// It reached an end here, and goes up too: it counts here.
+		in = append(in, p.endedInto(asm.R1)...)
+		in = append(in,
+			asm.JEq.Imm(asm.R1, 0, "unended"),
+			asm.LoadMem(asm.R1, asm.RFP, stackMask, asm.DWord),
+			asm.LoadImm(asm.R2, math.MinInt64, asm.DWord), // inproc.EndedBit
+			asm.Or.Reg(asm.R1, asm.R2),
+			asm.StoreMem(asm.RFP, stackMask, asm.R1, asm.DWord),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("unended"),
+		)
+	}
 	if p.xsk != nil {
 		return append(in, p.redirect()...)
 	}
@@ -535,8 +558,8 @@ func (p *progSpec) record(k, size int) asm.Instructions {
 		asm.Mov.Imm(asm.R0, 0).WithSymbol(noRing),
 	)
 	in = append(in, p.perHook(fmt.Sprintf("lost%d", k), slotLost)...)
+	in = append(in, p.giveBack("verdict")...)
 	in = append(in,
-		asm.Ja.Label("verdict"),
 		// The packet pointers are not needed any more: R7 holds the record.
 		asm.Mov.Reg(ebpfgen.PacketStart, asm.R0).WithSymbol(reserved),
 		asm.LoadMem(asm.R1, asm.RFP, stackMask, asm.DWord),
@@ -608,7 +631,7 @@ func (p *progSpec) redirect() asm.Instructions {
 	// kernel, lost to the bridge.
 	in := asm.Instructions{asm.JLE.Imm(ebpfgen.WireLen, afxdp.MaxFrame, "fits")}
 	in = append(in, p.perHook("toolong", slotLost)...)
-	in = append(in, asm.Ja.Label(p.keepLabel()))
+	in = append(in, p.giveBack(p.keepLabel())...)
 	// The metadata: the annotation words functions above read, then the
 	// mask (afxdp.Meta).
 	ml, fr := afxdp.Meta(len(p.ann)), p.frame()
@@ -616,12 +639,12 @@ func (p *progSpec) redirect() asm.Instructions {
 		asm.Mov.Reg(asm.R1, ebpfgen.Ctx).WithSymbol("fits"),
 		asm.Mov.Imm(asm.R2, int32(-ml)),
 		asm.FnXdpAdjustMeta.Call(),
-		asm.JNE.Imm(asm.R0, 0, "verdict"),
+		asm.JNE.Imm(asm.R0, 0, "unsent"),
 		asm.LoadMem(asm.R2, ebpfgen.Ctx, 8, asm.Word), // data_meta
 		asm.LoadMem(asm.R3, ebpfgen.Ctx, 0, asm.Word), // data
 		asm.Mov.Reg(asm.R4, asm.R2),
 		asm.Add.Imm(asm.R4, int32(ml)),
-		asm.JGT.Reg(asm.R4, asm.R3, "verdict"),
+		asm.JGT.Reg(asm.R4, asm.R3, "unsent"),
 	)
 	for i, w := range p.ann {
 		in = append(in,
@@ -635,10 +658,16 @@ func (p *progSpec) redirect() asm.Instructions {
 		asm.LoadMem(asm.R2, ebpfgen.Ctx, 16, asm.Word), // rx_queue_index
 		asm.Mov.Imm(asm.R3, xdpPass),                   // when no socket is bound to the queue
 		asm.FnRedirectMap.Call(),
-		asm.JNE.Imm(asm.R0, xdpRedirect, p.keepLabel()),
+		asm.JNE.Imm(asm.R0, xdpRedirect, "unstolen"),
 	)
 	in = append(in, p.perHook("stolen", slotStolen)...)
-	return append(in, asm.Mov.Imm(asm.R0, xdpRedirect), asm.Return())
+	in = append(in, asm.Mov.Imm(asm.R0, xdpRedirect), asm.Return())
+	// It did not go up: its unit comes back.
+	unsent := p.giveBack("verdict")
+	unsent[0] = unsent[0].WithSymbol("unsent")
+	unstolen := p.giveBack(p.keepLabel())
+	unstolen[0] = unstolen[0].WithSymbol("unstolen")
+	return append(append(in, unsent...), unstolen...)
 }
 
 // perHook adds 1 to counter slot k of each source whose functions the
@@ -747,8 +776,8 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*
 		}
 	}
 	p.snap = max(snap, 1)
-	if len(p.exports) > 64 {
-		return nil, fmt.Errorf("%s: more than 64 functions send packets up", fs.Name())
+	if len(p.exports) > 63 { // the mask's last bit is inproc.EndedBit
+		return nil, fmt.Errorf("%s: more than 63 functions send packets up", fs.Name())
 	}
 	if steals(nodes) && p.kind == flowspaces.KindXDP {
 		p.xsk = fs.xsks
@@ -758,7 +787,39 @@ func (fs *Flowspace) spec(nodes []*node, iface string, port int, egress bool) (*
 	}
 	p.verdicts(nodes)
 	p.drop = p.drop && !egress // drop=true keeps received packets from the stack, never sent ones
+	if p.atEnds = fs.budget.AtEnds(); p.atEnds {
+		p.ends = p.endsOf()
+		if p.xsk != nil && len(p.ends) > 0 && len(p.exports) > 0 {
+			// A frame the kernel loses on its way to a socket cannot say
+			// whether it had counted.
+			return nil, fmt.Errorf("%s: with -c and steal=true, the packets that go up through AF_XDP cannot also reach an end of the graph in XDP: end every branch above, or count with --capture-count", fs.Name())
+		}
+	}
 	return p, nil
+}
+
+// endsOf returns the nodes whose passing a packet ends it: those that feed
+// none here and that the flowspace above does not ask for (an end of the
+// graph), and the inputs of producers (the packets end there: a producer's
+// output is records).
+func (p *progSpec) endsOf() []int {
+	feeds := make([]bool, len(p.nodes))
+	var ends []int
+	for _, pn := range p.nodes {
+		for _, j := range pn.inputs {
+			feeds[j] = true
+			if pn.producer() && !slices.Contains(ends, j) {
+				ends = append(ends, j)
+			}
+		}
+	}
+	for i, pn := range p.nodes {
+		if !feeds[i] && !slices.Contains(p.exports, i) && !pn.producer() {
+			ends = append(ends, i)
+		}
+	}
+	slices.Sort(ends)
+	return ends
 }
 
 // verdicts decides whether the program drops the packets the graph filters

@@ -50,7 +50,8 @@ func (fs *Flowspace) restartReader(nodes []*node) {
 			if k.iface != iface {
 				continue
 			}
-			s := &inproc.Stream{Up: fs.up, Source: k.Node, Tags: exports, Snap: captureSnap(k.Node), Ann: ann}
+			s := &inproc.Stream{Up: fs.up, Source: k.Node, Tags: exports, Snap: captureSnap(k.Node), Ann: ann,
+				Holds: fs.budget.AtEnds()}
 			for b, e := range exported {
 				if reach.Reaches(k.Node, e) {
 					s.Mask |= 1 << b
@@ -156,6 +157,11 @@ func (fs *Flowspace) openXSK(nodes []*node) error {
 	x, err := afxdp.Open(fs.opts.Interface, fs.xsks, inPlace)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	if b := fs.budget; b.AtEnds() {
+		// A frame lost on its way up held a unit of the packet limit
+		// (none that reached an end here goes up: spec).
+		x.Lost = func(n uint64) { b.Return(int(n)) }
 	}
 	fs.xsk, fs.sockets = x, x.String()
 	return nil

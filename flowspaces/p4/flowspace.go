@@ -52,6 +52,7 @@ func (r *run) init() { r.halves = map[*flowspaces.Node]*half{} }
 type codeCache struct {
 	codeMu sync.Mutex
 	codes  map[*flowspaces.Node]p4code
+	valid  map[*flowspaces.Node]bool // a program with the node was valid (Assembly.validate)
 }
 
 // half is a function's Go half: the Go function of its class, which never
@@ -310,6 +311,7 @@ func (fs *Flowspace) Connect() error {
 	for n := range fs.codes {
 		if !slices.Contains(keep, n) {
 			delete(fs.codes, n) // placed and gone, or offered and not kept
+			delete(fs.valid, n)
 		}
 	}
 	fs.codeMu.Unlock()

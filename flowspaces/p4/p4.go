@@ -21,7 +21,9 @@
 // refused with a reason in the resource's terms, so that it and its
 // dependants run above. Each function keeps a Go half in this process: its
 // MBuf, filled from the counters and registers that hold its state (read
-// every SyncEvery and at the end), its records (digests), its handlers.
+// every SyncEvery and at the end; with window=, the half that holds each
+// window as it ends, window.go), the records it makes from that state,
+// the digests its code sends (Digester), its handlers.
 //
 // The sharp edge: the switch reads nothing but its ports, and the state
 // the Go half shows is as old as the last read. A register read is the
@@ -32,7 +34,6 @@ package p4
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -158,5 +159,3 @@ func (o *Options) Barrier() string {
 	}
 	return "network link to " + o.UplinkIface
 }
-
-var _ = slices.Contains[[]string]

@@ -141,8 +141,8 @@ func (a *Assembly) Add(n *flowspaces.Node) error {
 			return fmt.Errorf("%s: %v", n.ID, err)
 		}
 		if len(shared) > 0 {
-			if err := a.Prog.Validate(); err != nil {
-				return fmt.Errorf("its P4 code is not a valid program: %v", err)
+			if err := a.validate(n); err != nil {
+				return err
 			}
 			if err := a.Alloc.Offer(a.Prog, prefix, shared, nil); err != nil {
 				return err
@@ -167,14 +167,37 @@ func (a *Assembly) Add(n *flowspaces.Node) error {
 		}
 	}
 	a.Prog.Ingress = append(a.Prog.Ingress, body...)
-	if err := a.Prog.Validate(); err != nil {
-		return fmt.Errorf("its P4 code is not a valid program: %v", err)
+	if err := a.validate(n); err != nil {
+		return err
 	}
 	if err := a.Alloc.Offer(a.Prog, prefix, body, nil); err != nil {
 		return err
 	}
 	a.Lowered = append(a.Lowered, l)
 	a.by[n] = l
+	return nil
+}
+
+// validate checks the program as n left it, unless a program n was added
+// to before (placement assembles the same functions in the same order,
+// one more each time) was valid: Finish checks the whole program anyway.
+func (a *Assembly) validate(n *flowspaces.Node) error {
+	fs := a.fs
+	fs.codeMu.Lock()
+	ok := fs.valid[n]
+	fs.codeMu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := a.Prog.Validate(); err != nil {
+		return fmt.Errorf("its P4 code is not a valid program: %v", err)
+	}
+	fs.codeMu.Lock()
+	if fs.valid == nil {
+		fs.valid = map[*flowspaces.Node]bool{}
+	}
+	fs.valid[n] = true
+	fs.codeMu.Unlock()
 	return nil
 }
 

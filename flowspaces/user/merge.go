@@ -158,14 +158,22 @@ func (g *worker) merge(ctx context.Context) {
 			}
 			h.b.Reset()
 			h.i = 0
-			h.b.Cap = budget.Claim(ctx, h.w.window)
+			// Counting at capture, a member claims the packets it reads;
+			// counting at the ends, the packets claim their units as they
+			// are carried (carryPart): a member must read its next packet
+			// to know the order, while the units left may all be held by
+			// the packets of another one that wait for it.
+			h.b.Cap = h.w.window
+			if !budget.AtEnds() {
+				h.b.Cap = budget.Claim(ctx, h.w.window)
+			}
 			if h.b.Cap == 0 { // the run's limit is reached: the others' batches still go
 				h.end = true
 				continue
 			}
 			err := h.w.src.Fill(h.b)
-			budget.Settle(h.b.Cap, h.b.N)
-			if h.b.N > 0 {
+			if !budget.AtEnds() {
+				budget.Read(h.b.Cap, h.b.N)
 				h.w.node.Counters.Add(h.b.N, h.b.N, 0)
 			}
 			if err != nil {
@@ -215,7 +223,9 @@ func (g *worker) merge(ctx context.Context) {
 		if j == first.i {
 			j++
 		}
-		g.carryPart(ctx, first, j)
+		if !g.carryPart(ctx, first, j) {
+			return // the run's limit is reached
+		}
 	}
 }
 
@@ -228,8 +238,28 @@ func allEnded(hs []*mhead) bool {
 	return true
 }
 
-// carryPart carries entries [h.i, j) of h's batch through its route.
-func (g *worker) carryPart(ctx context.Context, h *mhead, j int) {
+// carryPart carries entries [h.i, j) of h's batch through its route;
+// counting the run's packet limit at the ends, as many as it has units
+// for at a time. It returns false when the limit is reached.
+func (g *worker) carryPart(ctx context.Context, h *mhead, j int) bool {
+	budget := g.fs.opts.Budget
+	for h.i < j {
+		k := j
+		if budget.AtEnds() {
+			n := budget.Claim(ctx, j-h.i)
+			if n == 0 {
+				return false
+			}
+			k = h.i + n
+			h.w.node.Counters.Add(n, n, 0)
+		}
+		g.carryRun(ctx, h, k)
+	}
+	return true
+}
+
+// carryRun carries entries [h.i, j) of h's batch through its route.
+func (g *worker) carryRun(ctx context.Context, h *mhead, j int) {
 	w := h.w
 	p := &h.part
 	p.PBuf, p.Base, p.Source, p.Cap = h.b.PBuf, h.b.Base, h.b.Source, h.b.Cap
@@ -243,7 +273,13 @@ func (g *worker) carryPart(ctx context.Context, h *mhead, j int) {
 	g.seen.Store(r.gen)
 	r.vals[0] = p
 	g.held = nil
+	r.begin(p.Base)
+	if r.count && r.srcEnd {
+		r.mark(p)
+	}
+	g.hold(r, p.N)
 	r.carry(g)
-	w.export(ctx, r, h.reg, r.stored)
+	r.settle(g.fs.opts.Budget, p.N, w.export(ctx, r, h.reg, r.stored))
+	g.holding = 0
 	g.busy.Store(false)
 }

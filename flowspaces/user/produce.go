@@ -53,6 +53,18 @@ func (e *ending) set(reach *flowspaces.Reach, nodes []*flowspaces.Node, runs map
 	}
 }
 
+// forget drops what is known of removed nodes' streams: a service that
+// adds and removes requests for ever would otherwise keep every removed
+// source (and its buffers) in these maps.
+func (e *ending) forget(removed []*flowspaces.Node) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, n := range removed {
+		delete(e.ended, n)
+		delete(e.flushed, n)
+	}
+}
+
 // endStreams records that streams ended at time now, and flushes, in
 // topological order, the functions here that no running stream reaches
 // any more: the last window's report, the report of a whole run. A

@@ -50,6 +50,17 @@ type route struct {
 	// parsed and hashed once for all the functions keyed alike.
 	hashes []*flowkey.Hashes
 
+	// count says that the run's packet limit counts packets at the ends
+	// of the graph (flowspaces.Budget.AtEnds): of each batch carried,
+	// ended marks the packets that reached an end here (by slot, from
+	// base), below those that reached one beneath (inproc.Ended), and
+	// srcEnd says that the stream's source is an end itself.
+	count  bool
+	srcEnd bool
+	base   uint32
+	ended  [buffers.MaxBatch]bool
+	below  [buffers.MaxBatch]bool
+
 	sentNow      int64 // the packet clock the last message up carried
 	stored       bool  // the stream's packets are stored in a PBuf here (§6.2)
 	up           *inproc.Bridge
@@ -70,6 +81,9 @@ type step struct {
 	out    *buffers.Batch
 	keyed  flowkey.Keyed   // the function, when it takes hashes
 	hashes *flowkey.Hashes // the memo of its key (route.hashes)
+	// The packets that pass an end of the graph, and those that reach a
+	// producer (whose output is records), have reached an end (route.count).
+	end, prod bool
 }
 
 type export struct {
@@ -233,9 +247,13 @@ func (fs *Flowspace) Connect() error {
 		}
 	}
 	var laneErr error
+	ends := endsOf(order, fs.want)
+	counting := fs.opts.Budget.AtEnds()
 	newRoute := func(stream *flowspaces.Node, inputs []*flowspaces.Node, lane int) *route {
 		r := &route{gen: gen, stream: stream, inputs: inputs, up: fs.up,
 			zeroCopy: upStrategy == flowspaces.ZeroCopy, parentStores: fs.parentStores}
+		r.count = counting && !stream.Producer()
+		r.srcEnd = ends[stream]
 		idx := map[*flowspaces.Node]int{}
 		for i, x := range inputs {
 			idx[x] = i
@@ -244,7 +262,7 @@ func (fs *Flowspace) Connect() error {
 			if n.Source != nil || !reach.Reaches(stream, n) {
 				continue
 			}
-			st := step{node: n, out: new(buffers.Batch)}
+			st := step{node: n, out: new(buffers.Batch), end: ends[n], prod: n.Producer()}
 			fn, mu, ctr, err := fs.runs[n].lane(lane)
 			if err != nil {
 				// The route is not adopted: Connect fails first.
@@ -437,8 +455,29 @@ func (fs *Flowspace) Connect() error {
 		delete(fs.runs, n)
 		delete(fs.prods, n)
 	}
+	fs.ending.forget(fs.removed)
 	fs.nodes, fs.removed = keep, nil
 	return err
+}
+
+// endsOf returns the ends of the graph among nodes (those here): the
+// functions that feed none and whose outputs the parent does not want
+// (want). A producer is none: the packets that reach it end there, and
+// its output is records.
+func endsOf(nodes, want []*flowspaces.Node) map[*flowspaces.Node]bool {
+	fed := map[*flowspaces.Node]bool{}
+	for _, n := range nodes {
+		for _, in := range n.Inputs {
+			fed[in] = true
+		}
+	}
+	ends := map[*flowspaces.Node]bool{}
+	for _, n := range nodes {
+		if !fed[n] && !n.Producer() && !slices.Contains(want, n) {
+			ends[n] = true
+		}
+	}
+	return ends
 }
 
 // memo returns the route's memo of the hashes k computes, shared with the

@@ -73,8 +73,8 @@ type Options struct {
 	// InPlace makes it process packets where they are, keeping no PBuf,
 	// like a kernel hook: what goes up from it is copied.
 	InPlace bool
-	// Budget limits the packets the sources of every flowspace sharing it
-	// may read (ffpf run -c); nil means no limit.
+	// Budget is the run's packet limit (ffpf run -c or --capture-count),
+	// shared by every flowspace of the run; nil means no limit.
 	Budget *flowspaces.Budget
 	// StateLimit bounds the state (MBuf bytes) of the functions placed
 	// here together (flowspaces.StateBudget): 0 is half the machine's
@@ -321,6 +321,10 @@ func (fs *Flowspace) start(w *worker) {
 	go func() {
 		defer fs.wg.Done()
 		w.run(wctx)
+		// The worker's context goes with it: left registered with the
+		// flowspace's, it (and the AfterFunc below, with the source) would
+		// live as long as the flowspace, one per source ever run.
+		cancel()
 		fs.mu.Lock()
 		if w.err != nil {
 			fs.errs = append(fs.errs, w.err)
@@ -378,6 +382,18 @@ func (fs *Flowspace) Close() error {
 	}
 	fs.nodes = nil
 	return err
+}
+
+// SourceEnded implements flowspaces.Ender: the source's worker has run
+// to its end, and what it reached is flushed.
+func (fs *Flowspace) SourceEnded(n *flowspaces.Node) (bool, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	w := fs.srcs[n]
+	if w == nil || !w.done.Load() {
+		return false, nil
+	}
+	return true, w.err
 }
 
 // SetBudget implements flowspaces.Limited: the flowspace's sources share b

@@ -134,26 +134,41 @@ func TestProcessAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestRunCountsAndLimit: counting at the ends of the graph (ffpf run -c),
+// the run ends once exactly 1,000 packets reached j, the end, and the
+// source read none past the 1,000th (the filter keeps every other packet:
+// it saw 1,999); counting at capture (--capture-count), the source read
+// 1,000 and j saw the 500 the filter kept. The join of a and b (both fed
+// the same packets) sees each once.
 func TestRunCountsAndLimit(t *testing.T) {
-	fs := New(Options{Budget: flowspaces.NewBudget(1000)})
-	nodes := graph(&loopSource{pkts: testPackets(), n: -1})
-	setup(t, fs, nodes)
-	fs.Activate(context.Background())
-	if err := fs.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	fs.Close()
-	byID := map[string]*flowspaces.Node{}
-	for _, n := range nodes {
-		byID[n.ID] = n
-	}
-	in, out, filt, _ := byID["filter"].Counters.Snapshot()
-	if in != 1000 || out != 500 || filt != 500 {
-		t.Errorf("filter counters %d %d %d", in, out, filt)
-	}
-	// The join of a and b (both fed the same packets) sees each once.
-	if got := byID["j"].State()["n"]; got != uint64(500) {
-		t.Errorf("join saw %v packets, want 500", got)
+	for _, c := range []struct {
+		counting          flowspaces.Counting
+		read, kept, ended uint64
+	}{{flowspaces.AtEnds, 1999, 1000, 1000}, {flowspaces.AtCapture, 1000, 500, 500}} {
+		budget := flowspaces.NewBudget(1000, c.counting)
+		fs := New(Options{Budget: budget})
+		nodes := graph(&loopSource{pkts: testPackets(), n: -1})
+		setup(t, fs, nodes)
+		fs.Activate(context.Background())
+		if err := fs.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		fs.Close()
+		byID := map[string]*flowspaces.Node{}
+		for _, n := range nodes {
+			byID[n.ID] = n
+		}
+		in, out, filt, _ := byID["filter"].Counters.Snapshot()
+		if src := byID["src"].Counters.Out.Load(); src != c.read || in != c.read || out != c.kept || filt != c.read-c.kept {
+			t.Errorf("counting %d: the source read %d, the filter's counters %d %d %d; want %d read, %d kept",
+				c.counting, src, in, out, filt, c.read, c.kept)
+		}
+		if got := byID["j"].State()["n"]; got != c.ended {
+			t.Errorf("counting %d: the join saw %v packets, want %d", c.counting, got, c.ended)
+		}
+		if !budget.Spent() || budget.Counted() != 1000 {
+			t.Errorf("counting %d: the budget counted %d (spent: %v)", c.counting, budget.Counted(), budget.Spent())
+		}
 	}
 }
 
@@ -297,8 +312,8 @@ func waitTest(cond func() bool) {
 // TestLimitIsSharedBySlowSources: a source that finds the limit reserved by
 // another one's running Fill must wait for the unused part, not give up.
 func TestLimitIsSharedBySlowSources(t *testing.T) {
-	for range 3 {
-		budget := flowspaces.NewBudget(40)
+	for i := range 4 {
+		budget := flowspaces.NewBudget(40, flowspaces.Counting(i%2)) // the sources are the ends
 		a := &tricklingSource{loopSource: loopSource{pkts: testPackets()}, budget: budget}
 		b := &tricklingSource{loopSource: loopSource{pkts: testPackets()}, budget: budget, other: a}
 		a.other = b

@@ -62,6 +62,9 @@ type worker struct {
 	in      *route
 	at, atN int
 	err     error
+	// holding is how many units of the run's packet limit (counted at the
+	// ends) the batch being carried holds, until it is settled.
+	holding int
 }
 
 // stop ends a source that quit was set on: it finishes the batch at hand;
@@ -164,6 +167,9 @@ func (w *worker) run(ctx context.Context) {
 		if w.in != nil {
 			w.in.dropFrom(w.at, w.atN) // so that in = out + filtered + dropped still holds
 		}
+		// The units of the run's packet limit the batch held go back, so
+		// that no other source waits for them.
+		w.fs.opts.Budget.Return(w.holding)
 		if w.node != nil {
 			// The source names what vanished (a mapped file cut short).
 			if f, ok := w.src.(interface{ FaultError() error }); ok {
@@ -180,7 +186,7 @@ func (w *worker) run(ctx context.Context) {
 			w.bridge.Done(w.cur)
 		}
 		w.busy.Store(false) // it adopts no more routes: Connect must not wait for it
-		w.bridge.DrainLaneUntilClosed(w.bridgeLane)
+		w.bridge.DrainLaneUntilClosed(w.bridgeLane, w.fs.opts.Budget.Return)
 		w.lanes.ended(w.clock)
 	}()
 	if w.bridge != nil {
@@ -219,7 +225,7 @@ func (w *worker) fill(ctx context.Context) {
 			return
 		}
 		err := w.src.Fill(b)
-		budget.Settle(b.Cap, b.N)
+		budget.Read(b.Cap, b.N)
 		w.clock = clockOf(b, w.clock, w.live && err == nil, wallClock)
 		b.Now = w.clock
 		if r := w.route.Load(); b.N > 0 || w.live && (len(r.clocked) > 0 || len(r.exports) > 0) {
@@ -227,8 +233,14 @@ func (w *worker) fill(ctx context.Context) {
 			w.seen.Store(r.gen)
 			w.node.Counters.Add(b.N, b.N, 0)
 			r.vals[0] = b
+			r.begin(b.Base)
+			if r.count && r.srcEnd {
+				r.mark(b)
+			}
+			w.hold(r, b.N)
 			r.carry(w)
-			w.export(ctx, r, reg, r.stored)
+			r.settle(budget, b.N, w.export(ctx, r, reg, r.stored))
+			w.holding = 0
 			w.busy.Store(false)
 		}
 		if err != nil {
@@ -275,6 +287,11 @@ func (w *worker) read(ctx context.Context) {
 		// (a clock-only message): everything beneath was filtered.
 		w.clock = max(w.clock, m.Now)
 		if r := set.stream[m.Stream.(*flowspaces.Node)]; r != nil {
+			if m.Region != nil {
+				r.begin(m.Region.Base)
+				r.beneath(m)
+				w.hold(r, m.Held)
+			}
 			for i, g := range r.inputs {
 				r.vals[i] = nil
 				for j := range m.Out {
@@ -299,7 +316,13 @@ func (w *worker) read(ctx context.Context) {
 				b.Now = w.clock
 			}
 			r.carry(w)
-			w.export(ctx, r, m.Region, m.Stored)
+			up := w.export(ctx, r, m.Region, m.Stored)
+			if m.Region != nil {
+				r.settle(w.fs.opts.Budget, m.Held, up)
+				w.holding = 0
+			}
+		} else {
+			w.fs.opts.Budget.Return(m.Held) // nothing here takes them any more
 		}
 		w.bridge.Done(m)
 		w.cur = nil
@@ -320,6 +343,9 @@ func (r *route) process(w *worker) {
 		if n == 0 {
 			continue
 		}
+		if r.count && st.prod {
+			r.mark(out) // the packets end here: the producer's output is records
+		}
 		lock(st.mu)
 		w.held, w.in, w.at, w.atN = st.mu, r, i, n
 		if st.keyed != nil {
@@ -331,6 +357,9 @@ func (r *route) process(w *worker) {
 		w.held, w.in = nil, nil
 		unlock(st.mu)
 		st.ctr.Add(n, out.N, out.Dropped)
+		if r.count && st.end {
+			r.mark(out)
+		}
 	}
 }
 
@@ -371,16 +400,19 @@ func (r *route) dropFrom(i, n int) {
 
 // export sends the outputs the parent asked for up the bridge, with the
 // stream's packet clock: a clock-only message when none of them passed a
-// packet but the clock moved since the last message. stored says
+// packet but the clock moved since the last message. Counting the run's
+// packet limit at the ends (route.count), it returns how many of the
+// packets that went up hold their unit (they reached no end here nor
+// beneath), and lists the others in the message's Ended out. stored says
 // whether the packets are in a PBuf the parent may refer to. Across a
 // zero-copy barrier the parent refers to such packets in place; otherwise a
 // parent that keeps PBufs gets a copy in its own (one per stream); one
 // that processes in place gets a copy across a copy-once barrier (in the
 // bridge's memory, not stored), and across a zero-copy one the packets as
 // they are, not stored.
-func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, stored bool) {
+func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, stored bool) (held int) {
 	if len(r.exports) == 0 {
-		return
+		return 0
 	}
 	var seen [buffers.MaxBatch]bool
 	n := 0
@@ -397,12 +429,12 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 		if w.clock > r.sentNow && r.up.SendClock(ctx, r.stream, w.clock) {
 			r.sentNow = w.clock
 		}
-		return
+		return 0
 	}
 	m, err := r.up.Message(ctx)
 	if err != nil {
 		r.up.Lose(n) // the run stops: what was on its way up is dropped, and counted
-		return
+		return 0
 	}
 	m.Stream, m.Region, m.Packets, m.Now = r.stream, reg, n, w.clock
 	r.sentNow = w.clock
@@ -412,6 +444,17 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 			m.Out[len(m.Out)-1].Batch.CopyFrom(b)
 		}
 	}
+	if r.count {
+		m.Out = append(m.Out, inproc.Out{Tag: inproc.Ended})
+		o := &m.Out[len(m.Out)-1].Batch
+		o.N = 0
+		o.PBuf, o.Base = r.vals[r.exports[0].val].PBuf, r.base
+		r.endedUp(&seen, o)
+		if o.N == 0 {
+			m.Out = m.Out[:len(m.Out)-1]
+		}
+		m.Held = n - o.N
+	}
 	switch {
 	case stored && r.zeroCopy:
 		reg.Hold()
@@ -420,7 +463,7 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 		if r.up.CopyUp(ctx, m, r.pool) != nil {
 			r.up.Recycle(m)
 			r.up.Lose(n)
-			return
+			return 0
 		}
 		// A parent that keeps no PBuf works on the copy where it is.
 		m.Stored = r.parentStores
@@ -428,7 +471,11 @@ func (w *worker) export(ctx context.Context, r *route, reg *inproc.Region, store
 		reg.Hold()
 		m.Stored = false
 	}
-	r.up.Send(ctx, m)
+	held = m.Held
+	if r.up.Send(ctx, m) != nil {
+		return 0 // dropped: the units come back
+	}
+	return held
 }
 
 func wallClock() int64 { return time.Now().UnixNano() }

@@ -623,35 +623,17 @@ func (st *state) alu(op uint16, k sval) error {
 				}
 			}
 		}
-	case op == aluLSH || op == aluMUL && pow2:
-		n := kv
-		if op == aluMUL {
-			n = uint32(bits.TrailingZeros32(kv))
-		}
-		var r sval
-		for j := range r {
-			r[j] = sbit{}
-			if uint32(j) >= n && n < 32 {
-				r[j] = a[uint32(j)-n]
-			}
-		}
-		a = r
-	case op == aluRSH || op == aluDIV && pow2:
-		n := kv
-		if op == aluDIV {
-			n = uint32(bits.TrailingZeros32(kv))
-		}
-		var r sval
-		for j := range r {
-			r[j] = sbit{}
-			if uint32(j)+n < 32 {
-				r[j] = a[uint32(j)+n]
-			}
-		}
-		a = r
+	case op == aluLSH:
+		a = shifted(a, int(kv))
+	case op == aluMUL && pow2:
+		a = shifted(a, bits.TrailingZeros32(kv))
+	case op == aluRSH:
+		a = shifted(a, -int(kv))
+	case op == aluDIV && pow2:
+		a = shifted(a, -bits.TrailingZeros32(kv))
 	case op == aluMOD && pow2:
 		for j := range a {
-			if kv-1>>j&1 == 0 {
+			if (kv-1)>>j&1 == 0 {
 				a[j] = sbit{}
 			}
 		}
@@ -661,6 +643,17 @@ func (st *state) alu(op uint16, k sval) error {
 	}
 	st.a = a
 	return nil
+}
+
+// shifted is a shifted left by n bits (right for n < 0), zeros shifted
+// in.
+func shifted(a sval, n int) (r sval) {
+	for j := range r {
+		if i := j - n; i >= 0 && i < len(a) {
+			r[j] = a[i]
+		}
+	}
+	return r
 }
 
 func shl(v, n uint32) uint32 {

@@ -29,6 +29,8 @@ var p4Exprs = []string{
 	"icmp[icmptype] = icmp-echo", "icmp6 and ip6[40] = 135", "ip and ip[0] & 0xf != 5", "ip[9] = 6 and ip[0] & 0xf > 5",
 	"udp[4:2] >= 28", "ip[12:4] & 0xffffff00 = 0x0a000000", "ip[1] & 0xfc = 0x28", "arp host 10.0.0.1",
 	"ether proto 0x88cc", "tcp[12] & 0xf0 > 0x50", "ip[0] & 0xf > 5", "icmp[icmpcode] != 0",
+	"ip[0] >> 4 = 4", "ip[0] << 2 = 0x114", "ip[2:2] / 4 > 10", "ip[8] * 4 = 256", "ip[2:2] % 8 = 4", "ip[0] >> 4 != 6 and ip[0] << 28 = 0",
+	"ip[0] | 0x0f = 0x4f", "ip[1] ^ 0xfc = 0xfc", "ip[8] + 0 = 64", "ether[0] & 1 = 0 and ip[2:2] % 1 = 0",
 	// Tests that a field of 0 passes: a switch that read a header the
 	// frame is too short for would pass what libpcap rejects.
 	"not port 80", "tcp[13] = 0", "ip[8] = 0", "not host 10.0.0.1",

@@ -108,7 +108,7 @@ func TestReadmeExamples(t *testing.T) {
 	}
 	documented := map[string]bool{}
 	for _, e := range examples {
-		rt := flowgraph.New(flowgraph.Config{Limit: 2000})
+		rt := flowgraph.New(flowgraph.Config{CaptureLimit: 2000})
 		req, err := rt.Populate(e.expr, flowgraph.RequestOptions{Unfed: true})
 		if err != nil {
 			t.Errorf("%s: %s: %v", e.readme, e.expr, err)
@@ -272,7 +272,7 @@ func stateU64(v any) uint64 {
 // got input made reports.
 func runExample(t *testing.T, e example, ctx context.Context, during func()) *flowgraph.Runtime {
 	t.Helper()
-	rt := flowgraph.New(flowgraph.Config{Limit: 2000})
+	rt := flowgraph.New(flowgraph.Config{CaptureLimit: 2000})
 	where := e.readme + ": " + e.expr
 	if _, err := rt.Populate(e.expr, flowgraph.RequestOptions{DefaultSource: `(pcap,file="trace.pcap")`}); err != nil {
 		t.Errorf("%s: %v", where, err)

@@ -137,11 +137,11 @@ func NewCounter(ctx *functions.Context) (*Counter, error) {
 		if ctx.Target == functions.TargetP4 {
 			c.tab = newP4Table(c.sp, p4Size(ctx.Params), m.Uint64s(functions.FieldOf(m, "slots")))
 		} else {
-			pt := newProbeTable(c.sp, uint32(ctx.Params.Int("size")), m.Uint64s(functions.FieldOf(m, "table")))
+			var touched *measure.Touched
 			if c.window.Interval > 0 {
-				pt.touched = measure.NewTouched(int(pt.size), ctx)
+				touched = measure.NewTouched(int(ctx.Params.Int("size")), ctx)
 			}
-			c.tab = pt
+			c.tab = newProbeTable(c.sp, uint32(ctx.Params.Int("size")), m.Uint64s(functions.FieldOf(m, "table")), touched)
 		}
 		if c.report > 0 {
 			c.top = sketch.NewTopK[flowkey.Key](c.report)

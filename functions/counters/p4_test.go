@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ffpf-go/ffpf/functions"
@@ -129,4 +130,92 @@ func TestP4CounterWindows(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// report= on a switch: at a window's end the controller fills a Go half
+// with the window's state and ticks it, and the Go half reports the
+// window. For each window the switch measured whole, that is the report
+// userspace makes of it: the total; with key=, the K largest values, and
+// the same keys but among equal values (which of them a report of K keeps
+// depends on the order of the table).
+func TestP4CounterReports(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 3, Packets: 7000, Malformed: 0.05, VLAN: 0.2, IPv6: 0.3, Flows: 300})
+	for _, expr := range []string{"(counter,value=bytes,window=1024us,report=1)", "(counter,key=proto,size=256,window=1024us,report=3)"} {
+		fn := p4test.Parse(t, expr)
+		wins, measured := p4test.RunWindows(t, fn, ps)
+		user, err := fn.Class.New(fn.Context("f#1", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		urecs := p4test.Records(t, user)
+		p4test.RunGo(t, user, ps)
+		user.(functions.Flusher).Flush(ps[len(ps)-1].Time)
+		byStart := map[any][]map[string]any{}
+		for _, r := range *urecs {
+			m := decode(t, r)
+			byStart[m["ts"]] = append(byStart[m["ts"]], m)
+		}
+		first := map[uint64]int64{} // a window's first packet's time
+		whole := map[uint64]bool{}
+		for i, p := range ps {
+			n := uint64(p4test.Time(p.Time)) >> 10 & 0xffffffff
+			if _, ok := first[n]; !ok {
+				first[n], whole[n] = p.Time, true
+			}
+			whole[n] = whole[n] && measured[i]
+		}
+		compared := 0
+		for _, w := range wins {
+			if w.Half == nil || !whole[w.Number] {
+				continue
+			}
+			if d, ok := w.Half.(functions.Summarizer).Summary()["dropped"]; ok && d != uint64(0) {
+				continue // a key found its slot taken
+			}
+			var got []map[string]any
+			for _, r := range w.Report(t, first[w.Number]) {
+				got = append(got, decode(t, r))
+			}
+			if len(got) == 0 {
+				t.Fatalf("%s: window %d: no report", expr, w.Number)
+			}
+			want := byStart[got[0]["ts"]]
+			if err := sameReport(got, want); err != nil {
+				t.Fatalf("%s: window %d: %v\nswitch    %v\nuserspace %v", expr, w.Number, err, got, want)
+			}
+			compared++
+		}
+		if compared < 4 {
+			t.Errorf("%s: %d windows compared", expr, compared)
+		}
+		t.Logf("%s: %d windows reported as userspace reports them", expr, compared)
+	}
+}
+
+// decode decodes a record, its numbers as they are written.
+func decode(tb testing.TB, rec string) map[string]any {
+	var m map[string]any
+	d := json.NewDecoder(strings.NewReader(rec))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+// sameReport compares a report's records: the same number, the same
+// values rank by rank, and the same records where a value is larger than
+// the last (equal values may be other keys).
+func sameReport(got, want []map[string]any) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d records, userspace %d", len(got), len(want))
+	}
+	last := want[len(want)-1]["value"]
+	for i := range got {
+		g, w := fmt.Sprint(got[i]), fmt.Sprint(want[i])
+		if got[i]["value"] != want[i]["value"] || (last == nil || got[i]["value"] != last) && g != w {
+			return fmt.Errorf("record %d differs", i)
+		}
+	}
+	return nil
 }

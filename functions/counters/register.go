@@ -151,7 +151,7 @@ func NewRegister(ctx *functions.Context) (*Register, error) {
 		if ctx.Target == functions.TargetP4 {
 			r.tab = newP4Table(r.sp, p4Size(ctx.Params), m.Uint64s(functions.FieldOf(m, "slots")))
 		} else {
-			r.tab = newProbeTable(r.sp, uint32(ctx.Params.Int("size")), m.Uint64s(functions.FieldOf(m, "table")))
+			r.tab = newProbeTable(r.sp, uint32(ctx.Params.Int("size")), m.Uint64s(functions.FieldOf(m, "table")), nil)
 		}
 	}
 	return r, nil

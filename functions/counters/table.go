@@ -27,14 +27,14 @@ type probeTable struct {
 	words int // per entry
 	size  uint32
 	t     []uint64
-	// touched, when set (a window's table), records the entries the
-	// window inserted, so that its report and reset walk those, not the
-	// table (measure.Touched).
+	// touched records the entries a window inserted, so that a report
+	// and the reset walk those, not the table (measure.Touched); nil
+	// without windows.
 	touched *measure.Touched
 }
 
-func newProbeTable(sp *flowkey.Spec, size uint32, mem []uint64) *probeTable {
-	return &probeTable{sp: sp, words: entryWords(sp), size: size, t: mem}
+func newProbeTable(sp *flowkey.Spec, size uint32, mem []uint64, touched *measure.Touched) *probeTable {
+	return &probeTable{sp: sp, words: entryWords(sp), size: size, t: mem, touched: touched}
 }
 
 func (p *probeTable) find(k *flowkey.Key, insert bool) (*uint64, bool) {
@@ -80,16 +80,16 @@ func (p *probeTable) each(f func(*flowkey.Key, uint64)) {
 		}
 		return
 	}
-	// The entries the window inserted, in the table's order: the order
-	// in which equal values are offered decides which of them a report
-	// of K keeps.
+	// The entries the window inserted, in the table's order: the order in
+	// which equal values are offered decides which of them a report of K
+	// keeps.
 	slices.Sort(p.touched.Entries())
 	for _, slot := range p.touched.Entries() {
 		p.entry(int(slot)*p.words, f)
 	}
 }
 
-// entry calls f with the entry at word i, if it is used.
+// entry calls f with the entry at word i, if used.
 func (p *probeTable) entry(i int, f func(*flowkey.Key, uint64)) {
 	nw := p.words - 2
 	if p.t[i+nw+1] == 0 {

@@ -32,8 +32,8 @@ func TestWindowCloseTracked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			touched := fn.tab.(*probeTable).touched
-			if on := touched != nil && !touched.All(); on != (target == functions.TargetUser) {
+			tr := fn.tab.(*probeTable).touched
+			if on := tr != nil && !tr.All(); on != (target == functions.TargetUser) {
 				t.Fatalf("%s: tracked %v", target, on)
 			}
 			got[i] = windowtest.Feed(t, fn, gen.New(gen.Config{Seed: 5, Packets: 6000, Flows: 3000}))

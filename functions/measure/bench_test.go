@@ -112,7 +112,7 @@ func benchMeasureGraph(b *testing.B, zeroCopy, perFunction bool) {
 	reg := loopRegistry(b, 1<<14, zeroCopy)
 	b.ReportAllocs()
 	b.ResetTimer()
-	rt := flowgraph.New(flowgraph.Config{Registry: reg, Limit: int64(b.N) * buffers.MaxBatch,
+	rt := flowgraph.New(flowgraph.Config{Registry: reg, CaptureLimit: int64(b.N) * buffers.MaxBatch,
 		Hierarchy: user.New(user.Options{PerFunctionKeys: perFunction})})
 	if _, err := rt.Populate(`(loop) > (bpf,"tcp") > (cms) > (hll)`, flowgraph.RequestOptions{}); err != nil {
 		b.Fatal(err)

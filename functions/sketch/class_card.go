@@ -199,12 +199,12 @@ func NewPCSAFunc(ctx *functions.Context) (*PCSAFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	if k.window.Interval > 0 && measure.Tracks(ctx) {
-		s.Track(measure.NewTouched(len(mem), ctx))
-	}
 	f := &PCSAFunc{keyed: k, s: s, mem: mem}
 	if ctx.Target == functions.TargetP4 {
 		f.p4 = &p4Key{sp: k.sp, lt: k.lt}
+	}
+	if k.window.Interval > 0 && measure.Tracks(ctx) {
+		s.Track(measure.NewTouched(len(mem), ctx))
 	}
 	return f, nil
 }

@@ -97,33 +97,22 @@ func (s *CountMin) Add(h, v uint64) uint64 {
 	return est
 }
 
-// first records that counter j went from 0 by adding v.
-func (s *CountMin) first(j uint32, v uint64) {
-	if v != 0 {
-		s.touched.Add(j)
-	}
-}
-
-// Track starts recording the counters a window raises from 0, in t; the
-// counters must be 0 (a function's, at its start).
-func (s *CountMin) Track(t *measure.Touched) { s.touched = t }
-
-// ResetTouched zeroes the counters: a tracked sketch's that a window
-// raised from 0 (the others are 0), an untracked one's all.
-func (s *CountMin) ResetTouched() { resetTouched64(s.c, s.touched) }
-
 // AddRows adds v to counter pos[r] of each row r (a switch's positions,
 // flowkey.P4Index) and returns the key's new estimate.
 func (s *CountMin) AddRows(pos []uint32, v uint64) uint64 {
 	est := uint64(math.MaxUint64)
 	for r, i := range pos[:s.depth] {
-		p := &s.c[uint32(r)*s.width+i]
+		j := uint32(r)*s.width + i
+		p := &s.c[j]
 		var n uint64
 		if s.w == Exclusive {
 			*p += v
 			n = *p
 		} else {
 			n = atomic.AddUint64(p, v)
+		}
+		if n == v && s.touched != nil {
+			s.first(j, v)
 		}
 		est = min(est, n)
 	}
@@ -138,6 +127,21 @@ func (s *CountMin) EstimateRows(pos []uint32) uint64 {
 	}
 	return est
 }
+
+// first records that counter j went from 0 by adding v.
+func (s *CountMin) first(j uint32, v uint64) {
+	if v != 0 {
+		s.touched.Add(j)
+	}
+}
+
+// Track starts recording the counters a window raises from 0, in t; the
+// counters must be 0 (a function's, at its start).
+func (s *CountMin) Track(t *measure.Touched) { s.touched = t }
+
+// ResetTouched zeroes the counters: a tracked sketch's that a window
+// raised from 0 (the others are 0), an untracked one's all.
+func (s *CountMin) ResetTouched() { resetTouched64(s.c, s.touched) }
 
 // Estimate returns the estimate of the key hashed to h: the least of its
 // counters.

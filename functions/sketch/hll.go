@@ -65,8 +65,7 @@ func NewHLL32(mem []uint8, p int) (*HLL, error) {
 // register grew.
 func (s *HLL) Add32(h uint32) bool {
 	j, rho := HLLPosition32(h, s.p)
-	_, grew := maxByte(s.r, j, rho)
-	return grew
+	return s.raise(j, rho)
 }
 
 // Precision returns p.
@@ -95,6 +94,12 @@ func (s *HLL) Track(t *measure.Touched) {
 // Add offers a key's hash; it reports whether a register grew.
 func (s *HLL) Add(h uint64) bool {
 	j, rho := HLLPosition(h, s.p)
+	return s.raise(j, rho)
+}
+
+// raise raises register j to rho, keeping a tracked sketch's histogram;
+// it reports whether the register grew.
+func (s *HLL) raise(j uint32, rho uint8) bool {
 	old, grew := maxByte(s.r, j, rho)
 	if grew && s.hist != nil {
 		s.hist[old]--
@@ -138,7 +143,7 @@ func (s *HLL) TrackedEstimate() float64 {
 	if s.hist == nil {
 		return s.Estimate()
 	}
-	return hllErtl(s.hist[:s.hbits+2-int(s.p)], len(s.r))
+	return hllErtl(s.hist[:s.hbits+2-int(s.p)], len(s.r)) // values 0 .. q+1
 }
 
 // HLLEstimate estimates the cardinality from registers (len a power of two

@@ -64,17 +64,6 @@ func PCSAPosition(h uint64, m uint32) (j uint32, bit uint8) {
 	return j, uint8(min(flowkey.TrailingZeros(uint32(h)), 31))
 }
 
-// Track starts keeping ΣR_j, the clear bits and the bitmaps a window
-// touched, which t records; the bitmaps must be 0 (a function's, at its
-// start). Only the goroutine that adds (under the function's lock) may
-// then read TrackedEstimate or call ResetTouched.
-func (s *PCSA) Track(t *measure.Touched) {
-	s.tracked, s.sum, s.touched = true, 0, t
-	for r := range s.clear {
-		s.clear[r] = len(s.b)
-	}
-}
-
 // PCSAPosition32 returns the bitmap and bit a 32-bit hash sets among 2^b
 // bitmaps, as a switch computes them from crc32: the bitmap is the top b
 // bits, the bit the trailing zeros of the rest (at most 31−b).
@@ -91,6 +80,17 @@ func PCSAPosition32(h uint32, b uint8) (j uint32, bit uint8) {
 func (s *PCSA) Add32(h uint32) bool {
 	j, bit := PCSAPosition32(h, uint8(bits.TrailingZeros32(s.m)))
 	return s.set(j, bit)
+}
+
+// Track starts keeping ΣR_j, the clear bits and the bitmaps a window
+// touched, which t records; the bitmaps must be 0 (a function's, at its
+// start). Only the goroutine that adds (under the function's lock) may
+// then read TrackedEstimate or call ResetTouched.
+func (s *PCSA) Track(t *measure.Touched) {
+	s.tracked, s.sum, s.touched = true, 0, t
+	for r := range s.clear {
+		s.clear[r] = len(s.b)
+	}
 }
 
 // Add offers a key's hash; it reports whether a bit was set.

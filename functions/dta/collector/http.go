@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ffpf-go/ffpf/internal/promtext"
 )
 
 // Answer is a query's answer as the HTTP endpoint gives it, for every
@@ -235,7 +238,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	b = appendFamily(b, "dta_collector_immediate_total", "counter", "Reports ingested that asked for an ACK (none is sent).", "", map[string]uint64{"": st.Immediate})
 	b = appendFamily(b, "dta_collector_memory_bytes", "gauge", "Memory of each primitive's structure.", "primitive", memory)
 	b = appendFamily(b, "dta_collector_reports_total", "counter", "Reports ingested (Append: entries, Postcarding: postcards), by primitive.", "primitive", st.Reports)
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Content-Type", promtext.ContentType)
 	w.Write(b)
 }
 
@@ -243,27 +246,16 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 // sample per value, labelled label="key" (no label when label is ""), in
 // the order of the keys.
 func appendFamily(b []byte, name, typ, help, label string, values map[string]uint64) []byte {
-	b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-	keys := make([]string, 0, len(values))
-	for k := range values {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	escape := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	for _, k := range keys {
-		b = append(b, name...)
-		if label != "" {
-			b = append(b, '{')
-			b = append(b, label...)
-			b = append(b, `="`...)
-			b = append(b, escape.Replace(k)...)
-			b = append(b, `"}`...)
+	w := promtext.Writer{B: b}
+	w.Family(name, typ, help)
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		if label == "" {
+			w.Uint(name, values[k])
+		} else {
+			w.Uint(name, values[k], label, k)
 		}
-		b = append(b, ' ')
-		b = strconv.AppendUint(b, values[k], 10)
-		b = append(b, '\n')
 	}
-	return b
+	return w.B
 }
 
 // Client queries a collector's HTTP endpoint.

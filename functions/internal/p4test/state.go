@@ -7,6 +7,7 @@ import (
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
+	"github.com/ffpf-go/ffpf/functions/record"
 )
 
 // Fill does what the controller does with a function's state: it copies
@@ -155,4 +156,33 @@ func RunWindows(tb testing.TB, fn Fn, ps []Packet) ([]Window, []bool) {
 		read(last)
 	}
 	return out, measured
+}
+
+// Records has fn, a producer, keep the records it emits, as JSON lines,
+// in the slice returned.
+func Records(tb testing.TB, fn functions.Function) *[]string {
+	recs := new([]string)
+	fn.(functions.Producer).SetEmit(func(b *buffers.Batch) {
+		for _, e := range b.E[:b.N] {
+			j, err := record.AppendJSON(nil, b.PBuf.Data(e.Slot))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			*recs = append(*recs, string(j))
+		}
+	})
+	return recs
+}
+
+// Report has the window's Go half, its state filled from the switch,
+// report the window as a flowspace has it do: ticked at t, a time in the
+// window, which starts its window, and then at the window's end. It
+// returns the records, as JSON lines.
+func (w Window) Report(tb testing.TB, t int64) []string {
+	tb.Helper()
+	recs := Records(tb, w.Half)
+	c := w.Half.(functions.Clocked)
+	c.Tick(t)
+	c.Tick(c.Deadline())
+	return *recs
 }

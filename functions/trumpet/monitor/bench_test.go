@@ -132,19 +132,23 @@ func newBenchTrace(n int, flood bool) *benchTrace {
 // end, in epochs; a report is due within one epoch of its interval's
 // end, two epochs after the interval starts). The -batch cases feed the
 // batches of 256 packets (cut at an epoch's end) to ProcessBatch instead
-// of one Process per packet.
+// of one Process per packet; triggers-batch-plain is triggers-batch on the
+// plain path (Config.Plain: no flow gates in the sweep, the general
+// summary update), to measure the fast one against.
 func BenchmarkMonitor(b *testing.B) {
 	for _, c := range []struct {
 		name     string
 		triggers bool
 		flood    bool
 		batch    bool
-	}{{"floor", false, false, false}, {"triggers", true, false, false}, {"flood", true, true, false},
-		{"floor-batch", false, false, true}, {"triggers-batch", true, false, true}, {"flood-batch", true, true, true}} {
+		plain    bool
+	}{{"floor", false, false, false, false}, {"triggers", true, false, false, false}, {"flood", true, true, false, false},
+		{"floor-batch", false, false, true, false}, {"triggers-batch", true, false, true, false}, {"flood-batch", true, true, true, false},
+		{"triggers-batch-plain", true, false, true, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			bt := newBenchTrace(1<<20, c.flood)
 			cfg := monitor.Config{LinkType: functions.LinkEthernet, Epoch: int64(10 * time.Millisecond),
-				Flows: 1 << 15, Buckets: 1 << 12, BurstGap: 5000, BurstLen: 5}
+				Flows: 1 << 15, Buckets: 1 << 12, BurstGap: 5000, BurstLen: 5, Plain: c.plain}
 			if c.flood {
 				cfg.DoS = 256 // four of the flood's 64-byte packets
 			}
@@ -263,4 +267,92 @@ func BenchmarkSweep(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/sweep")
 	b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/sweep")
+}
+
+// benchRunner feeds the base experiment's trace to one monitor in batches
+// of up to 256 packets on the packet clock (as BenchmarkMonitor's -batch
+// cases do), each call going on where the last stopped, and sums the
+// thread's CPU time it took.
+type benchRunner struct {
+	m      *monitor.Monitor
+	frames [][]byte
+	now    int64
+	pos    int
+	t0     int64
+	at     func(k int) ([]byte, int64, uint32)
+	cpu    int64
+}
+
+func newBenchRunner(b *testing.B, triggers, plain bool) *benchRunner {
+	cfg := monitor.Config{LinkType: functions.LinkEthernet, Epoch: int64(10 * time.Millisecond),
+		Flows: 1 << 15, Buckets: 1 << 12, BurstGap: 5000, BurstLen: 5, Plain: plain}
+	m, err := monitor.New(cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if triggers {
+		for _, e := range baseTriggers() {
+			if err := m.Add(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	r := &benchRunner{m: m, frames: newBenchTrace(1<<20, false).frames, now: 1_700_000_000 * int64(time.Second)}
+	r.at = func(k int) ([]byte, int64, uint32) {
+		return r.frames[(r.pos+k)&(1<<20-1)], r.t0 + int64(k+1)*linePeriod, 64
+	}
+	return r
+}
+
+// run feeds the next n packets.
+func (r *benchRunner) run(n int) {
+	c0 := threadCPU()
+	m := r.m
+	for i := 0; i < n; {
+		if r.now+linePeriod >= m.Deadline() {
+			m.Tick(r.now + linePeriod)
+		}
+		c := min(256, n-i, int((m.Deadline()-r.now-1)/linePeriod))
+		r.t0 = r.now
+		m.ProcessBatch(c, r.at)
+		r.now += int64(c) * linePeriod
+		r.pos += c
+		i += c
+		if m.Pending() {
+			m.Sweep(2000)
+		}
+	}
+	r.cpu += threadCPU() - c0
+}
+
+// BenchmarkMonitorAlternating runs the flow table alone (floor), the 4,096
+// triggers, and the triggers on the plain path (Config.Plain) in one
+// process, an epoch's packets (10 ms at line rate) each in turn, so that
+// the load of other programs on the machine weighs on the three alike:
+// each one's Mpps on the CPU time it took, and the ratios of the triggers
+// to the floor and to the plain path.
+func BenchmarkMonitorAlternating(b *testing.B) {
+	rs := []*benchRunner{newBenchRunner(b, false, false), newBenchRunner(b, true, false), newBenchRunner(b, true, true)}
+	for _, r := range rs {
+		r.run(1 << 20) // warm: the flows are in the table
+		r.cpu = 0
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	b.ResetTimer()
+	const epochPackets = int(10*time.Millisecond) / linePeriod
+	for done := 0; done < b.N; done += epochPackets {
+		for _, r := range rs {
+			r.run(min(epochPackets, b.N-done))
+		}
+	}
+	b.StopTimer()
+	mpps := func(r *benchRunner) float64 { return float64(b.N) / float64(r.cpu) * 1e3 }
+	b.ReportMetric(mpps(rs[0]), "floor-Mpps-cpu")
+	b.ReportMetric(mpps(rs[1]), "triggers-Mpps-cpu")
+	b.ReportMetric(mpps(rs[2]), "plain-Mpps-cpu")
+	b.ReportMetric(mpps(rs[1])/mpps(rs[0]), "triggers/floor")
+	b.ReportMetric(mpps(rs[1])/mpps(rs[2]), "triggers/plain")
+	b.ReportMetric(0, "ns/op")
 }

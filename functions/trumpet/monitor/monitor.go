@@ -10,9 +10,10 @@
 // sum of squares, minimum, maximum of a variable) that some trigger the
 // flow matched needs, and it is double-buffered by epoch parity. The
 // cost is cache misses, so a flow entry's first cache line holds what a
-// packet of a known flow reads, and ProcessBatch reads a batch's flow
-// index slots, entries and summaries ahead of processing its packets, so
-// that their misses overlap.
+// packet of a known flow reads, ProcessBatch reads a batch's flow index
+// slots, then its entries and summaries together, ahead of processing its
+// packets, so that their misses overlap, and the tables are on huge pages
+// (huge.go), so that their reads do not miss the TLB as well.
 //
 // Phase 2, gather, test and report, runs at each epoch's end (a deadline
 // on the packet clock): the flow table is walked in memory order and each
@@ -21,7 +22,10 @@
 // flatreport_sweep and triggertable_update; its other mode walks each
 // trigger's list of flows, which visits the flows in no memory order and
 // measured twice as slow here); at the end of a trigger's interval each
-// bucket's predicate is evaluated and the satisfied ones reported. The
+// bucket's predicate is evaluated and the satisfied ones reported. A flow
+// whose triggers all test one summary word against a number with > or >=
+// is skipped when its word is below the lowest number (its gate), without
+// reading its triggers (Config.Plain tests every pair). The
 // sweep of epoch e reads the parity packets of epoch e+1 do not write, so
 // it runs in bounded slices between batches (Algorithms 2 and 3), its
 // state kept between slices; whatever is left of it when epoch e+1 ends is
@@ -69,6 +73,11 @@ type Config struct {
 	// Clock returns monotonic ns for the sweep's time budget; nil is the
 	// machine's clock.
 	Clock func() int64
+	// Plain makes the sweep test every flow-trigger pair, without a
+	// flow's gate, and a packet update its flow's summary through the
+	// general code alone: the simple path, kept to measure the fast one
+	// against.
+	Plain bool
 }
 
 // Stats are the monitor's counters.
@@ -264,8 +273,9 @@ func New(cfg Config, report ReportFunc) (*Monitor, error) {
 	if cfg.BurstLen < 1 {
 		cfg.BurstLen = 1
 	}
-	m := &Monitor{cfg: cfg, report: report, ft: newFlowTable(cfg.Flows), lastIdx: -1}
-	m.sums = make([]float64, 2*cfg.Words*cfg.Flows)
+	m := &Monitor{cfg: cfg, report: report, lastIdx: -1}
+	m.ft = newFlowTable(m, cfg.Flows)
+	m.sums = hugeSlice[float64](m, 2*cfg.Words*cfg.Flows)
 	m.idle = [2][]idleRef{make([]idleRef, 0, cfg.Flows), make([]idleRef, 0, cfg.Flows)}
 	size := 1
 	for size < 2*cfg.Buckets {
@@ -628,13 +638,22 @@ func (m *Monitor) step(bounded bool) bool {
 			continue
 		}
 		w := m.words(int32(sw.fi), sw.e)
+		if f.gateUnit >= 0 && !m.cfg.Plain {
+			// None of its triggers can hold: its triggers' line is not
+			// read.
+			if v := w[bits.OnesCount64(f.units&(1<<f.gateUnit-1))]; v < f.gate || v == f.gate && f.gateOp == opGT {
+				continue
+			}
+		}
 		k := 0
-		for _, id := range f.tl[:f.ntl] {
+		for i, id := range f.tl[:f.ntl] {
 			t := m.trigs[id]
 			if t == nil {
 				continue // removed: forgotten here
 			}
-			f.tl[k] = id
+			if k != i || m.cfg.Plain {
+				f.tl[k] = id // written only when it moves: a clean line is not written back
+			}
 			k++
 			h := &m.hot[id]
 			switch {
@@ -650,7 +669,9 @@ func (m *Monitor) step(bounded bool) bool {
 				m.gather(t, f, w)
 			}
 		}
-		f.ntl = uint8(k)
+		if k != int(f.ntl) || m.cfg.Plain {
+			f.ntl = uint8(k)
+		}
 	}
 	for ; sw.ti < len(m.trigs); sw.ti++ {
 		t := m.trigs[sw.ti]
@@ -784,14 +805,36 @@ func (m *Monitor) join(t *Trigger, idx int32) {
 	}
 	f.tl[f.ntl] = t.id
 	f.ntl++
+	m.narrow(f, t.id, f.ntl == 1)
 	if units != f.units {
 		for p := range int64(2) {
 			if f.stamp[p] >= m.cur-1 {
 				relayout(f.units, units, m.words(idx, p))
 			}
 		}
-		f.units = units
+		m.ft.setUnits(idx, units)
 		f.vars = varsOf(units)
+	}
+}
+
+// narrow narrows f's gate to the trigger id that joined it (first: the
+// only one). The gate holds while every trigger of the flow is a fast test
+// "unit > number" or ">=" of one unit: its number is the lowest of
+// theirs. A removed trigger leaves it lower than it could be, never higher.
+func (m *Monitor) narrow(f *flow, id int32, first bool) {
+	h := &m.hot[id]
+	switch {
+	case h.unit < 0 || h.op != opGT && h.op != opGE:
+		f.gateUnit = -1
+	case first:
+		f.gate, f.gateUnit, f.gateOp = h.num, h.unit, h.op
+	case f.gateUnit != h.unit:
+		f.gateUnit = -1
+	default:
+		f.gate = min(f.gate, h.num)
+		if h.op == opGE {
+			f.gateOp = opGE
+		}
 	}
 }
 
@@ -838,7 +881,13 @@ func (m *Monitor) ProcessBatch(n int, at func(i int) (pkt []byte, ts int64, wire
 			data, ts, wl := at(i)
 			m.Stats.Packets++
 			p := &bb.p[k]
-			if !Parse(m.cfg.LinkType, data, ts, wl, p) {
+			var ok bool
+			if plainIPv4(m.cfg.LinkType, data) { // Parse, a call shorter
+				ok = parseIPv4(data, ts, wl, p)
+			} else {
+				ok = parse(m.cfg.LinkType, data, ts, wl, p)
+			}
+			if !ok {
 				m.Stats.NoKey++
 				continue
 			}
@@ -849,21 +898,26 @@ func (m *Monitor) ProcessBatch(n int, at func(i int) (pkt []byte, ts int64, wire
 			}
 			k++
 		}
-		// bb.e becomes the entry the slot points to, +1 (0: none).
+		// bb.e becomes the entry the slot points to, +1 (0: none). With
+		// the entry's line, the summary's of a flow that keeps one: the
+		// bitmap says so, so that the two misses overlap (Plain: the
+		// summaries after the entries, whose units say).
 		var sink uint64
+		words, par := m.cfg.Words, int(m.cur&1)
 		for j := range k {
 			if e := bb.e[j]; bb.hashed[j] && e>>32 == bb.h[j]&0xffffffff && e != 0 {
-				bb.e[j] = uint64(uint32(e))
-				sink += uint64(m.ft.pool[uint32(e)-1].last)
+				idx := uint32(e) - 1
+				bb.e[j] = uint64(idx + 1)
+				sink += uint64(m.ft.pool[idx].last)
+				if !m.cfg.Plain && m.ft.keepsSummary(idx) {
+					sink += math.Float64bits(m.sums[(int(idx)*2+par)*words])
+				}
 			} else {
 				bb.e[j] = 0
 			}
 		}
-		// The summaries of the flows that keep one (their first lines
-		// are in the cache now).
-		words, par := m.cfg.Words, int(m.cur&1)
 		for j := range k {
-			if e := int(bb.e[j]); e != 0 && m.ft.pool[e-1].units != 0 {
+			if e := int(bb.e[j]); m.cfg.Plain && e != 0 && m.ft.pool[e-1].units != 0 {
 				sink += math.Float64bits(m.sums[((e-1)*2+par)*words])
 			}
 		}
@@ -1035,10 +1089,12 @@ func (m *Monitor) reset(idx int32) {
 		if m.trigs[id] != nil {
 			f.tl[f.ntl] = id
 			f.ntl++
+			m.narrow(f, id, f.ntl == 1)
 			units |= m.hot[id].units
 		}
 	}
-	f.units, f.vars = units, varsOf(units)
+	m.ft.setUnits(idx, units)
+	f.vars = varsOf(units)
 	m.Stats.NewFlows++
 	m.link(idx)
 }
@@ -1048,8 +1104,43 @@ func unwrap(last uint64, v uint32) uint64 { return last + uint64(int64(int32(v-u
 // update computes the flow's values of the packet and adds them to the
 // current epoch's summary.
 func (m *Monitor) update(f *flow, w []float64, p *Packet) {
-	var val [nValues]float64
 	vars := f.vars
+	if vars&^plainVars == 0 && !m.cfg.Plain {
+		// Only values every packet defines (volume, ttl, ecn): each unit
+		// takes its value straight from the packet; the volume's sum (and
+		// the count), the most common summary, at once.
+		switch f.units {
+		case unitsVolume:
+			w[0] += float64(p.Payload)
+			return
+		case unitsCountVolume:
+			w[0]++
+			w[1] += float64(p.Payload)
+			return
+		}
+		i := 0
+		for u := f.units; u != 0; u &= u - 1 {
+			if k := bits.TrailingZeros64(u); k == unitCount {
+				w[i]++
+			} else {
+				d := units[k]
+				x := float64(p.Payload)
+				switch d.v {
+				case VTTL:
+					x = float64(p.TTL)
+				case VECN:
+					x = 0
+					if p.ECN == 3 {
+						x = 1
+					}
+				}
+				add(&w[i], int(d.s), x)
+			}
+			i++
+		}
+		return
+	}
+	var val [nValues]float64
 	val[VVolume], val[VTTL] = float64(p.Payload), float64(p.TTL)
 	if p.ECN == 3 {
 		val[VECN] = 1
@@ -1100,6 +1191,13 @@ func (m *Monitor) update(f *flow, w []float64, p *Packet) {
 		i++
 	}
 }
+
+// plainVars are the values every packet defines, from its headers alone.
+const plainVars = 1<<VVolume | 1<<VTTL | 1<<VECN
+
+// The units of a flow whose triggers sum the volume (and count packets):
+// Trumpet's heavy hitters, and the most common summary (set with units).
+var unitsVolume, unitsCountVolume uint64
 
 func add(w *float64, s int, x float64) {
 	switch s {

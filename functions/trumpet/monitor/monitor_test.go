@@ -36,9 +36,12 @@ var table2Lines = []string{
 	"state: proto=tcp; seq - seq_lastepoch > 5000 and dup_lastepoch >= 0 and avg(seq) > 0; 5-tuple; 20ms",
 }
 
-func table2() []event.Event {
+func table2() []event.Event { return parseEvents(table2Lines...) }
+
+// parseEvents parses events written one a line.
+func parseEvents(lines ...string) []event.Event {
 	var evs []event.Event
-	for _, l := range table2Lines {
+	for _, l := range lines {
 		ev, err := event.ParseLine(l)
 		if err != nil {
 			panic(err)
@@ -46,6 +49,24 @@ func table2() []event.Event {
 		evs = append(evs, ev)
 	}
 	return evs
+}
+
+// oracleReports is what a brute-force evaluation of the trace reports for
+// the events; an event it never reports is an error (a test would not see
+// it wrong). It returns the reports per event too.
+func oracleReports(t *testing.T, events []event.Event, trace []oracle.Packet) (map[string]float64, map[string]int) {
+	t.Helper()
+	want := oracle.Evaluate(ocfg, events, trace)
+	per := map[string]int{}
+	for k := range want {
+		per[strings.SplitN(k, "|", 2)[0]]++
+	}
+	for _, e := range events {
+		if per[e.Name] == 0 {
+			t.Errorf("event %s is never reported on the trace: the test would not see it wrong", e.Name)
+		}
+	}
+	return want, per
 }
 
 // keyString formats a report's key as the oracle does.
@@ -210,16 +231,7 @@ func compare(t *testing.T, name string, got, want map[string]float64) {
 func TestTable2AgainstOracle(t *testing.T) {
 	trace := oracle.Trace(1)
 	events := table2()
-	want := oracle.Evaluate(ocfg, events, trace)
-	per := map[string]int{}
-	for k := range want {
-		per[strings.SplitN(k, "|", 2)[0]]++
-	}
-	for _, e := range events {
-		if per[e.Name] == 0 {
-			t.Errorf("event %s is never reported on the trace: the test would not see it wrong", e.Name)
-		}
-	}
+	want, per := oracleReports(t, events, trace)
 	t.Logf("%d packets, oracle reports per event: %v", len(trace), per)
 	for _, c := range []struct{ sliced, batch bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
 		sliced := c.sliced
@@ -233,5 +245,52 @@ func TestTable2AgainstOracle(t *testing.T) {
 			t.Errorf("no sweep ran in slices")
 		}
 		t.Logf("sliced=%v batch=%v: %+v", sliced, c.batch, st)
+	}
+}
+
+// TestGateAgainstOracle: flows whose triggers are all fast tests of one
+// unit ("count() > 3", ">= 3", ">= 5": thresholds that counts meet
+// exactly) are skipped by the sweep when their value is below the lowest
+// threshold; flows that also match a test of another unit, or another
+// operator, have no gate. Either way each report is the oracle's, in the
+// plain sweep (every pair tested) as in the gated one, and the gated one
+// reads fewer flows' triggers: removing a trigger leaves gates lower,
+// never wrong.
+func TestGateAgainstOracle(t *testing.T) {
+	trace := oracle.Trace(3)
+	events := parseEvents(
+		"gt3: dstip=10.0.128.0/24; count() > 3; 5-tuple; 10ms",
+		"ge3: dstip=10.0.128.0/24; count() >= 3; 5-tuple; 10ms",
+		"ge5: dstip=10.0.128.0/24; count() >= 5; 5-tuple; 10ms",
+		"vol: srcip=10.0.128.0/24; sum(volume) > 4KB; 5-tuple; 10ms",
+		"few: srcip=10.0.128.0/24; count() < 2; 5-tuple; 10ms",
+		"gone: dstip=10.0.128.0/24; count() > 0; 5-tuple; 10ms",
+	)
+	want, _ := oracleReports(t, events[:len(events)-1], trace)
+	if t.Failed() {
+		return
+	}
+	for _, plain := range []bool{false, true} {
+		cfg := monitor.Config{LinkType: functions.LinkEthernet, Epoch: epoch, Flows: 4096, Buckets: 4096, Words: 32,
+			BurstGap: burstGap, BurstLen: burstLen, Plain: plain}
+		m, got := recorded(t, cfg, events)
+		// gone joins the flows and leaves before the first epoch ends: its
+		// count() > 0 would hold for every flow, and the gates it lowered
+		// stay lower.
+		removed := false
+		for _, p := range trace {
+			for p.TS >= m.Deadline() {
+				m.Tick(p.TS)
+			}
+			m.Process(p.Data, p.TS, uint32(len(p.Data)))
+			if !removed && m.Stats.Packets == 50 {
+				if err := m.Remove("gone"); err != nil {
+					t.Fatal(err)
+				}
+				removed = true
+			}
+		}
+		m.End(trace[len(trace)-1].TS)
+		compare(t, fmt.Sprintf("plain=%v", plain), got, want)
 	}
 }

@@ -75,6 +75,38 @@ func be32(b []byte, off int) uint32 { return binary.BigEndian.Uint32(b[off:]) }
 // not from the captured length, so a capture cut by a snap length measures
 // the same volume. It reads nothing beyond len(pkt) and does not allocate.
 func Parse(lt functions.LinkType, pkt []byte, ts int64, wirelen uint32, p *Packet) bool {
+	if plainIPv4(lt, pkt) {
+		return parseIPv4(pkt, ts, wirelen, p)
+	}
+	return parse(lt, pkt, ts, wirelen, p)
+}
+
+// plainIPv4 reports whether pkt is the common case: an untagged Ethernet
+// frame with an IPv4 header without options.
+func plainIPv4(lt functions.LinkType, pkt []byte) bool {
+	return lt == functions.LinkEthernet && len(pkt) >= 34 && pkt[12] == 0x08 && pkt[13] == 0x00 && pkt[14] == 0x45
+}
+
+// parseIPv4 is Parse for a plainIPv4 frame: the header is read through one
+// bounds check, the rest as parse reads it.
+func parseIPv4(pkt []byte, ts int64, wirelen uint32, p *Packet) bool {
+	h := pkt[14:34:34]
+	tot := int(binary.BigEndian.Uint16(h[2:4]))
+	if tot == 0 { // TSO: the datagram runs to the end of the capture
+		tot = len(pkt) - 14
+	}
+	if tot < 20 {
+		return false
+	}
+	proto := h[9]
+	*p = Packet{TS: ts, WireLen: wirelen, WScale: -1, TTL: h[8], ECN: h[1] & 3,
+		Key: Key{4<<flowkey.FamilyShift | uint64(proto)<<flowkey.ProtoShift,
+			uint64(binary.BigEndian.Uint32(h[12:16])) << 32, 0, uint64(binary.BigEndian.Uint32(h[16:20])) << 32, 0}}
+	return transport(pkt, proto, 34, 14+tot, binary.BigEndian.Uint16(h[6:8])&0x1fff == 0, p)
+}
+
+// parse is Parse's general path.
+func parse(lt functions.LinkType, pkt []byte, ts int64, wirelen uint32, p *Packet) bool {
 	var off int
 	var ver uint8
 	if lt == functions.LinkEthernet && len(pkt) >= 14 && (pkt[12] == 0x08 && pkt[13] == 0x00 || pkt[12] == 0x86 && pkt[13] == 0xdd) {
@@ -151,6 +183,12 @@ func Parse(lt functions.LinkType, pkt []byte, ts int64, wirelen uint32, p *Packe
 	default:
 		return false
 	}
+	return transport(pkt, proto, l4, end, first, p)
+}
+
+// transport reads the transport header of protocol proto at l4, in a
+// datagram that ends at end (first: not a later fragment).
+func transport(pkt []byte, proto uint8, l4, end int, first bool, p *Packet) bool {
 	payload := end - l4
 	limit := min(end, len(pkt))
 	if first && (proto == 6 || proto == 17 || proto == 132) && l4+4 <= limit {

@@ -31,7 +31,14 @@ type flow struct {
 	// state initialised
 	seqInit, ackInit, burstInit bool
 	kept                        bool // dead, kept for its matches
-	_                           [24]byte
+	// gate is the lowest number of the flow's triggers when each of them
+	// is a fast test (trigHot) "unit gateUnit > number" (or >=, gateOp):
+	// the sweep skips a flow whose value is below it without reading its
+	// triggers; gateUnit -1 is no gate (narrow).
+	gate     float64
+	gateUnit int8
+	gateOp   uint8
+	_        [14]byte
 
 	tl [MaxTriggers]int32 // the triggers it matched
 
@@ -62,14 +69,19 @@ type flowTable struct {
 	mask uint64
 	pool []flow
 	free []int32
+	// keeps has bit i set when entry i keeps a summary (units != 0): a
+	// batch reads a flow's summary line beside its entry's, not after it.
+	keeps []uint64
 }
 
-func newFlowTable(n int) flowTable {
+// newFlowTable returns a table of n entries, whose memory owner frees.
+func newFlowTable(owner *Monitor, n int) flowTable {
 	size := 1
 	for size < 2*n {
 		size <<= 1
 	}
-	t := flowTable{tab: make([]uint64, size), mask: uint64(size - 1), pool: make([]flow, n), free: make([]int32, n)}
+	t := flowTable{tab: hugeSlice[uint64](owner, size), mask: uint64(size - 1), pool: hugeSlice[flow](owner, n), free: make([]int32, n),
+		keeps: make([]uint64, (n+63)/64)}
 	for i := range t.free {
 		t.free[i] = int32(n - 1 - i)
 		t.pool[i].rev = -1
@@ -109,8 +121,22 @@ func (t *flowTable) insert(k *Key, h uint64) int32 {
 	f := &t.pool[idx]
 	gen := f.gen
 	*f = flow{key: *k, hash: h, gen: gen + 1, used: true, rev: -1, stamp: [2]int64{-1 << 62, -1 << 62}}
+	t.setUnits(idx, 0)
 	return idx
 }
+
+// setUnits sets the summary units entry idx keeps.
+func (t *flowTable) setUnits(idx int32, units uint64) {
+	t.pool[idx].units = units
+	if units != 0 {
+		t.keeps[idx>>6] |= 1 << (idx & 63)
+	} else {
+		t.keeps[idx>>6] &^= 1 << (idx & 63)
+	}
+}
+
+// keeps reports whether entry idx keeps a summary, without reading it.
+func (t *flowTable) keepsSummary(idx uint32) bool { return t.keeps[idx>>6]&(1<<(idx&63)) != 0 }
 
 // remove frees entry idx.
 func (t *flowTable) remove(idx int32) {

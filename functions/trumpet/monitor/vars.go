@@ -118,6 +118,8 @@ func init() {
 	if nUnits != MaxUnits {
 		panic("monitor: MaxUnits is not the number of summary units")
 	}
+	unitsVolume = 1 << unitOf[VVolume][sSum]
+	unitsCountVolume = 1<<unitCount | unitsVolume
 }
 
 // MaxUnits is the most summary words a flow keeps per epoch: every unit.
