@@ -3,6 +3,7 @@ package annotate
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/flowkey"
@@ -130,8 +131,14 @@ var tagHeaders = map[string]struct {
 
 func newFieldTag(ctx *functions.Context) (*FieldTag, error) {
 	f := ctx.Params.Str("field")
-	if _, ok := tagHeaders[f]; !ok {
-		return nil, fmt.Errorf("on a switch tag writes ipv4.tos, ipv4.ttl, ipv4.id and ipv4.csum, not %s", f)
+	_, ok := tagHeaders[f]
+	switch {
+	case f == "segway.ts" || f == "segway.time":
+		if ctx.Params.Str("checksum") != "keep" {
+			return nil, fmt.Errorf("on a switch tag writes %s with checksum=keep (the UDP checksum left as it was), as MAFIA's tags are", f)
+		}
+	case !ok:
+		return nil, fmt.Errorf("on a switch tag writes ipv4.tos, ipv4.ttl, ipv4.id, ipv4.csum, segway.ts and segway.time, not %s", f)
 	}
 	if ctx.LinkType != functions.LinkEthernet {
 		return nil, errors.New("a switch reads Ethernet frames")
@@ -165,6 +172,13 @@ func (t *FieldTag) Lower(b *p4gen.Builder) error {
 // extracted, keeping the header checksum right (RFC 1624) unless
 // checksum=keep; a packet without the header is left as it is.
 func (t *FieldTag) Write(prog *p4gen.Program, value p4gen.Expr) []p4gen.Stmt {
+	if name, ok := strings.CutPrefix(t.field, "segway."); ok {
+		// ez-Segway's header, which the parser extracts once a program
+		// writes it: a datagram without it is left as it is.
+		p4gen.UseSegway(prog)
+		f, valid := p4gen.SegwayField(name)
+		return []p4gen.Stmt{p4gen.If{Cond: valid, Then: []p4gen.Stmt{p4gen.Assign{Dst: f, X: p4gen.Cast{Bits: f.Bits, X: value}}}}}
+	}
 	h := tagHeaders[t.field]
 	cur, valid := p4gen.Hdr(h.hdr)
 	parts := p4gen.HdrParts(h.hdr)

@@ -35,6 +35,11 @@ type Request struct {
 	// Origins are the positions in the program of the steps each of the
 	// request's functions comes from, in the order Format prints them.
 	Origins []Pos
+	// Copies, in the same order, tells the functions that work on a copy
+	// of the packets (their flow's stream is one duplicate started): on a
+	// path of switches the packet forwarded is left as it is, and what
+	// they write goes into the copy a collect sends.
+	Copies []bool
 }
 
 // Expr is the request's canonical ffpf expression.
@@ -67,14 +72,15 @@ type compiler struct {
 
 	// per section
 	role       string
-	streams    map[string]bool    // every stream name of the section
-	defined    map[string]*Op     // duplicate(name) → its op
-	points     map[string]*point  // where each stream starts
-	scoped     map[string]*scoped // packet-scoped BloomFilters
-	storeValue map[string]Expr    // a store Sketch's set value
-	updates    map[string]*Op     // state → its update
-	holder     map[string]string  // state → the class that holds it
-	updNode    map[string]int     // state → the node that updates it
+	streams    map[string]bool     // every stream name of the section
+	defined    map[string]*Op      // duplicate(name) → its op
+	copies     map[*lang.Func]bool // a function on a copy of the packets
+	points     map[string]*point   // where each stream starts
+	scoped     map[string]*scoped  // packet-scoped BloomFilters
+	storeValue map[string]Expr     // a store Sketch's set value
+	updates    map[string]*Op      // state → its update
+	holder     map[string]string   // state → the class that holds it
+	updNode    map[string]int      // state → the node that updates it
 	nodes      []*node
 	window     string
 	ctrlHead   *lang.Func
@@ -202,6 +208,7 @@ func (c *compiler) section(sec *section) (*Request, error) {
 	c.role = sec.role
 	c.streams = map[string]bool{"pkts": true, "ctrl": true}
 	c.defined = map[string]*Op{}
+	c.copies = map[*lang.Func]bool{}
 	c.points = map[string]*point{"pkts": {outs: []int{srcPkts}, stream: "pkts"}}
 	c.scoped = map[string]*scoped{}
 	c.storeValue = map[string]Expr{}
@@ -269,6 +276,9 @@ func (c *compiler) section(sec *section) (*Request, error) {
 			if err != nil {
 				return nil, err
 			}
+			for _, n := range c.nodes[before:] {
+				c.copies[n.fn] = f.Stream != "pkts" && f.Stream != "ctrl"
+			}
 			if w := flowWindow[f]; w != "" {
 				for _, n := range c.nodes[before:] {
 					if n.self != nil {
@@ -314,7 +324,7 @@ func (c *compiler) section(sec *section) (*Request, error) {
 		return nil, fmt.Errorf("mafia: the compiled request does not parse (%v): %s", err, text)
 	}
 	r := &Request{Role: sec.role, Req: parsed}
-	r.Origins = c.origins(chains)
+	r.Origins, r.Copies = c.origins(chains)
 	return r, nil
 }
 

@@ -418,13 +418,14 @@ func (c *compiler) applyWindows(own map[string]string) error {
 }
 
 // origins lists the program positions of the request's functions in the
-// order Format prints them.
-func (c *compiler) origins(chains []*lang.Chain) []Pos {
+// order Format prints them, and whether each works on a copy.
+func (c *compiler) origins(chains []*lang.Chain) ([]Pos, []bool) {
 	at := map[*lang.Func]Pos{}
 	for _, n := range c.nodes {
 		at[n.fn] = n.at
 	}
 	var out []Pos
+	var copies []bool
 	var walk func([]*lang.Chain)
 	walk = func(cs []*lang.Chain) {
 		for _, ch := range cs {
@@ -432,6 +433,7 @@ func (c *compiler) origins(chains []*lang.Chain) []Pos {
 				switch t := t.(type) {
 				case *lang.Func:
 					out = append(out, at[t])
+					copies = append(copies, c.copies[t])
 				case *lang.Group:
 					walk(t.Chains)
 				}
@@ -439,5 +441,5 @@ func (c *compiler) origins(chains []*lang.Chain) []Pos {
 		}
 	}
 	walk(chains)
-	return out
+	return out, copies
 }
