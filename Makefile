@@ -9,13 +9,23 @@ export PATH := $(dir $(GO)):$(PATH)
 
 .PHONY: all deps build demo test bench fuzz clean
 
+# The command-line tests run again against make build's pair (ffpf
+# without gRPC, ffpf-grpc beside it): the CLI contract, and every command
+# that runs ffpf-grpc (p4, plugins, hierarchies).
+NOGRPC_TESTS := TestSnaplenZero|TestRunHelpNamesEveryFlag|TestVersion|TestCheckUnreadableInput|TestNULInString|TestWritePcapng|TestHierarchyNotAFile|TestDirectionNeedsAnInterface|TestWorkersFlag|TestPlugins|TestP4|TestClasses|TestPlace|TestRunOnATestHierarchy|TestHierarchyCommand|TestBadHierarchyOrGroup|TestPaperExample|TestDefaultSource|TestWriteEndsToPcap|TestCheckPrints|TestBadInput|TestFilesRefused|TestStartup|TestGRPCDispatch|TestDaemon
+
 all: build
 
 deps:
 	@scripts/deps.sh
 
+# bin/ffpf is ffpf without its gRPC stacks (P4Runtime, the plugins'
+# control plane), which every process would initialise at start-up; it
+# runs bin/ffpf-grpc, the whole build (go build ./cmd/ffpf), beside it for
+# the commands that need them (cmd/ffpf/grpc.go).
 build: deps
-	$(GO) build -o $(BIN) ./cmd/ffpf
+	$(GO) build -o $(BIN)-grpc ./cmd/ffpf
+	$(GO) build -tags nogrpc -o $(BIN) ./cmd/ffpf
 
 # The FFPF paper's example on two generated traces (no root, no NIC needed).
 demo: build
@@ -29,6 +39,7 @@ demo: build
 test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
+	FFPF_TEST_NOGRPC=1 $(GO) test -count=1 -timeout 10m -run '$(NOGRPC_TESTS)' ./cmd/ffpf/
 	$(GO) test -count=1 -timeout 30m -race ./buffers/ ./bridges/... ./flowspaces/... ./flowgraph/ ./functions/plugin/ ./flowgraph/daemon/ ./functions/dev/ ./functions/pcap/ ./functions/dta/...
 
 # Throughput and latency against baselines run in the same script.

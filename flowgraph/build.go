@@ -386,7 +386,9 @@ func appendNew(list []*lnode, ns ...*lnode) []*lnode {
 // parameters, inputs and flowgroup (FFPF §6.2 reuses only identical ones).
 // It is a digest of those, the inputs by their own identity, so that it is
 // known before the request touches the flowgraph. n's inputs must have theirs.
-func identity(n *lnode, group string) string {
+// solo, when set, names the one request whose function it is (a request
+// with a packet limit of its own shares none).
+func identity(n *lnode, group, solo string) string {
 	ins := make([]string, len(n.inputs))
 	for i, in := range n.inputs {
 		ins[i] = in.key
@@ -403,6 +405,9 @@ func identity(n *lnode, group string) string {
 	for _, s := range []string{n.class.Name, n.params.Canonical(), strings.Join(ins, ","), group, strings.Join(reads, ",")} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
+	}
+	if solo != "" {
+		h.Write([]byte(solo))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

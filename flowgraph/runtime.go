@@ -53,6 +53,16 @@ type RequestOptions struct {
 	// the PBufs of sources, are shared only by requests of one group, and
 	// a request can read the state of its group's functions only.
 	Group string
+	// Limit is a packet limit of the request's own, counted at its ends
+	// (ffpf submit -c; see flowspaces.Budget), CaptureLimit one counted
+	// where its sources capture (--capture-count); 0: none. At most one
+	// is set, and the runtime has no limit of its own (Config.Limit).
+	// Such a request shares no function, not even with an identical
+	// request: its sources read from a budget of their own, its ends are
+	// its alone, and once the limit is reached its sources end (Ended)
+	// and its state is final, while the other requests go on.
+	Limit        int64
+	CaptureLimit int64
 }
 
 type phase int
@@ -77,6 +87,7 @@ type Runtime struct {
 	perClass map[string]int
 	reqs     []*Request
 	annUsed  [buffers.AnnWords]bool // annotation words given to functions
+	solos    int                    // requests with a packet limit of their own, so far
 
 	start, end time.Time
 	release    func() // ends the activation context (see Activate)
@@ -113,6 +124,8 @@ type Request struct {
 	bound map[*lang.Func]functions.Params
 	funcs []*Function // in topological order
 	group string
+	// budget is its own packet limit (RequestOptions.Limit), nil for none.
+	budget *flowspaces.Budget
 }
 
 // New returns an empty runtime.
@@ -181,19 +194,47 @@ func (rt *Runtime) Populate(expr string, opts RequestOptions) (*Request, error) 
 	if err := b.linkTypes(order, rt.cfg.Snaplen); err != nil {
 		return nil, err
 	}
+	budget, err := rt.ownBudget(opts)
+	if err != nil {
+		return nil, err
+	}
+	return rt.overlay(expr, ast, b.bound, order, opts.Group, budget)
+}
 
-	return rt.overlay(expr, ast, b.bound, order, opts.Group)
+// ownBudget returns the budget of a request's own packet limit, nil for
+// none.
+func (rt *Runtime) ownBudget(opts RequestOptions) (*flowspaces.Budget, error) {
+	switch {
+	case opts.Limit == 0 && opts.CaptureLimit == 0:
+		return nil, nil
+	case opts.Limit < 0 || opts.CaptureLimit < 0 || opts.Limit > flowspaces.MaxLimit || opts.CaptureLimit > flowspaces.MaxLimit:
+		return nil, &InvalidError{fmt.Sprintf("a packet limit is a number of packets from 1 to %d", flowspaces.MaxLimit)}
+	case opts.Limit > 0 && opts.CaptureLimit > 0:
+		return nil, &InvalidError{"a request counts its packet limit at its ends or at capture, not both"}
+	case rt.budget != nil:
+		return nil, &InvalidError{"a request cannot have a packet limit of its own in a run that has one"}
+	case opts.Limit > 0:
+		return flowspaces.NewBudget(opts.Limit, flowspaces.AtEnds), nil
+	}
+	return flowspaces.NewBudget(opts.CaptureLimit, flowspaces.AtCapture), nil
 }
 
 // overlay adds the request's nodes (in topological order) to the
 // flowgraph, sharing every function that is already there, and places the
 // new ones. It is all or nothing: a function that cannot be placed, or a
-// file clash, leaves the flowgraph as it was.
-func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]functions.Params, order []*lnode, group string) (req *Request, err error) {
+// file clash, leaves the flowgraph as it was. A request with a packet
+// limit of its own (budget) shares nothing: its functions' identities are
+// its own, and its sources read from budget.
+func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]functions.Params, order []*lnode, group string, budget *flowspaces.Budget) (req *Request, err error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.phase == closed {
 		return nil, &InvalidError{"the flowgraph is closed"}
+	}
+	solo := ""
+	if budget != nil {
+		rt.solos++
+		solo = fmt.Sprintf("limited request %d", rt.solos)
 	}
 	// A dry run first: what would be added, does it clash with the graph,
 	// and where would it run?
@@ -214,7 +255,7 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 		if n.fn != nil { // an existing function a sink is attached to
 			continue
 		}
-		n.key = identity(n, group)
+		n.key = identity(n, group, solo)
 		if f := rt.byKey[n.key]; f != nil {
 			n.fn = f
 			continue
@@ -231,6 +272,9 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 			}}}
 		if n.class.IsProducer(n.params) {
 			f.node.Ctx.Output = n.lt
+		}
+		if n.class.IsSource() {
+			f.node.Budget = budget
 		}
 		for _, in := range n.inputs {
 			f.node.Inputs = append(f.node.Inputs, in.fn.node)
@@ -282,7 +326,7 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 		rt.byKey[f.key] = f
 		rt.funcs = append(rt.funcs, f)
 	}
-	req = &Request{rt: rt, Expr: expr, ast: ast, bound: bound, group: group}
+	req = &Request{rt: rt, Expr: expr, ast: ast, bound: bound, group: group, budget: budget}
 	for _, n := range order {
 		f := n.fn
 		if !slices.Contains(req.funcs, f) {
@@ -881,12 +925,17 @@ func (rt *Runtime) attachSink(expr string, funcs []*Function) (*Request, error) 
 	if err := b.linkTypes([]*lnode{sink}, rt.cfg.Snaplen); err != nil {
 		return nil, err
 	}
-	return rt.overlay(expr, nil, b.bound, []*lnode{sink}, ends[0].fn.group)
+	return rt.overlay(expr, nil, b.bound, []*lnode{sink}, ends[0].fn.group, nil)
 }
 
+// Budget returns the request's own packet limit (RequestOptions.Limit or
+// CaptureLimit): how many packets it counts, where, and how many it has
+// counted. nil for none.
+func (r *Request) Budget() *flowspaces.Budget { return r.budget }
+
 // Ended reports whether every source of the request has ended (files read
-// to their ends, generators done) and what reached them is flushed: its
-// state is final. A source in a flowspace that does not tell
+// to their ends, generators done, its own packet limit reached) and what
+// reached them is flushed: its state is final. A source in a flowspace that does not tell
 // (flowspaces.Ender), a live capture, never ends. err joins what the
 // sources reported. A request without a source of its own (a sink
 // attached to another) reports false.

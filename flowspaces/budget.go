@@ -8,10 +8,13 @@ import (
 )
 
 // Budget is the packet limit of one run, shared by every flowspace of the
-// run. It counts packets in one of two places (Counting): where they
-// reach the ends of the flowgraph (ffpf run -c, as tcpdump -c counts the
-// packets its filter delivers), or where the sources capture them (ffpf
-// run --capture-count). A nil *Budget is no limit.
+// run, or of one request that has a limit of its own (ffpf submit -c: its
+// sources' Node.Budget, and the request shares no function, so that the
+// ends it counts at are its own). It counts packets in one of two places
+// (Counting): where they reach the ends of the flowgraph (ffpf run -c, as
+// tcpdump -c counts the packets its filter delivers), or where the
+// sources capture them (ffpf run --capture-count). A nil *Budget is no
+// limit.
 //
 // A packet holds a unit of the budget from the moment a source reads it
 // (a source in Go claims units before it fills a batch; an eBPF hook takes
@@ -214,8 +217,25 @@ func (b *Budget) Counted() int64 {
 
 // Limited is a flowspace whose sources read packets themselves (files,
 // generators, libpcap, eBPF hooks): the flowgraph gives every such
-// flowspace of a run the same Budget, before Populate.
+// flowspace of a run the same Budget, before Populate. A source whose
+// request has a limit of its own reads from its Node.Budget instead
+// (Node.BudgetOr), and the packets of its stream count there; only a
+// Limited flowspace runs such a source.
+//
+// The streams of a flowspace may so count in different budgets, each
+// exactly: a stream's packets hold units of its own source's budget only.
+// What ends a budget's stream is its budget, not the flowspace's: a
+// request whose limit is reached ends, the others go on.
 type Limited interface {
 	Flowspace
 	SetBudget(*Budget)
+}
+
+// BudgetOr returns the budget the stream of source n counts in: its own
+// (Node.Budget), or run, the run's.
+func (n *Node) BudgetOr(run *Budget) *Budget {
+	if n.Budget != nil {
+		return n.Budget
+	}
+	return run
 }

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ffpf-go/ffpf/bridges/inproc"
 
@@ -128,6 +129,11 @@ type Node struct {
 	Reads    []*Node
 	Counters functions.Counters
 
+	// Budget is the packet limit of the stream a source starts when its
+	// request has one of its own (ffpf submit -c: see Budget); nil for
+	// the run's (Limited.SetBudget), or none. Set by the flowgraph.
+	Budget *Budget
+
 	// Set by placement.
 	Flowspace Flowspace
 	Path      Path // the route from the root to Flowspace (FFPF §2.3)
@@ -135,7 +141,20 @@ type Node struct {
 	// Set by the flowspace at instantiation.
 	Function functions.Function
 	Source   functions.Source
+
+	// streamEnded is set once a source's stream has ended in the last
+	// flowspace on its way up (EndStream).
+	streamEnded atomic.Bool
 }
+
+// EndStream records that the stream of source n has ended in the highest
+// flowspace it reaches: its last packets are processed there, and the
+// functions no other stream reaches are flushed. The flowspace that runs
+// the source tells a service so (Ender) only then.
+func (n *Node) EndStream() { n.streamEnded.Store(true) }
+
+// StreamEnded reports whether EndStream was called.
+func (n *Node) StreamEnded() bool { return n.streamEnded.Load() }
 
 // Producer reports whether the node outputs records it writes rather than
 // the packets it receives: its dependents are reached by its own stream.

@@ -1,5 +1,7 @@
 package flowspaces
 
+import "fmt"
+
 // Query asks the hierarchy where a function can run (FFPF §2.3).
 type Query struct {
 	Node *Node
@@ -54,11 +56,20 @@ func Place(fs Flowspace, q *Query) bool {
 	} else if q.Bottom == nil {
 		q.Bottom = fs
 	}
-	if err := fs.Host(q.Node); err != nil {
+	if err := host(fs, q.Node); err != nil {
 		q.Trail = append(q.Trail, Refusal{fs, err})
 		return false
 	}
 	q.Path = q.Path.Cut(l)
 	q.Placed = fs
 	return true
+}
+
+// host asks fs whether it can run n: a source with a packet limit of its
+// own runs only where sources read from a Budget (Limited).
+func host(fs Flowspace, n *Node) error {
+	if _, ok := fs.(Limited); n.Budget != nil && !ok {
+		return fmt.Errorf("its request has a packet limit of its own, and %s does not count one", fs.Name())
+	}
+	return fs.Host(n)
 }

@@ -96,13 +96,15 @@ $GO run scripts/paired.go -n "$STARTUP_RUNS" \
 	-- $BIN run -r "$ONE" '(bpf,"tcp") > [(pktcount)|(bytecount)]' \
 	-- $BIN run -r "$ONE" '(pktcount)' \
 	-- $BIN hierarchy \
+	-- $BIN-grpc run -r "$ONE" '(bpf,"tcp") > [(pktcount)|(bytecount)]' \
 	-- "$TCPDUMP" -r "$ONE" -w /dev/null > "$OUT/startup.txt"
 awk '/^cmd/ { ms[$2]=$4; r[$2]=$6 } /^load/ { before=$2; after=$3 }
      END {
        printf "   %-66s %6.2f ms   %.2f of tcpdump (target <= 1.20)\n", "ffpf run -r one.pcap '\''(bpf,\"tcp\") > [(pktcount)|(bytecount)]'\''", ms[0], r[0]
        printf "   %-66s %6.2f ms   %.2f of tcpdump\n", "ffpf run -r one.pcap '\''(pktcount)'\'' (no filter)", ms[1], r[1]
        printf "   %-66s %6.2f ms   %.2f of tcpdump\n", "ffpf hierarchy (probes eBPF; a run of files only does not)", ms[2], r[2]
-       printf "   %-66s %6.2f ms\n", "tcpdump -r one.pcap -w /dev/null", ms[3]
+       printf "   %-66s %6.2f ms   %.2f of tcpdump\n", "ffpf-grpc run, the same (the whole build, gRPC linked)", ms[3], r[3]
+       printf "   %-66s %6.2f ms\n", "tcpdump -r one.pcap -w /dev/null", ms[4]
        printf "   (medians; \"of tcpdump\" is the median of the ratios within a round; load average %s before, %s after)\n", before, after
      }' "$OUT/startup.txt"
 

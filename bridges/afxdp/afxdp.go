@@ -388,7 +388,7 @@ func (x *Set) Start(up *inproc.Bridge, sources []*inproc.Stream, slot int) *Read
 	for q := range x.socks {
 		for _, src := range sources {
 			c := &inproc.Stream{Up: up, Source: src.Source, Mask: src.Mask, Tags: src.Tags, Snap: src.Snap,
-				Taken: x.counter(src.Source), Ann: src.Ann, Lane: q}
+				Taken: x.counter(src.Source), Ann: src.Ann, Holds: src.Holds, Lane: q}
 			if z := x.zcs[q]; z != nil {
 				c.Frames = z
 			} else {

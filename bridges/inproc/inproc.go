@@ -140,6 +140,14 @@ type Message struct {
 	// a region of the flowspace above, or of the bridge), rather than
 	// referred to where the lower flowspace has them.
 	Copied bool
+	// End says that the stream ends with this clock-only message: its
+	// source read its last packet (a file's, or the last its packet limit
+	// allows), and what its sender sent of the stream came before. Each
+	// goroutine that sends the stream up sends one, on its lane (SendEnd:
+	// one per lane); Ends says how many there are, so that the stream has
+	// ended above once all have arrived.
+	End  bool
+	Ends int
 }
 
 // Stats are a bridge's counters: In = Out + Dropped. Of the packets that
@@ -263,6 +271,7 @@ func (b *Bridge) TryMessage() (*Message, bool) {
 	select {
 	case m := <-b.free:
 		m.Out, m.Packets, m.Held, m.Region, m.Stream, m.Copied, m.Now, m.Lane = m.Out[:0], 0, 0, nil, nil, false, 0, 0
+		m.End, m.Ends = false, 0
 		return m, true
 	default:
 		return nil, false
@@ -286,6 +295,7 @@ func (b *Bridge) Message(ctx context.Context) (*Message, error) {
 	select {
 	case m := <-b.free:
 		m.Out, m.Packets, m.Held, m.Region, m.Stream, m.Copied, m.Now, m.Lane = m.Out[:0], 0, 0, nil, nil, false, 0, 0
+		m.End, m.Ends = false, 0
 		return m, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -363,6 +373,31 @@ func (b *Bridge) SendClockLane(ctx context.Context, stream any, now int64, lane 
 		return false
 	}
 	m.Stream, m.Now, m.Lane = stream, now, lane
+	return b.Send(ctx, m) == nil
+}
+
+// SendEnd sends the end of stream (Message.End), with its packet clock
+// now, on every lane, after what the caller sent of it: for a sender of
+// one goroutine. A stream that several goroutines send up, each on its
+// lane, ends with one end from each (SendEndLane). False when the run
+// stopped.
+func (b *Bridge) SendEnd(ctx context.Context, stream any, now int64) bool {
+	for lane := range b.ch {
+		if !b.SendEndLane(ctx, stream, now, lane, len(b.ch)) {
+			return false
+		}
+	}
+	return true
+}
+
+// SendEndLane sends one of the ends of stream on lane lane: the stream
+// ends above once all of them have come.
+func (b *Bridge) SendEndLane(ctx context.Context, stream any, now int64, lane, ends int) bool {
+	m, err := b.Message(ctx)
+	if err != nil {
+		return false
+	}
+	m.Stream, m.Now, m.Lane, m.End, m.Ends = stream, now, lane, true, max(1, ends)
 	return b.Send(ctx, m) == nil
 }
 
@@ -460,9 +495,9 @@ func (b *Bridge) Drain() {
 // DrainUntilClosed counts everything still sent as dropped and releases
 // it, until the lower side closes the bridge: a receiver that stops must
 // not leave a producer blocked, nor a message in a queue nobody reads.
-// held, when set, is given each message's Held (the units of a packet
-// limit its packets hold, which go back).
-func (b *Bridge) DrainUntilClosed(held func(int)) {
+// held, when set, is given each message's Stream and Held (the units of
+// a packet limit its packets hold, which go back).
+func (b *Bridge) DrainUntilClosed(held func(stream any, n int)) {
 	for i := range b.ch {
 		b.DrainLaneUntilClosed(i, held)
 	}
@@ -470,10 +505,10 @@ func (b *Bridge) DrainUntilClosed(held func(int)) {
 
 // DrainLaneUntilClosed is DrainUntilClosed for one lane, whose receiver
 // stops while the others go on.
-func (b *Bridge) DrainLaneUntilClosed(lane int, held func(int)) {
+func (b *Bridge) DrainLaneUntilClosed(lane int, held func(stream any, n int)) {
 	for m := range b.ch[lane] {
 		if held != nil {
-			held(m.Held)
+			held(m.Stream, m.Held)
 		}
 		b.dropped.Add(uint64(m.Packets))
 		m.release()

@@ -188,7 +188,7 @@ func Start(rings []*ebpf.Map, ports [][]*inproc.Stream, words int, offset int64)
 			for p, port := range ports {
 				for _, s := range port {
 					c := &inproc.Stream{Up: s.Up, Source: s.Source, Mask: s.Mask, Tags: s.Tags, Snap: s.Snap,
-						Taken: s.Taken, Ann: s.Ann, Lane: i, Pool: inproc.NewPool(s.Snap)}
+						Taken: s.Taken, Ann: s.Ann, Holds: s.Holds, Lane: i, Pool: inproc.NewPool(s.Snap)}
 					rg.ports[p] = append(rg.ports[p], c)
 				}
 			}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces"
-	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/flowspaces/user"
 	"github.com/ffpf-go/ffpf/functions"
 )
@@ -97,7 +96,7 @@ func simulates(root flowspaces.Flowspace, iface string) bool {
 		if u, ok := fs.(*user.Flowspace); ok && u.Traffic(iface) != nil {
 			found = true
 		}
-		if sw, ok := fs.(*p4.Flowspace); ok && sw.Entry(iface) == flowspaces.OwnEntry {
+		if isSwitchPort(fs, iface) {
 			found = true // a switch's front-panel port
 		}
 	})

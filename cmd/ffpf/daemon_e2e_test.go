@@ -124,7 +124,7 @@ func (s *served) as(t *testing.T, uid int, args ...string) cliResult {
 		cmd.Path = sharedBin(t)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	}
-	return runCLI(t, cmd, args)
+	return runCmd(t, cmd, args)
 }
 
 var sharedBinPath string

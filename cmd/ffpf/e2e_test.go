@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,21 +20,44 @@ import (
 // These tests run the ffpf binary as a user would and check its output and
 // exit status against DESIGN.md §7.
 
-var ffpfBin string
+// ffpfBin is the binary the tests run: the whole of ffpf (go build
+// ./cmd/ffpf), or with FFPF_TEST_NOGRPC=1 make build's pair, ffpf built
+// without gRPC (-tags nogrpc) with ffpf-grpc, the whole build, beside it,
+// so that the tests check both builds. wholeBin is the whole build.
+var ffpfBin, wholeBin, testDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ffpf-e2e")
+	var err error
+	testDir, err = os.MkdirTemp("", "ffpf-e2e")
 	if err != nil {
 		panic(err)
 	}
-	ffpfBin = filepath.Join(dir, "ffpf")
-	if out, err := exec.Command("go", "build", "-o", ffpfBin, ".").CombinedOutput(); err != nil {
-		os.Stderr.Write(out)
+	ffpfBin = filepath.Join(testDir, "ffpf")
+	wholeBin = ffpfBin
+	if os.Getenv("FFPF_TEST_NOGRPC") != "" {
+		wholeBin = filepath.Join(testDir, grpcSibling)
+		err = buildFFPF(wholeBin)
+		if err == nil {
+			err = buildFFPF(ffpfBin, "-tags", "nogrpc")
+		}
+	} else {
+		err = buildFFPF(ffpfBin)
+	}
+	if err != nil {
 		panic(err)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	os.RemoveAll(testDir)
 	os.Exit(code)
+}
+
+// buildFFPF builds cmd/ffpf to out, with flags before the package.
+func buildFFPF(out string, flags ...string) error {
+	args := append(append([]string{"build", "-o", out}, flags...), ".")
+	if msg, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, msg)
+	}
+	return nil
 }
 
 type cliResult struct {
@@ -43,12 +67,25 @@ type cliResult struct {
 
 func ffpf(t *testing.T, args ...string) cliResult {
 	t.Helper()
-	return runCLI(t, exec.Command(ffpfBin, args...), args)
+	return runCLI(t, ffpfBin, "", nil, nil, args...)
 }
 
-// runCLI runs cmd (ffpf with args) and returns what it printed and its
+// runCLI runs bin in dir ("": here) with stdin (nil: none), the
+// environment's env added, and returns what it printed; a stack trace
+// fails the test.
+func runCLI(t *testing.T, bin, dir string, stdin io.Reader, env []string, args ...string) cliResult {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Stdin = dir, stdin
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	return runCmd(t, cmd, args)
+}
+
+// runCmd runs cmd (ffpf with args) and returns what it printed and its
 // exit status; a stack trace fails the test.
-func runCLI(t *testing.T, cmd *exec.Cmd, args []string) cliResult {
+func runCmd(t *testing.T, cmd *exec.Cmd, args []string) cliResult {
 	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

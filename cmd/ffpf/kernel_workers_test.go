@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // sendFromCPUs sends a generated trace from each of the first two CPUs at
@@ -136,4 +137,45 @@ func TestOneInterfaceOnTwoWorkers(t *testing.T) {
 		}
 		waitPrograms(t, 0)
 	})
+	// Filtered above, the packets of each lane (ring buffer or AF_XDP
+	// socket) give their units back: the run ends at the limit (held
+	// units that never came back would keep it from ending).
+	for _, steal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("-c filtered above, steal=%v", steal), func(t *testing.T) {
+			c := startCapture(t, nsB, "run", "--json", "--workers", "2", "-c", "3000",
+				fmt.Sprintf(`(dev,%s,steal=%v) > (match,"pkt.len %% 2 == 0") > (pktcount)`, ifB, steal))
+			waitPrograms(t, programsOf(steal))
+			sendFromCPUs(t, nsA, ifA, 6000, 20000)
+			doc := c.endsWithin(t, 30*time.Second)
+			for _, f := range doc.Functions {
+				if f.Class == "pktcount" && f.State["packets"] != float64(3000) {
+					t.Errorf("-c 3000 on two workers: pktcount counted %v", f.State["packets"])
+				}
+			}
+			if lanes := lanesOf(t, doc); len(lanes) != 2 || lanes[0] == 0 || lanes[1] == 0 || lanes[0]+lanes[1] < 3000 {
+				t.Errorf("-c 3000: the lanes carried %v packets", lanes)
+			}
+			waitPrograms(t, 0)
+		})
+	}
+}
+
+// endsWithin waits up to d for a run to end by itself (at its limit), and
+// returns its --json document; one that does not is killed, and the test
+// fails.
+func (c *capture) endsWithin(t *testing.T, d time.Duration) runJSON {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%v: %v: %s", c.cmd.Args, err, c.err.String())
+		}
+	case <-time.After(d):
+		c.cmd.Process.Kill()
+		<-done
+		t.Fatalf("%v did not end at its limit within %v", c.cmd.Args, d)
+	}
+	return parseRun(t, cliResult{c.out.String(), c.err.String(), 0})
 }

@@ -161,6 +161,9 @@ func report(err error, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	if code, ok := elsewhere(err); ok {
+		return code
+	}
 	code := 1
 	var ee *exitError
 	if errors.As(err, &ee) {

@@ -21,6 +21,19 @@ var p4Commands = []p4Command{
 	{"build", p4BuildSynopsis, cmdP4Build},
 }
 
+const p4BuildSynopsis = `--hierarchy FILE.yaml [-i IFACE] [-o DIR] [--json] [-e EXPR]... [EXPR]...
+
+Builds the program of what the expressions place on the switches of the
+hierarchy, without a running switch: per switch, DIR/main.p4 (P4_16 for
+v1model), DIR/p4info.txtpb (its P4Info, prototext) and DIR/resources.txt
+(what it takes: stages used, the widest stage, stateful operations,
+tables, actions and lines of P4, stage by stage). A hierarchy with
+several switches gets a directory per switch, DIR/NAME. --json prints the
+same as one object. The functions that do not fit stay above the switch:
+'ffpf place' says why.`
+
+const p4SwitchSynopsis = "--p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255] [--resources FILE.yaml] [--rate PORT=PPS]... [--queue N]"
+
 func p4Usage() string {
 	var b strings.Builder
 	b.WriteString("Usage:\n")

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +20,9 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
+	p4 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/ffpf-go/ffpf/internal/netnstest"
 )
@@ -179,6 +183,19 @@ func checkSwitchRun(t *testing.T, dir, sent string, sw runJSON, swExport string)
 	}
 }
 
+// vlanFrames counts the frames of a trace whose outermost EtherType is
+// a VLAN tag's TPID.
+func vlanFrames(t *testing.T, file string) int {
+	t.Helper()
+	n := 0
+	for _, f := range pcapFrames(t, file) {
+		if len(f) >= 14 && (f[12] == 0x81 && f[13] == 0x00 || f[12] == 0x88 && f[13] == 0xa8) {
+			n++
+		}
+	}
+	return n
+}
+
 // distinctDst counts the distinct destination addresses of the packets
 // of a trace (IPv4 and IPv6).
 func distinctDst(t *testing.T, file string) int {
@@ -314,16 +331,23 @@ func TestP4SwitchInNamespace(t *testing.T) {
 	waitFile(t, upFile)
 	time.Sleep(300 * time.Millisecond) // the uplink's capture is open
 	sent := filepath.Join(dir, "sent.pcap")
-	// No VLAN tags: the model's AF_PACKET ports read frames without the
-	// tags the kernel took off into their metadata. 2,000 a second: at
-	// 20,000 on a loaded machine a port's socket lost frames, which then
-	// never reach the switch (nor its counts).
-	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "2000", "--pps", "2000", "--seed", "5", "--vlan", "0", "-o", sent).CombinedOutput(); err != nil {
+	// VLAN-tagged frames among them (gen's default share), which the
+	// switch's port reads as they were on the wire, the tag the kernel
+	// took off put back; 20,000 a second, which its socket's buffer
+	// holds through a second of the switch falling behind.
+	if o, err := exec.Command("ip", "netns", "exec", nsA, ffpfBin, "gen", "-i", ifA, "--packets", "4000", "--pps", "20000", "--seed", "5", "-o", sent).CombinedOutput(); err != nil {
 		t.Fatalf("gen: %v: %s", err, o)
+	}
+	if n := vlanFrames(t, sent); n < 100 {
+		t.Fatalf("the trace holds %d VLAN-tagged frames", n)
 	}
 	waitSentUp(t, dir, sent, upFile)
 	res := c.stop(t)
 	sw.stop(t)
+	if !regexp.MustCompile(`port 2 \(`+ifB+`\): \d+ frames read, 0 lost while its socket's buffer was full, 0 longer than 64 KiB; 0 refused on sending`).MatchString(sw.logged()) ||
+		!regexp.MustCompile(`port 1 \(`+up+`\): \d+ frames read, 0 lost .*; 0 refused on sending`).MatchString(sw.logged()) {
+		t.Errorf("the switch's ports lost or refused frames:\n%s", sw.logged())
+	}
 	checkSwitchRun(t, dir, sent, res, upFile)
 }
 
@@ -357,15 +381,28 @@ func TestP4SwitchBadInput(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "no device 7 (this is device 1)") {
 		t.Errorf("another device: exit %d, %q", r.code, r.stderr)
 	}
+	// A switch of one stage, Tofino-1's otherwise, that the hierarchy
+	// file says nothing of (so ffpf places for twelve stages): a
+	// count-min sketch of 5 rows is 5 registers, each read-modify-written
+	// by a stateful ALU of its own, and a stage has 4; no lowering fits it
+	// into one stage, whatever it does with the rest of the program.
 	res := filepath.Join(dir, "one-stage.yaml")
 	writeFile(t, res, "stages: 1\n")
 	small := runSwitch(t, "", "--device-id", "1", "--port", "2=file:"+sent, "--resources", res)
-	r = ffpf(t, "run", "--hierarchy", hier("refused", small.addr, "1", ""), "-i", "swp1", expr)
-	if r.code != 1 || !strings.Contains(r.stderr, "refused to take the pipeline") {
+	wide := `(cms,key=5tuple,depth=5)`
+	if r := ffpf(t, "place", "--hierarchy", hier("refused", small.addr, "1", ""), "-i", "swp1", wide); r.code != 0 || !strings.Contains(r.stdout, "cms#1 ") || !strings.Contains(r.stdout, "switch tor: dev#1, cms#1") {
+		t.Fatalf("the sketch is not placed on a switch of twelve stages: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = ffpf(t, "run", "--hierarchy", hier("refused", small.addr, "1", ""), "-i", "swp1", wide)
+	if r.code != 1 || !strings.Contains(r.stderr, "the switch at "+small.addr+" refused to take the pipeline: ") ||
+		!strings.Contains(r.stderr, "does not fit the switch") || !strings.Contains(r.stderr, "the switch has 1 stages") || strings.Count(r.stderr, "\n") != 1 {
 		t.Errorf("a refused pipeline: exit %d, %q", r.code, r.stderr)
 	}
 	if strings.Contains(small.logged(), "committed") {
 		t.Errorf("the refused pipeline was committed:\n%s", small.logged())
+	}
+	if cfg := pipelineOf(t, small.addr); cfg.GetP4Info() != nil || len(cfg.GetP4DeviceConfig()) != 0 {
+		t.Errorf("the switch holds a pipeline after refusing it: %d tables", len(cfg.GetP4Info().GetTables()))
 	}
 	for _, c := range []struct{ extra, want string }{
 		{"    resources: {stages: 0}\n", "resource stages: 0 is out of range"},
@@ -378,4 +415,21 @@ func TestP4SwitchBadInput(t *testing.T) {
 	}
 	sw.stop(t)
 	small.stop(t)
+}
+
+// pipelineOf asks the switch at addr for the pipeline it has committed.
+func pipelineOf(t *testing.T, addr string) *p4.ForwardingPipelineConfig {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := p4.NewP4RuntimeClient(conn).GetForwardingPipelineConfig(ctx, &p4.GetForwardingPipelineConfigRequest{DeviceId: 1, ResponseType: p4.GetForwardingPipelineConfigRequest_ALL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.GetConfig()
 }

@@ -1,3 +1,5 @@
+//go:build !nogrpc
+
 package main
 
 import (
@@ -11,19 +13,8 @@ import (
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/p4"
-	"github.com/ffpf-go/ffpf/functions/p4gen"
+	"github.com/ffpf-go/ffpf/functions/p4gen/p4info"
 )
-
-const p4BuildSynopsis = `--hierarchy FILE.yaml [-i IFACE] [-o DIR] [--json] [-e EXPR]... [EXPR]...
-
-Builds the program of what the expressions place on the switches of the
-hierarchy, without a running switch: per switch, DIR/main.p4 (P4_16 for
-v1model), DIR/p4info.txtpb (its P4Info, prototext) and DIR/resources.txt
-(what it takes: stages used, the widest stage, stateful operations,
-tables, actions and lines of P4, stage by stage). A hierarchy with
-several switches gets a directory per switch, DIR/NAME. --json prints the
-same as one object. The functions that do not fit stay above the switch:
-'ffpf place' says why.`
 
 // switchShare is what a request places on one switch, built.
 type switchShare struct {
@@ -116,7 +107,7 @@ func cmdP4Build(args []string, stdout, stderr io.Writer) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
-		info, err := p4gen.P4InfoText(s.out.P4Info)
+		info, err := p4info.Text(s.out.P4Info)
 		if err != nil {
 			return err
 		}
@@ -165,4 +156,11 @@ func switchResources(rt *flowgraph.Runtime) ([]p4.Resources, error) {
 		out = append(out, s.out.Resources)
 	}
 	return out, err
+}
+
+// isSwitchPort reports whether fs is a switch and iface one of its
+// front-panel ports.
+func isSwitchPort(fs flowspaces.Flowspace, iface string) bool {
+	sw, ok := fs.(*p4.Flowspace)
+	return ok && sw.Entry(iface) == flowspaces.OwnEntry
 }

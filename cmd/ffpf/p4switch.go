@@ -1,3 +1,5 @@
+//go:build !nogrpc
+
 package main
 
 import (
@@ -32,8 +34,6 @@ type switchPort struct {
 	in    *ports.FileIn
 	out   *ports.FileOut
 }
-
-const p4SwitchSynopsis = "--p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255] [--resources FILE.yaml] [--rate PORT=PPS]... [--queue N]"
 
 func init() {
 	p4Commands = append(p4Commands, p4Command{"switch", p4SwitchSynopsis, cmdP4Switch})
@@ -236,6 +236,32 @@ func cmdP4Switch(args []string, stdout, stderr io.Writer) error {
 			}
 		}()
 	}
+	// A port whose socket loses frames (the switch fell behind) says so
+	// once a second while it does.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		told := map[uint16]uint64{}
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			for _, sp := range sps {
+				if sp.iface == nil {
+					continue
+				}
+				if st := sp.iface.Stats(); st.Lost+st.TooLong > told[sp.num] {
+					fmt.Fprintf(stderr, "ffpf p4 switch: port %d: %d frames lost so far (%d while its socket's buffer was full, %d longer than 64 KiB)\n",
+						sp.num, st.Lost+st.TooLong, st.Lost, st.TooLong)
+					told[sp.num] = st.Lost + st.TooLong
+				}
+			}
+		}
+	}()
 	var runErr error
 	select {
 	case <-sigs:
@@ -268,6 +294,13 @@ func cmdP4Switch(args []string, stdout, stderr io.Writer) error {
 		line += "; sent nowhere: " + strings.Join(lost, ", ")
 	}
 	fmt.Fprintln(stderr, line)
+	for _, sp := range sps {
+		if sp.iface != nil {
+			ps := sp.iface.Stats()
+			fmt.Fprintf(stderr, "ffpf p4 switch: port %d (%s): %d frames read, %d lost while its socket's buffer was full, %d longer than 64 KiB; %d refused on sending\n",
+				sp.num, sp.spec, ps.Received, ps.Lost, ps.TooLong, ps.Errors)
+		}
+	}
 	for _, sp := range sps {
 		if sp.out != nil {
 			if err := sp.out.Close(); err != nil && runErr == nil {

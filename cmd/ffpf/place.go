@@ -10,7 +10,6 @@ import (
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
-	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/functions"
 )
 
@@ -57,7 +56,7 @@ func cmdPlace(args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(struct {
 			Hierarchy *hierarchy.Info `json:"hierarchy"`
 			*flowgraph.Plan
-			Switches []p4.Resources `json:"switches"`
+			Switches any `json:"switches"`
 		}{hierarchy.Describe(rt.Hierarchy()), plan, switches})
 	case *dot:
 		return writeDot(stdout, rt.Hierarchy(), plan)

@@ -63,6 +63,23 @@ captured at its XDP or tc hook is spread over a worker per ring buffer
 class allows ('ffpf classes': stateless and mergeable ones on every worker
 at once, ordered ones under one lock).`
 
+// checkCount refuses -c or --capture-count (run's, submit's) that is not a
+// number of packets, or both at once: a usage error.
+func checkCount(count, captureCount int64) error {
+	for _, c := range []struct {
+		flag string
+		n    int64
+	}{{"-c", count}, {"--capture-count", captureCount}} {
+		if c.n < 0 || c.n > flowspaces.MaxLimit {
+			return usageErrorf("%s must be a number of packets up to %d (0: no limit)", c.flag, flowspaces.MaxLimit)
+		}
+	}
+	if count > 0 && captureCount > 0 {
+		return usageErrorf("-c and --capture-count exclude each other")
+	}
+	return nil
+}
+
 // runOptions are the flags shared by run, check and place.
 type runOptions struct {
 	file, iface string
@@ -237,16 +254,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, c := range []struct {
-		flag string
-		n    int64
-	}{{"-c", *count}, {"--capture-count", *captureCount}} {
-		if c.n < 0 || c.n > flowspaces.MaxLimit {
-			return usageErrorf("%s must be a number of packets up to %d (0: no limit)", c.flag, flowspaces.MaxLimit)
-		}
-	}
-	if *count > 0 && *captureCount > 0 {
-		return usageErrorf("-c and --capture-count exclude each other")
+	if err := checkCount(*count, *captureCount); err != nil {
+		return err
 	}
 	if *snaplen == 0 {
 		*snaplen = flowgraph.DefaultSnaplen // tcpdump's -s 0

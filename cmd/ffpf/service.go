@@ -43,14 +43,25 @@ func socketFlag(fs *flagSet) *string {
 	return fs.String("socket", "", "the daemon's control socket `PATH` (default $FFPF_SOCKET, or "+client.DefaultSocket+")")
 }
 
-const submitSynopsis = `[-r FILE | -i IFACE [-Q in|out|inout]] [--name NAME] [--json] [--socket PATH] EXPR
+const submitSynopsis = `[-r FILE | -i IFACE [-Q in|out|inout]] [-c N | --capture-count N] [--name NAME] [--json] [--socket PATH] EXPR
 
 Submits EXPR to the daemon and prints the request's id. The request lives
-until 'ffpf rm'; when its sources end (a file read to its end) it stays
-listed as ended, with its final state. Functions identical to those of
-requests of the same flowgroup are shared. A chain that starts with a
-function that is not a source is fed by -r FILE or -i IFACE; files are
-named to the daemon by absolute paths and opened only if you may.`
+until 'ffpf rm'; when its sources end (a file read to its end, -c N
+reached) it stays listed as ended, with its final state. Functions
+identical to those of requests of the same flowgroup are shared. A chain
+that starts with a function that is not a source is fed by -r FILE or -i
+IFACE; files are named to the daemon by absolute paths and opened only if
+you may.
+
+-c N ends the request once N packets have reached its ends (its functions
+that feed none, each packet once: the packets 'ffpf read' gets), as
+tcpdump -c and ffpf run -c count: exactly N, and its sources read no
+packet past the N-th. --capture-count N counts instead the packets its
+sources capture. A request with a limit shares no function, not even its
+source, with another request: it reads its own capture of the interface
+(or its own pass over the file), as a second tcpdump would, so that the
+limit and its final state are its own; the other requests go on, and
+count nothing of it.`
 
 func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("submit", submitSynopsis, stderr)
@@ -59,6 +70,8 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	iface := fs.String("i", "", "capture on `IFACE` for chains without a source")
 	dir := fs.String("Q", "", "with -i, capture the packets of `DIRECTION`: in, out or inout")
 	name := fs.String("name", "", "a `NAME` for the request, shown beside its id (and usable in its place)")
+	count := fs.Int64("c", 0, "end the request after `N` packets reached its ends (each once, the packets 'ffpf read' gets), exactly (0: no limit)")
+	captureCount := fs.Int64("capture-count", 0, "end the request after its sources captured `N` packets, exactly (0: no limit)")
 	asJSON := fs.Bool("json", false, "print the request as a JSON object")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -67,7 +80,11 @@ func cmdSubmit(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usageErrorf("submit takes one expression (quote it)")
 	}
-	a := client.SubmitArgs{Expr: pos[0], Iface: *iface, Direction: *dir, Name: *name, Keep: true}
+	if err := checkCount(*count, *captureCount); err != nil {
+		return err
+	}
+	a := client.SubmitArgs{Expr: pos[0], Iface: *iface, Direction: *dir, Name: *name, Keep: true,
+		Count: *count, CaptureCount: *captureCount}
 	if *file != "" {
 		if a.File, err = filepath.Abs(*file); err != nil {
 			return usageErrorf("-r %s: %v", *file, err)
@@ -126,9 +143,16 @@ func cmdLs(args []string, stdout, stderr io.Writer) error {
 	}
 	w := bufio.NewWriter(stdout)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "REQUEST\tNAME\tFLOWGROUP\tSTATE\tEXPRESSION")
+	fmt.Fprintln(tw, "REQUEST\tNAME\tFLOWGROUP\tSTATE\tLIMIT\tEXPRESSION")
 	for _, r := range l.Requests {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Name), r.Flowgroup, r.State, r.Canonical)
+		limit := "-"
+		if r.Limit != nil {
+			limit = fmt.Sprintf("%d/%d", r.Limit.Counted, r.Limit.Packets)
+			if r.Limit.At == "capture" {
+				limit += " captured"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Name), r.Flowgroup, r.State, limit, r.Canonical)
 	}
 	if len(l.Functions) > 0 {
 		fmt.Fprintln(tw, "\nFUNCTION\tFLOWSPACE\tREFS\tIN\tOUT\tFILTERED\tDROPPED")
@@ -138,6 +162,14 @@ func cmdLs(args []string, stdout, stderr io.Writer) error {
 	}
 	tw.Flush()
 	return w.Flush()
+}
+
+// limitWhere says where a request's limit counts packets.
+func limitWhere(at string) string {
+	if at == "capture" {
+		return "where its sources capture them (--capture-count)"
+	}
+	return "at its ends (-c)"
 }
 
 func dash(s string) string {
@@ -216,6 +248,9 @@ func printStat(out io.Writer, st *client.Stat, again bool) error {
 	fmt.Fprintf(w, " %s in flowgroup %s: %s\n", r.State, r.Flowgroup, r.Canonical)
 	if r.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
+	}
+	if l := r.Limit; l != nil {
+		fmt.Fprintf(w, "%d of %d packets counted %s\n", l.Counted, l.Packets, limitWhere(l.At))
 	}
 	fmt.Fprintf(w, "%d packets from its sources\n", st.Packets)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -26,10 +26,7 @@ import (
 // added, and returns what it printed.
 func ffpfIO(t *testing.T, dir string, stdin io.Reader, env []string, args ...string) cliResult {
 	t.Helper()
-	cmd := exec.Command(ffpfBin, args...)
-	cmd.Dir, cmd.Stdin = dir, stdin
-	cmd.Env = append(os.Environ(), env...)
-	return runCLI(t, cmd, args)
+	return runCLI(t, ffpfBin, dir, stdin, append([]string{}, env...), args...)
 }
 
 // waitExit waits for cmd to end (the long deadline only ends a test that

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowgraph/daemon/client"
+	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/hierarchy"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/lang"
@@ -145,6 +146,9 @@ func (d *Daemon) submit(a client.SubmitArgs, who *identity) (*client.Request, er
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCounts(a.Count, a.CaptureCount); err != nil {
+		return nil, err
+	}
 	d.mu.Lock()
 	n := 0
 	for _, r := range d.order {
@@ -162,7 +166,8 @@ func (d *Daemon) submit(a client.SubmitArgs, who *identity) (*client.Request, er
 	if d.ctx.Err() != nil {
 		return nil, &client.Error{Code: client.CodeFailed, Msg: "the daemon is closing"}
 	}
-	req, err := d.rt.Populate(a.Expr, flowgraph.RequestOptions{DefaultSource: src, Group: who.group})
+	req, err := d.rt.Populate(a.Expr, flowgraph.RequestOptions{DefaultSource: src, Group: who.group,
+		Limit: a.Count, CaptureLimit: a.CaptureCount})
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +280,30 @@ func (d *Daemon) info(r *request) client.Request {
 			out.State, out.Error = "failed", err.Error()
 		}
 	}
+	if b := r.req.Budget(); b != nil { // read after Ended: final when ended
+		out.Limit = &client.Limit{Packets: b.Limit(), At: "capture", Counted: b.Counted()}
+		if b.AtEnds() {
+			out.Limit.At = "ends"
+		}
+	}
 	return out
+}
+
+// checkCounts refuses a packet limit (submit's count or capture_count)
+// that is not a number of packets, or both at once.
+func checkCounts(count, capture int64) error {
+	for _, c := range []struct {
+		name string
+		n    int64
+	}{{"count", count}, {"capture_count", capture}} {
+		if c.n < 0 || c.n > flowspaces.MaxLimit {
+			return invalidf("%s must be a number of packets up to %d (0: no limit)", c.name, flowspaces.MaxLimit)
+		}
+	}
+	if count > 0 && capture > 0 {
+		return invalidf("count and capture_count exclude each other")
+	}
+	return nil
 }
 
 // functionsOf returns the functions of reqs (each once), with how many of

@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/kernel"
-	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/flowspaces/user"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
@@ -112,19 +110,10 @@ func DescribeWith(root flowspaces.Flowspace, reg *functions.Registry) *Info {
 		if name := fs.Interface(); name != "" {
 			in.Interfaces = []Interface{{Name: name}}
 		}
-	case *p4.Flowspace:
-		o := fs.Options()
-		sw := &Switch{P4Runtime: o.Address, DeviceID: o.DeviceID, Uplink: "cpu", CPUPort: int(o.CPUPort),
-			Ports: map[string]int{}, Resources: o.Profile}
-		if !o.UplinkCPU {
-			sw.Uplink = strconv.Itoa(int(o.Uplink))
+	default:
+		if sw, ifaces, ok := describeSwitch(fs); ok {
+			in.Switch, in.Interfaces = sw, ifaces
 		}
-		in.Interfaces = []Interface{}
-		for _, name := range fs.Interfaces() {
-			sw.Ports[name] = int(o.Ports[name])
-			in.Interfaces = append(in.Interfaces, Interface{Name: name})
-		}
-		in.Switch = sw
 	}
 	for _, c := range root.Children() {
 		in.Children = append(in.Children, DescribeWith(c.Child(), reg))

@@ -17,7 +17,6 @@ import (
 
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/flowspaces/kernel"
-	"github.com/ffpf-go/ffpf/flowspaces/p4"
 	"github.com/ffpf-go/ffpf/flowspaces/user"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/lang"
@@ -61,6 +60,9 @@ func Parse(data []byte, filename string, reg *functions.Registry) (flowspaces.Fl
 		names: map[string]int{}, ifaces: map[string]ifaceUse{}}
 	doc, err := p.document()
 	if err != nil {
+		return nil, err
+	}
+	if err := p.built(doc); err != nil {
 		return nil, err
 	}
 	return p.root(doc)
@@ -407,15 +409,7 @@ func (p *parser) child(parent flowspaces.Flowspace, n *yaml.Node) error {
 	case flowspaces.KindTest:
 		fs, err = p.test(s)
 	case flowspaces.KindP4:
-		var sw *p4.Flowspace
-		sw, err = p.p4(parent, s)
-		if err == nil {
-			fs = sw
-			if _, given := s.fields["barrier"]; !given {
-				o := sw.Options()
-				barrier = o.Barrier()
-			}
-		}
+		fs, barrier, err = p.p4Flowspace(parent, s, barrier)
 	default:
 		fs, err = p.ebpf(parent, s)
 	}
@@ -767,4 +761,16 @@ func rawOf(v lang.Value) functions.Raw {
 		k = functions.RawNumber
 	}
 	return functions.Raw{Kind: k, Text: v.Text, Unit: v.Unit}
+}
+
+// NotBuiltError is a flowspace that this build of ffpf leaves out: a p4
+// flowspace, in a build without gRPC (the build tag nogrpc).
+type NotBuiltError struct {
+	File string
+	Line int
+	What string
+}
+
+func (e *NotBuiltError) Error() string {
+	return fmt.Sprintf("%s:%d: %s: this ffpf was built without gRPC, which a switch's controller speaks", e.File, e.Line, e.What)
 }

@@ -1,3 +1,5 @@
+//go:build !nogrpc
+
 package hierarchy
 
 // A switch in a hierarchy file (kind p4):
@@ -29,6 +31,44 @@ import (
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 	"github.com/ffpf-go/ffpf/lang"
 )
+
+// built refuses the flowspaces this build leaves out: none.
+func (p *parser) built(*yaml.Node) error { return nil }
+
+// p4Flowspace builds a switch below parent, and returns the barrier above
+// it: the one the file gives, or else the switch's own.
+func (p *parser) p4Flowspace(parent flowspaces.Flowspace, s *spec, barrier string) (flowspaces.Flowspace, string, error) {
+	sw, err := p.p4(parent, s)
+	if err != nil {
+		return nil, barrier, err
+	}
+	if _, given := s.fields["barrier"]; !given {
+		o := sw.Options()
+		barrier = o.Barrier()
+	}
+	return sw, barrier, nil
+}
+
+// describeSwitch describes fs if it is a switch: its P4Runtime end, its
+// ports and resources, its front-panel ports as its interfaces.
+func describeSwitch(fs flowspaces.Flowspace) (*Switch, []Interface, bool) {
+	sw, ok := fs.(*p4.Flowspace)
+	if !ok {
+		return nil, nil, false
+	}
+	o := sw.Options()
+	d := &Switch{P4Runtime: o.Address, DeviceID: o.DeviceID, Uplink: "cpu", CPUPort: int(o.CPUPort),
+		Ports: map[string]int{}, Resources: o.Profile}
+	if !o.UplinkCPU {
+		d.Uplink = strconv.Itoa(int(o.Uplink))
+	}
+	ifaces := []Interface{}
+	for _, name := range sw.Interfaces() {
+		d.Ports[name] = int(o.Ports[name])
+		ifaces = append(ifaces, Interface{Name: name})
+	}
+	return d, ifaces, true
+}
 
 // p4 builds a switch below parent.
 func (p *parser) p4(parent flowspaces.Flowspace, s *spec) (*p4.Flowspace, error) {

@@ -36,6 +36,9 @@ func (fs *Flowspace) Host(n *flowspaces.Node) error {
 		if iface := c.Interface(n.Ctx.Params); fs.Entry(iface) == flowspaces.NoEntry {
 			return fmt.Errorf("packets of %s do not enter at %s", iface, fs.Name())
 		}
+		if n.Budget != nil {
+			return fmt.Errorf("its request has a packet limit of its own, which %s does not count yet", fs.Name())
+		}
 		if err := fs.hookFree(n); err != nil {
 			return err
 		}

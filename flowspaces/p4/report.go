@@ -7,6 +7,7 @@ import (
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
+	"github.com/ffpf-go/ffpf/functions/p4gen/p4info"
 )
 
 // Output is an assembled program in the forms it leaves ffpf in: the
@@ -45,7 +46,7 @@ func (a *Assembly) Output() (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := p4gen.P4Info(a.Prog, pr)
+	info := p4info.Of(a.Prog, pr)
 	cfg, err := p4gen.EncodeJSON(a.Prog)
 	if err != nil {
 		return nil, err

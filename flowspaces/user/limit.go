@@ -6,9 +6,10 @@ import (
 	"github.com/ffpf-go/ffpf/flowspaces"
 )
 
-// The run's packet limit counted at the ends of the graph (ffpf run -c,
-// flowspaces.Budget.AtEnds). Each packet a batch brings holds a unit of
-// the budget: a source claimed it before reading the packet, or the
+// The packet limit counted at the ends of the graph (ffpf run -c, or a
+// request's own: flowspaces.Budget.AtEnds), in the budget of the stream
+// (route.budget). Each packet a batch brings holds a unit of the budget: a
+// source claimed it before reading the packet, or the
 // packet came up from beneath holding it (inproc.Message.Held). Once the
 // batch is carried, the packets that reached an end here spend theirs
 // (each once, however many ends it reached), those that went up keep
@@ -48,21 +49,23 @@ func (r *route) mark(b *buffers.Batch) {
 	}
 }
 
-// hold records that the batch w carries on r holds held units (none when
-// the limit is not counted at the ends), for a fault to give back.
+// hold records that the batch w carries on r holds held units of r's
+// budget (none when the limit is not counted at the ends), for a fault to
+// give back.
 func (w *worker) hold(r *route, held int) {
 	if r.count {
-		w.holding = held
+		w.holding, w.holdingOf = held, r.budget
 	}
 }
 
-// settle ends the batch's units, of which held came with it and up went
-// up with packets that did not reach an end here: the packets that
-// reached an end here spend theirs, the others give theirs back.
-func (r *route) settle(b *flowspaces.Budget, held, up int) {
+// settle ends the batch's units of r's budget, of which held came with it
+// and up went up with packets that did not reach an end here: the packets
+// that reached an end here spend theirs, the others give theirs back.
+func (r *route) settle(held, up int) {
 	if !r.count {
 		return
 	}
+	b := r.budget
 	spent := 0
 	for k, e := range r.ended {
 		if e && !r.below[k] {
@@ -81,5 +84,13 @@ func (r *route) endedUp(seen *[buffers.MaxBatch]bool, o *buffers.Batch) {
 			o.E[o.N] = buffers.Entry{Slot: r.base + uint32(k)}
 			o.N++
 		}
+	}
+}
+
+// giveBack returns n units of the budget that stream (a source's node)
+// counts in: their packets arrived and nothing here takes them.
+func (fs *Flowspace) giveBack(stream any, n int) {
+	if s, ok := stream.(*flowspaces.Node); ok && n > 0 {
+		s.BudgetOr(fs.opts.Budget).Return(n)
 	}
 }

@@ -127,7 +127,8 @@ func (h *mhead) ts() int64 {
 
 // merge reads the group's files to their ends, in time order.
 func (g *worker) merge(ctx context.Context) {
-	budget := g.fs.opts.Budget
+	// The files that meet are one request's, or the run's: one budget.
+	budget := g.members[0].node.BudgetOr(g.fs.opts.Budget)
 	budget.Join()
 	defer budget.Leave()
 	hs := make([]*mhead, len(g.members))
@@ -139,6 +140,7 @@ func (g *worker) merge(ctx context.Context) {
 			h.w.done.Store(true)
 			if !h.w.quit.Load() {
 				g.fs.endStreams(h.w.clock, h.w.node)
+				g.fs.endUp(ctx, h.w.route.Load(), h.w.node, h.w.clock)
 			}
 		}
 	}()
@@ -242,7 +244,7 @@ func allEnded(hs []*mhead) bool {
 // counting the run's packet limit at the ends, as many as it has units
 // for at a time. It returns false when the limit is reached.
 func (g *worker) carryPart(ctx context.Context, h *mhead, j int) bool {
-	budget := g.fs.opts.Budget
+	budget := h.w.node.BudgetOr(g.fs.opts.Budget)
 	for h.i < j {
 		k := j
 		if budget.AtEnds() {
@@ -279,7 +281,7 @@ func (g *worker) carryRun(ctx context.Context, h *mhead, j int) {
 	}
 	g.hold(r, p.N)
 	r.carry(g)
-	r.settle(g.fs.opts.Budget, p.N, w.export(ctx, r, h.reg, r.stored))
+	r.settle(p.N, w.export(ctx, r, h.reg, r.stored))
 	g.holding = 0
 	g.busy.Store(false)
 }

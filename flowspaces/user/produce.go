@@ -1,6 +1,7 @@
 package user
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -53,16 +54,43 @@ func (e *ending) set(reach *flowspaces.Reach, nodes []*flowspaces.Node, runs map
 	}
 }
 
-// forget drops what is known of removed nodes' streams: a service that
-// adds and removes requests for ever would otherwise keep every removed
-// source (and its buffers) in these maps.
-func (e *ending) forget(removed []*flowspaces.Node) {
+// keepOnly drops what is known of streams and functions other than those
+// of present (the functions here and the streams from beneath): a service
+// that adds and removes requests for ever would otherwise keep every
+// removed source (and its buffers) in these maps.
+func (e *ending) keepOnly(present []*flowspaces.Node) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, n := range removed {
-		delete(e.ended, n)
-		delete(e.flushed, n)
+	keep := map[*flowspaces.Node]bool{}
+	for _, n := range present {
+		keep[n] = true
 	}
+	for n := range e.ended {
+		if !keep[n] {
+			delete(e.ended, n)
+		}
+	}
+	for n := range e.flushed {
+		if !keep[n] {
+			delete(e.flushed, n)
+		}
+	}
+}
+
+// endUp takes the end of stream, a source's, on from here, where it ended
+// at time now and route r carried it: to the flowspace above when r sends
+// packets of it up (after them: inproc.Bridge.SendEnd), or, when none go
+// up, it has ended where it ends highest (flowspaces.Node.EndStream).
+// Nothing is taken on once the run is stopped.
+func (fs *Flowspace) endUp(ctx context.Context, r *route, stream *flowspaces.Node, now int64) {
+	if ctx.Err() != nil {
+		return
+	}
+	if r != nil && len(r.exports) > 0 && r.up != nil {
+		r.up.SendEnd(ctx, stream, now)
+		return
+	}
+	stream.EndStream()
 }
 
 // endStreams records that streams ended at time now, and flushes, in

@@ -50,11 +50,14 @@ type route struct {
 	// parsed and hashed once for all the functions keyed alike.
 	hashes []*flowkey.Hashes
 
-	// count says that the run's packet limit counts packets at the ends
-	// of the graph (flowspaces.Budget.AtEnds): of each batch carried,
+	// budget is the packet limit the stream counts in: its source's own
+	// (its request's) or the run's (flowspaces.Node.BudgetOr); nil for
+	// none. count says that it counts packets at the ends of the graph
+	// (flowspaces.Budget.AtEnds): of each batch carried,
 	// ended marks the packets that reached an end here (by slot, from
 	// base), below those that reached one beneath (inproc.Ended), and
 	// srcEnd says that the stream's source is an end itself.
+	budget *flowspaces.Budget
 	count  bool
 	srcEnd bool
 	base   uint32
@@ -248,11 +251,11 @@ func (fs *Flowspace) Connect() error {
 	}
 	var laneErr error
 	ends := endsOf(order, fs.want)
-	counting := fs.opts.Budget.AtEnds()
 	newRoute := func(stream *flowspaces.Node, inputs []*flowspaces.Node, lane int) *route {
 		r := &route{gen: gen, stream: stream, inputs: inputs, up: fs.up,
 			zeroCopy: upStrategy == flowspaces.ZeroCopy, parentStores: fs.parentStores}
-		r.count = counting && !stream.Producer()
+		r.budget = stream.BudgetOr(fs.opts.Budget)
+		r.count = r.budget.AtEnds() && !stream.Producer()
 		r.srcEnd = ends[stream]
 		idx := map[*flowspaces.Node]int{}
 		for i, x := range inputs {
@@ -411,6 +414,9 @@ func (fs *Flowspace) Connect() error {
 			adopt = append(adopt, func() { w.routes.Store(set) })
 			started = append(started, w)
 		}
+		if len(ws) > 0 {
+			ws[0].lanes.keepOnly(ss)
+		}
 	}
 	if laneErr != nil {
 		return laneErr
@@ -455,7 +461,7 @@ func (fs *Flowspace) Connect() error {
 		delete(fs.runs, n)
 		delete(fs.prods, n)
 	}
-	fs.ending.forget(fs.removed)
+	fs.ending.keepOnly(append(keep, streamOrder...))
 	fs.nodes, fs.removed = keep, nil
 	return err
 }

@@ -385,12 +385,13 @@ func (fs *Flowspace) Close() error {
 }
 
 // SourceEnded implements flowspaces.Ender: the source's worker has run
-// to its end, and what it reached is flushed.
+// to its end, and its stream has ended in the highest flowspace it
+// reaches, where what it reached is flushed (flowspaces.Node.EndStream).
 func (fs *Flowspace) SourceEnded(n *flowspaces.Node) (bool, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	w := fs.srcs[n]
-	if w == nil || !w.done.Load() {
+	if w == nil || !w.done.Load() || !n.StreamEnded() {
 		return false, nil
 	}
 	return true, w.err

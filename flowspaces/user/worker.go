@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,9 +63,11 @@ type worker struct {
 	in      *route
 	at, atN int
 	err     error
-	// holding is how many units of the run's packet limit (counted at the
-	// ends) the batch being carried holds, until it is settled.
-	holding int
+	// holding is how many units of a packet limit counted at the ends
+	// (holdingOf: the stream's) the batch being carried holds, until it
+	// is settled.
+	holding   int
+	holdingOf *flowspaces.Budget
 }
 
 // stop ends a source that quit was set on: it finishes the batch at hand;
@@ -130,11 +133,62 @@ func newReaders(fs *Flowspace, b *inproc.Bridge) []*worker {
 }
 
 // laneReaders are the readers of the lanes of one bridge: the streams that
-// arrive through it end when the last of them has read its lane's end.
+// arrive through it end when the last of them has read its lane's end, or
+// one stream ends when all its ends (inproc.Message.End, one from each
+// goroutine that sends it up) have come.
 type laneReaders struct {
 	mu    sync.Mutex
 	left  int
 	clock int64 // the latest clock of those that ended
+	ends  map[*flowspaces.Node]*laneEnd
+}
+
+// laneEnd is how far a stream's end has come: how many of its ends, of
+// how many, with the latest clock among them.
+type laneEnd struct {
+	got, of int
+	at      int64
+}
+
+// endOf records that a reader read one of the ends of stream s, of ends,
+// at clock now, and returns whether all have come, with the latest clock
+// of them.
+func (l *laneReaders) endOf(s *flowspaces.Node, ends int, now int64) (all bool, at int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ends == nil {
+		l.ends = map[*flowspaces.Node]*laneEnd{}
+	}
+	e := l.ends[s]
+	if e == nil {
+		e = &laneEnd{}
+		l.ends[s] = e
+	}
+	e.got++
+	e.of = ends
+	e.at = max(e.at, now)
+	return e.got == e.of, e.at
+}
+
+// keepOnly forgets the ends of the streams other than those of streams
+// (those the bridge carries now): a removed request's source goes.
+func (l *laneReaders) keepOnly(streams []*flowspaces.Node) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s := range l.ends {
+		if !slices.Contains(streams, s) {
+			delete(l.ends, s)
+		}
+	}
+}
+
+// endedEarlier reports whether stream s ended through its ends (endOf),
+// before the bridge closed.
+func (l *laneReaders) endedEarlier(s *flowspaces.Node) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.ends[s]
+	return e != nil && e.got >= e.of
 }
 
 // ended records that w read the end of its lane, and returns whether it
@@ -167,9 +221,9 @@ func (w *worker) run(ctx context.Context) {
 		if w.in != nil {
 			w.in.dropFrom(w.at, w.atN) // so that in = out + filtered + dropped still holds
 		}
-		// The units of the run's packet limit the batch held go back, so
-		// that no other source waits for them.
-		w.fs.opts.Budget.Return(w.holding)
+		// The units of the packet limit the batch held go back, so that
+		// no other source waits for them.
+		w.holdingOf.Return(w.holding)
 		if w.node != nil {
 			// The source names what vanished (a mapped file cut short).
 			if f, ok := w.src.(interface{ FaultError() error }); ok {
@@ -186,7 +240,7 @@ func (w *worker) run(ctx context.Context) {
 			w.bridge.Done(w.cur)
 		}
 		w.busy.Store(false) // it adopts no more routes: Connect must not wait for it
-		w.bridge.DrainLaneUntilClosed(w.bridgeLane, w.fs.opts.Budget.Return)
+		w.bridge.DrainLaneUntilClosed(w.bridgeLane, w.fs.giveBack)
 		w.lanes.ended(w.clock)
 	}()
 	if w.bridge != nil {
@@ -202,13 +256,14 @@ func (w *worker) run(ctx context.Context) {
 
 // fill reads the source to its end.
 func (w *worker) fill(ctx context.Context) {
-	budget := w.fs.opts.Budget
+	budget := w.node.BudgetOr(w.fs.opts.Budget)
 	budget.Join()
 	defer budget.Leave()
 	defer w.accountDrops()
 	defer func() {
 		if !w.quit.Load() { // a request removed ends nothing of the others'
 			w.fs.endStreams(w.clock, w.node)
+			w.fs.endUp(ctx, w.route.Load(), w.node, w.clock)
 		}
 	}()
 	dropper, _ := w.src.(functions.Dropper)
@@ -239,7 +294,7 @@ func (w *worker) fill(ctx context.Context) {
 			}
 			w.hold(r, b.N)
 			r.carry(w)
-			r.settle(budget, b.N, w.export(ctx, r, reg, r.stored))
+			r.settle(b.N, w.export(ctx, r, reg, r.stored))
 			w.holding = 0
 			w.busy.Store(false)
 		}
@@ -257,10 +312,12 @@ func (w *worker) fill(ctx context.Context) {
 
 // read carries the batches that arrive through a bridge from beneath.
 func (w *worker) read(ctx context.Context) {
+	stopped := false
 	for {
 		m := w.bridge.ReceiveLane(ctx, w.bridgeLane)
 		if m == nil {
 			if ctx.Err() != nil {
+				stopped = true
 				// Stopped: the flowspace beneath stops too, sends up what
 				// it still holds (the last packets of its ring, the last
 				// window's report of a function that runs there) and
@@ -269,13 +326,22 @@ func (w *worker) read(ctx context.Context) {
 				ctx = context.WithoutCancel(ctx)
 				continue
 			}
-			// The streams end with the last lane's end.
+			// The streams end with the last lane's end (those that have
+			// not ended before).
 			if last, at := w.lanes.ended(w.clock); last {
+				set := w.routes.Load()
 				var streams []*flowspaces.Node
-				for s := range w.routes.Load().stream {
-					streams = append(streams, s)
+				for s := range set.stream {
+					if !w.lanes.endedEarlier(s) {
+						streams = append(streams, s)
+					}
 				}
 				w.fs.endStreams(at, streams...)
+				if !stopped {
+					for _, s := range streams {
+						w.fs.endUp(ctx, set.stream[s], s, at)
+					}
+				}
 			}
 			return
 		}
@@ -318,11 +384,18 @@ func (w *worker) read(ctx context.Context) {
 			r.carry(w)
 			up := w.export(ctx, r, m.Region, m.Stored)
 			if m.Region != nil {
-				r.settle(w.fs.opts.Budget, m.Held, up)
+				r.settle(m.Held, up)
 				w.holding = 0
 			}
+			if s := m.Stream.(*flowspaces.Node); m.End {
+				if all, at := w.lanes.endOf(s, m.Ends, w.clock); all {
+					// Its last packets came, on every lane: it ends here.
+					w.fs.endStreams(at, s)
+					w.fs.endUp(ctx, r, s, at)
+				}
+			}
 		} else {
-			w.fs.opts.Budget.Return(m.Held) // nothing here takes them any more
+			w.fs.giveBack(m.Stream, m.Held) // nothing here takes them any more
 		}
 		w.bridge.Done(m)
 		w.cur = nil

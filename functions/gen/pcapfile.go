@@ -41,26 +41,41 @@ func WritePcap(w io.Writer, cfg Config, snaplen int) error {
 // microsecond timestamps, little-endian, as Wireshark and tcpdump write
 // them. It does not buffer: give it a buffered writer.
 type PcapWriter struct {
-	w   io.Writer
-	hdr [16]byte
+	w     io.Writer
+	hdr   [16]byte
+	nanos bool
 }
 
 // NewPcapWriter writes the file header, recording snaplen, to w.
 func NewPcapWriter(w io.Writer, snaplen int) (*PcapWriter, error) {
+	return newPcapWriter(w, snaplen, false)
+}
+
+// NewPcapWriterNanos is NewPcapWriter for a file of nanosecond
+// timestamps (the magic a1b23c4d), which keep ts whole.
+func NewPcapWriterNanos(w io.Writer, snaplen int) (*PcapWriter, error) {
+	return newPcapWriter(w, snaplen, true)
+}
+
+func newPcapWriter(w io.Writer, snaplen int, nanos bool) (*PcapWriter, error) {
 	var h [24]byte
-	binary.LittleEndian.PutUint32(h[0:], 0xa1b2c3d4) // microseconds
-	binary.LittleEndian.PutUint16(h[4:], 2)          // version 2.4
+	magic := uint32(0xa1b2c3d4) // microseconds
+	if nanos {
+		magic = 0xa1b23c4d
+	}
+	binary.LittleEndian.PutUint32(h[0:], magic)
+	binary.LittleEndian.PutUint16(h[4:], 2) // version 2.4
 	binary.LittleEndian.PutUint16(h[6:], 4)
 	// thiszone and sigfigs stay 0
 	binary.LittleEndian.PutUint32(h[16:], uint32(snaplen))
 	binary.LittleEndian.PutUint32(h[20:], 1) // LINKTYPE_ETHERNET
 	_, err := w.Write(h[:])
-	return &PcapWriter{w: w}, err
+	return &PcapWriter{w: w, nanos: nanos}, err
 }
 
 // Write appends a record: the captured bytes of a frame that was wire
 // bytes long, taken at ts nanoseconds since the epoch (written in
-// microseconds, rounded down).
+// microseconds, rounded down, unless the file is of nanoseconds).
 func (p *PcapWriter) Write(frame []byte, wire int, ts int64) error {
 	if len(frame) > wire {
 		return fmt.Errorf("gen: a record of %d bytes captured of %d on the wire", len(frame), wire)
@@ -70,7 +85,11 @@ func (p *PcapWriter) Write(frame []byte, wire int, ts int64) error {
 		sec, ns = sec-1, ns+1e9
 	}
 	binary.LittleEndian.PutUint32(p.hdr[0:], uint32(sec))
-	binary.LittleEndian.PutUint32(p.hdr[4:], uint32(ns/1e3))
+	frac := ns / 1e3
+	if p.nanos {
+		frac = ns
+	}
+	binary.LittleEndian.PutUint32(p.hdr[4:], uint32(frac))
 	binary.LittleEndian.PutUint32(p.hdr[8:], uint32(len(frame)))
 	binary.LittleEndian.PutUint32(p.hdr[12:], uint32(wire))
 	if _, err := p.w.Write(p.hdr[:]); err != nil {

@@ -5,7 +5,7 @@
 // placed on one switch into one Program.
 //
 // One IR, several consumers. The P4_16 printer turns a Program into the
-// text of a v1model program and its P4Info; the PISA model
+// text of a v1model program, and package p4info writes its P4Info; the PISA model
 // (flowspaces/p4/pisa) executes the same values on packets, stage by
 // stage; Exec, in this package, is the reference semantics both follow:
 // what a statement does to a packet's headers, metadata and the

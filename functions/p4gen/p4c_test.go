@@ -1,4 +1,4 @@
-package p4gen
+package p4gen_test
 
 import (
 	"os"
@@ -8,12 +8,15 @@ import (
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"google.golang.org/protobuf/encoding/prototext"
+
+	"github.com/ffpf-go/ffpf/functions/p4gen"
+	"github.com/ffpf-go/ffpf/functions/p4gen/p4info"
 )
 
 // TestP4c compiles every printed program and golden file with p4c when it
 // is on the PATH (p4c-bm2-ss, else p4test): our checker is not p4c, and
 // this is where the two are compared. With p4c-bm2-ss the P4Info that p4c
-// writes must give each object the ID P4Info gives it.
+// writes must give each object the ID p4info.Of gives it.
 func TestP4c(t *testing.T) {
 	tool := ""
 	for _, name := range []string{"p4c-bm2-ss", "p4test"} {
@@ -31,14 +34,14 @@ func TestP4c(t *testing.T) {
 		info *p4v1.P4Info
 	}
 	progs := map[string]prog{}
-	for name, p := range testPrograms(t) {
-		pr, err := Print(p)
+	for name, p := range p4gen.TestPrograms(t) {
+		pr, err := p4gen.Print(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		progs[name] = prog{pr.Text, P4Info(p, pr)}
+		progs[name] = prog{pr.Text, p4info.Of(p, pr)}
 	}
-	for name, text := range golden(t) {
+	for name, text := range p4gen.Golden(t) {
 		progs[filepath.Base(name)] = prog{text: text}
 	}
 	for name, pg := range progs {

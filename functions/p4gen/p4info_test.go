@@ -1,69 +1,27 @@
-package p4gen
+package p4gen_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
-)
 
-// TestP4InfoIDs: IDs of names from the P4Info p4c writes for the P4
-// tutorials' basic.p4 (MyIngress.ipv4_lpm is table 37375156,
-// MyIngress.ipv4_forward action 28792405).
-func TestP4InfoIDs(t *testing.T) {
-	for _, c := range []struct {
-		prefix p4v1.P4Ids_Prefix
-		name   string
-		id     uint32
-	}{
-		{p4v1.P4Ids_TABLE, "MyIngress.ipv4_lpm", 37375156},
-		{p4v1.P4Ids_ACTION, "MyIngress.ipv4_forward", 28792405},
-	} {
-		s := newIDs()
-		s.add(c.prefix, c.name)
-		s.compute()
-		if got := s.id[c.prefix][c.name]; got != c.id {
-			t.Errorf("%s: id %d, p4c's is %d", c.name, got, c.id)
-		}
-	}
-	// Two names whose hashes collide in 24 bits: the second in sorted
-	// order probes to the next ID.
-	byHash := map[uint32]string{}
-	var a, b string
-	for i := 0; b == ""; i++ {
-		n := fmt.Sprintf("ffpf_ingress.a%d", i)
-		h := JenkinsHash(n) & 0xffffff
-		if other, ok := byHash[h]; ok {
-			a, b = other, n
-		}
-		byHash[h] = n
-	}
-	if b < a {
-		a, b = b, a
-	}
-	s := newIDs()
-	s.add(p4v1.P4Ids_ACTION, b)
-	s.add(p4v1.P4Ids_ACTION, a)
-	s.compute()
-	ida, idb := s.id[p4v1.P4Ids_ACTION][a], s.id[p4v1.P4Ids_ACTION][b]
-	if ida != 0x01000000|JenkinsHash(a)&0xffffff || idb != 0x01000000|(JenkinsHash(b)+1)&0xffffff {
-		t.Errorf("%s and %s collide: ids %#x and %#x, want the second probed one up", a, b, ida, idb)
-	}
-}
+	"github.com/ffpf-go/ffpf/functions/p4gen"
+	"github.com/ffpf-go/ffpf/functions/p4gen/p4info"
+)
 
 // TestP4InfoRoundTrip: the P4Info of every test program names what the
 // printed program declares, with p4c's prefixes, and survives prototext.
 func TestP4InfoRoundTrip(t *testing.T) {
-	for name, prog := range testPrograms(t) {
-		pr, err := Print(prog)
+	for name, prog := range p4gen.TestPrograms(t) {
+		pr, err := p4gen.Print(prog)
 		if err != nil {
 			t.Fatal(err)
 		}
-		info := P4Info(prog, pr)
-		text, err := P4InfoText(info)
+		info := p4info.Of(prog, pr)
+		text, err := p4info.Text(info)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +47,7 @@ func TestP4InfoRoundTrip(t *testing.T) {
 		}
 		for _, x := range info.Tables {
 			check("table", x.Preamble, p4v1.P4Ids_TABLE)
-			if !strings.HasPrefix(x.Preamble.Name, IngressName+".") {
+			if !strings.HasPrefix(x.Preamble.Name, p4gen.IngressName+".") {
 				t.Errorf("%s: table %s not in ingress", name, x.Preamble.Name)
 			}
 		}
@@ -131,25 +89,25 @@ func TestP4InfoRoundTrip(t *testing.T) {
 // A controller header is the P4Info's controller packet metadata: its
 // name, the CONTROLLER_HEADER prefix, its fields as metadata from id 1.
 func TestP4InfoControllerHeader(t *testing.T) {
-	p := NewProgram("cpu")
-	ht := &HeaderType{Name: "packet_in_t", Controller: ControllerPacketIn, Fields: []Field{{Name: "ingress_port", Bits: 16}, {Name: "mask", Bits: 32}}}
+	p := p4gen.NewProgram("cpu")
+	ht := &p4gen.HeaderType{Name: "packet_in_t", Controller: p4gen.ControllerPacketIn, Fields: []p4gen.Field{{Name: "ingress_port", Bits: 16}, {Name: "mask", Bits: 32}}}
 	p.HeaderTypes = append(p.HeaderTypes, ht)
-	p.Headers = append(p.Headers, &Header{Name: "packet_in", Type: ht})
+	p.Headers = append(p.Headers, &p4gen.Header{Name: "packet_in", Type: ht})
 	p.Deparse = append([]string{"packet_in"}, p.Deparse...)
-	pr, err := Print(p)
+	pr, err := p4gen.Print(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := P4Info(p, pr)
+	info := p4info.Of(p, pr)
 	cpm := info.GetControllerPacketMetadata()
 	if len(cpm) != 1 || cpm[0].Preamble.Name != "packet_in" || cpm[0].Preamble.Id>>24 != uint32(p4v1.P4Ids_CONTROLLER_HEADER) ||
-		cpm[0].Preamble.Id&0xffffff != JenkinsHash("packet_in")&0xffffff {
+		cpm[0].Preamble.Id&0xffffff != p4info.JenkinsHash("packet_in")&0xffffff {
 		t.Fatalf("controller packet metadata %v", cpm)
 	}
 	if md := cpm[0].Metadata; len(md) != 2 || md[0].Id != 1 || md[0].Name != "ingress_port" || md[0].Bitwidth != 16 || md[1].Id != 2 || md[1].Bitwidth != 32 {
 		t.Errorf("metadata %v", md)
 	}
-	text, err := P4InfoText(info)
+	text, err := p4info.Text(info)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,20 +24,24 @@ func UseSegway(p *Program) {
 		{Name: "keep", Bits: 48}, {Name: "time", Bits: 64}}}
 	p.HeaderTypes = append(p.HeaderTypes, t)
 	p.Headers = append(p.Headers, &Header{Name: SegwayHeader, Type: t})
-	var dep []string
-	for _, h := range p.Deparse {
-		dep = append(dep, h)
-		if h == "udp" {
-			dep = append(dep, SegwayHeader)
-		}
-	}
-	p.Deparse = dep
+	// UDP's header is chunks (std.go): the header follows the last the
+	// UDP state extracts.
+	last := ""
 	for _, s := range p.Parser {
 		if s.Name == "parse_udp" {
+			last = s.Extract[len(s.Extract)-1]
 			s.Select = []Expr{F("l4_dport", "dst_port")}
 			s.Cases = []Case{{Values: []uint64{SegwayPort}, Next: "parse_segway"}}
 		}
 	}
+	var dep []string
+	for _, h := range p.Deparse {
+		dep = append(dep, h)
+		if h == last {
+			dep = append(dep, SegwayHeader)
+		}
+	}
+	p.Deparse = dep
 	p.Parser = append(p.Parser, &ParserState{Name: "parse_segway", Extract: []string{SegwayHeader}, Default: Accept})
 }
 

@@ -1,17 +1,19 @@
 // Package plugin runs function classes out of process: a class served
-// from a binary of its own (a plugin) with github.com/hashicorp/go-plugin,
+// from a binary of its own (a plugin, of github.com/hashicorp/go-plugin),
 // as FFPF's function calls extend the runtime with new code (§5).
 //
 // For a class author it is one call: a plugin's main is
-// plugin.Serve(class), with the same functions.Class an in-process class
-// registers (parameters, state layout, concurrency kind, handlers, New) and
-// the same Process(batch) contract, so that moving a class in or out of
-// process changes one line. The one rule more: the function allocates its
-// state with ctx.NewMBuf, which in a plugin is memory ffpf maps too.
+// sdk.Serve(class) (package sdk), with the same functions.Class an
+// in-process class registers (parameters, state layout, concurrency kind,
+// handlers, New) and the same Process(batch) contract, so that moving a
+// class in or out of process changes one line. The one rule more: the
+// function allocates its state with ctx.NewMBuf, which in a plugin is
+// memory ffpf maps too.
 //
 // For ffpf, Load starts the plugins of a directory, shakes hands with each
-// (go-plugin's cookie and protocol version; checksums through its
-// SecureConfig when the user gives them), asks for its class's schema and
+// (go-plugin's handshake, cookie and protocol version, which this package
+// speaks without go-plugin's client; checksums before the start when the
+// user gives them), asks for its class's schema and
 // registers a class that stands for it: binding and validating at
 // populate, instantiating and calling handlers go to the plugin over gRPC
 // (the control plane). Data never does: each function's batches cross the

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	goplugin "github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
 
 	"github.com/ffpf-go/ffpf/bridges/shm"
@@ -25,7 +24,7 @@ type proc struct {
 	host     *Host
 	path     string // the binary, as found in its directory
 	name     string // its file name: the prefix of its log lines
-	client   *goplugin.Client
+	client   *client
 	cmd      *exec.Cmd
 	rpc      *rpc
 	sock     *os.File // ffpf's end of the socket the descriptors cross

@@ -16,32 +16,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	goplugin "github.com/hashicorp/go-plugin"
-	"golang.org/x/sys/unix"
-
 	"github.com/ffpf-go/ffpf/bridges/shm"
 	"github.com/ffpf-go/ffpf/functions"
 )
-
-// EnvPlugins is the environment variable that names the plugin
-// directories when no --plugins flag does (a list, as PATH is written).
-const EnvPlugins = "FFPF_PLUGINS"
-
-// Dirs returns the plugin directories: flag (a list separated by ':')
-// when set, otherwise $FFPF_PLUGINS.
-func Dirs(flag string) []string {
-	if flag == "" {
-		flag = os.Getenv(EnvPlugins)
-	}
-	var dirs []string
-	for _, d := range filepath.SplitList(flag) {
-		if d != "" {
-			dirs = append(dirs, d)
-		}
-	}
-	return dirs
-}
 
 // Options configure how plugins are loaded.
 type Options struct {
@@ -207,13 +184,13 @@ func sumOf(sums map[string][]byte, path string) ([]byte, bool) {
 func (h *Host) start(path string, sums map[string][]byte) (*proc, error) {
 	p := &proc{host: h, path: path, name: filepath.Base(path), orderings: map[string][]bool{}, lens: map[string]int{}}
 	p.log = &logWriter{prefix: "plugin " + p.name + ": ", out: h.opts.Log}
-	var secure *goplugin.SecureConfig
+	var sum []byte
 	if sums != nil {
-		sum, ok := sumOf(sums, path)
+		s, ok := sumOf(sums, path)
 		if !ok {
 			return nil, userErr("plugin %s has no checksum in %s", path, h.opts.Sums)
 		}
-		secure = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+		sum = s
 	}
 	mine, theirs, err := shm.Pair()
 	if err != nil {
@@ -222,59 +199,55 @@ func (h *Host) start(path string, sums map[string][]byte) (*proc, error) {
 	p.sock = mine
 	defer theirs.Close()
 	p.cmd = exec.Command(path)
-	p.cmd.Env = []string{envSocket + "=3"} // go-plugin adds ffpf's environment
+	p.cmd.Env = []string{envSocket + "=3"} // launch adds ffpf's environment
 	p.cmd.ExtraFiles = []*os.File{theirs}
-	p.client = goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig:  Handshake,
-		Plugins:          goplugin.PluginSet{pluginName: &grpcPlugin{}},
-		Cmd:              p.cmd,
-		SecureConfig:     secure,
-		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		Stderr:           p.log,
-		SyncStderr:       p.log,
-		SyncStdout:       p.log,
-		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Off, Output: io.Discard}),
-		StartTimeout:     10 * time.Second,
-	})
-	cc, err := p.client.Client()
+	p.client, err = launch(p.cmd, sum, p.log)
 	if err != nil {
 		p.stop()
 		return nil, p.startError(err)
 	}
-	raw, err := cc.Dispense(pluginName)
-	if err != nil {
-		p.stop()
-		return nil, userErr("plugin %s serves no ffpf class: %v", path, err)
-	}
-	p.rpc = raw.(*rpc)
+	p.rpc = &rpc{cc: p.client.conn}
 	return p, nil
 }
 
 // startError says in one sentence why the plugin at p.path did not start.
 func (p *proc) startError(err error) error {
-	msg := err.Error()
+	var le *launchError
+	if !errors.As(err, &le) {
+		return userErr("plugin %s: %v", p.path, err)
+	}
+	// go-plugin's words to a plugin run without its cookie
 	cookie := slices.ContainsFunc(p.log.last(keepLines), func(l string) bool { return strings.Contains(l, "This binary is a plugin") })
 	switch {
-	case errors.Is(err, goplugin.ErrChecksumsDoNotMatch):
+	case le.why == checksumMismatch:
 		return userErr("plugin %s: its SHA-256 is not the one %s gives", p.path, p.host.opts.Sums)
-	case errors.Is(err, os.ErrPermission), errors.Is(err, unix.ENOEXEC), strings.Contains(msg, "exec format error"):
-		return userErr("plugin %s cannot be run: %v", p.path, errors.Unwrap(err))
-	case cookie: // go-plugin's words to a plugin run without its cookie
+	case le.why == cannotRun:
+		return userErr("plugin %s cannot be run: %v", p.path, runReason(le.err))
+	case cookie:
 		return userErr("plugin %s is a plugin of another program: its handshake cookie is not ffpf's", p.path)
-	case strings.Contains(msg, "Incompatible API version"):
-		return userErr("plugin %s speaks another version of ffpf's plugin protocol than %d", p.path, Handshake.ProtocolVersion)
-	case strings.HasPrefix(msg, "Unrecognized remote plugin message: "):
-		line, _, _ := strings.Cut(strings.TrimPrefix(msg, "Unrecognized remote plugin message: "), "\n")
-		if line == "" {
-			return userErr("plugin %s is not an ffpf plugin: it %s without a handshake", p.path, p.exit())
-		}
-		return userErr("plugin %s is not an ffpf plugin: it printed %q, not a handshake", p.path, line)
-	case strings.Contains(msg, "exited before we could connect"):
-		return userErr("plugin %s is not an ffpf plugin: it %s before its handshake%s", p.path, p.exit(), p.lastLines(1))
-	case strings.Contains(msg, "timeout while waiting"):
-		return userErr("plugin %s is not an ffpf plugin: no handshake within 10s", p.path)
+	case le.why == noHandshake:
+		return userErr("plugin %s is not an ffpf plugin: it %s without a handshake%s", p.path, p.exit(), p.lastLines(1))
+	case le.why == timedOut:
+		return userErr("plugin %s is not an ffpf plugin: no handshake within %v", p.path, startTimeout)
+	case le.why == appVersion:
+		return userErr("plugin %s speaks another version of ffpf's plugin protocol than %d (its handshake: %q)", p.path, ProtocolVersion, le.line)
+	case le.why == coreVersion:
+		return userErr("plugin %s speaks another version of go-plugin's handshake than %d (its handshake: %q)", p.path, coreProtocol, le.line)
+	case le.why == notGRPC:
+		return userErr("plugin %s serves go-plugin's net/rpc, not its gRPC (its handshake: %q)", p.path, le.line)
+	case le.why == badLine:
+		return userErr("plugin %s is not an ffpf plugin: it printed %q, not a handshake", p.path, le.line)
 	}
-	return userErr("plugin %s: %v", p.path, err)
+	return userErr("plugin %s: %v", p.path, le)
+}
+
+// runReason is why exec refused a file, without the path it repeats.
+func runReason(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // describe asks the plugin for its class and builds it.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ffpf-go/ffpf/functions/plugin"
@@ -93,6 +94,19 @@ func TestBadPluginsAreRefusedNamingTheFile(t *testing.T) {
 		{"wrong cookie", func(t *testing.T) ([]string, plugin.Options) {
 			return []string{pluginDir(t, "othercookie")}, plugin.Options{}
 		}, "othercookie is a plugin of another program: its handshake cookie is not ffpf's"},
+		{"another protocol version", func(t *testing.T) ([]string, plugin.Options) {
+			t.Setenv("FFPF_TEST_OTHER", "version")
+			return []string{pluginDir(t, "othercookie")}, plugin.Options{}
+		}, `othercookie speaks another version of ffpf's plugin protocol than 1 (its handshake: "1|2|unix|`},
+		{"net/rpc", func(t *testing.T) ([]string, plugin.Options) {
+			t.Setenv("FFPF_TEST_OTHER", "netrpc")
+			return []string{pluginDir(t, "othercookie")}, plugin.Options{}
+		}, `othercookie serves go-plugin's net/rpc, not its gRPC (its handshake: "1|1|unix|`},
+		{"not executable by the kernel", func(t *testing.T) ([]string, plugin.Options) {
+			d := t.TempDir()
+			os.WriteFile(filepath.Join(d, "garbage"), []byte("\x00\x01 not a program"), 0o755)
+			return []string{d}, plugin.Options{}
+		}, "garbage cannot be run: exec format error"},
 		{"checksum mismatch", func(t *testing.T) ([]string, plugin.Options) {
 			d := pluginDir(t, "dnsname")
 			sums := filepath.Join(t.TempDir(), "SHA256SUMS")
@@ -143,4 +157,77 @@ func TestBadPluginsAreRefusedNamingTheFile(t *testing.T) {
 			t.Error("the malformed class was registered")
 		}
 	})
+}
+
+// TestPluginOutputIsRead: what a plugin writes to os.Stdout and os.Stderr
+// (go-plugin sends both to ffpf over gRPC) reaches ffpf's log, each line
+// with the plugin's name, however much it writes: unread, the pipe behind
+// them would fill at 64 KB and block the plugin's Process past its
+// deadline.
+func TestPluginOutputIsRead(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "dns.pcap")
+	total, _, _, _ := dnsTrace(t, trace, 100)
+	reg, h, log := load(t, pluginDir(t, "faulty"), plugin.Options{})
+	got, err := run(t, reg, trace, `(faulty,mode=chatty,after=1) > (pktcount)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close() // the log is whole once the plugin ended
+	if f := got["faulty#1"]; f.Out != uint64(total) || f.Dropped != 0 {
+		t.Errorf("faulty passed %d of %d packets, dropped %d", f.Out, total, f.Dropped)
+	}
+	for _, ch := range []string{"stdout", "stderr"} {
+		n := strings.Count(log.String(), "plugin faulty: batch ") // both channels
+		if want := fmt.Sprintf("plugin faulty: batch 1 %s 47 xxx", ch); !strings.Contains(log.String(), want) || n < 2*48 {
+			t.Errorf("the log lacks %q (%d lines of batches)", want, n)
+		}
+	}
+}
+
+// TestPluginIsShutDown: Close asks the plugin to end (go-plugin's
+// Shutdown), which its Serve returns from, and the process is gone
+// afterwards.
+func TestPluginIsShutDown(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "dns.pcap")
+	dnsTrace(t, trace, 1)
+	reg := registry()
+	var log strings.Builder
+	h, err := plugin.Load([]string{pluginDir(t, "faulty")}, reg, plugin.Options{Log: &syncWriter{w: &log}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, reg, trace, `(faulty,mode=none) > (pktcount)`); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	var pid int
+	for _, l := range strings.Split(log.String(), "\n") {
+		fmt.Sscanf(l, "plugin faulty: faulty %d: served until ffpf shut it down", &pid)
+	}
+	if pid == 0 {
+		t.Fatalf("the plugin did not return from Serve: %s", log.String())
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the plugin's process %d is still there after Close: %v", pid, err)
+	}
+}
+
+// TestPluginEnvironment: a plugin is started with ffpf's environment but
+// none of go-plugin's variables that change its protocol: with
+// PLUGIN_CLIENT_CERT set, a plugin would serve TLS, which ffpf does not
+// speak. A checksum that matches loads the plugin.
+func TestPluginEnvironment(t *testing.T) {
+	t.Setenv("PLUGIN_CLIENT_CERT", "not a certificate")
+	t.Setenv("PLUGIN_MULTIPLEX_GRPC", "true")
+	dir := pluginDir(t, "dnsname")
+	bin, err := os.ReadFile(filepath.Join(dir, "dnsname"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := filepath.Join(t.TempDir(), "SHA256SUMS")
+	os.WriteFile(sums, []byte(fmt.Sprintf("%x  dnsname\n", sha256.Sum256(bin))), 0o644)
+	reg, h, _ := load(t, dir, plugin.Options{Sums: sums})
+	if _, ok := reg.Lookup("dnsname"); !ok || h.Plugin("dnsname") == "" {
+		t.Fatal("dnsname did not load")
+	}
 }

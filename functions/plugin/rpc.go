@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 
@@ -23,21 +22,20 @@ import (
 // stdio, controller) stay protobuf. Batches never cross here, except in
 // that baseline.
 
-// Handshake is the handshake an ffpf plugin and ffpf agree on: a binary
-// built against another program's cookie, or another protocol version,
-// is refused before anything else.
-var Handshake = goplugin.HandshakeConfig{
-	ProtocolVersion:  1,
-	MagicCookieKey:   "FFPF_PLUGIN",
-	MagicCookieValue: "function-class",
-}
+// The handshake an ffpf plugin and ffpf agree on (go-plugin's
+// HandshakeConfig): a binary built against another program's cookie, or
+// another protocol version, is refused before anything else.
+const (
+	ProtocolVersion = 1
+	CookieKey       = "FFPF_PLUGIN"
+	CookieValue     = "function-class"
+)
 
 // envSocket names the descriptor (in the plugin) of the unix socket over
 // which the rings' and states' descriptors cross.
 const envSocket = "FFPF_PLUGIN_SOCKET"
 
 const (
-	pluginName  = "class"
 	serviceName = "ffpf.plugin.Class"
 	codecName   = "ffpf"
 )
@@ -262,20 +260,4 @@ func (c *rpc) invoke(ctx context.Context, name string, req, rep any) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
-}
-
-// grpcPlugin is the go-plugin side of the service: the server in the
-// plugin, the client in ffpf.
-type grpcPlugin struct {
-	goplugin.NetRPCUnsupportedPlugin
-	srv classService
-}
-
-func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	s.RegisterService(&serviceDesc, p.srv)
-	return nil
-}
-
-func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, cc *grpc.ClientConn) (any, error) {
-	return &rpc{cc: cc}, nil
 }

@@ -12,9 +12,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/hashicorp/go-hclog"
-	goplugin "github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 
 	"github.com/ffpf-go/ffpf/bridges/shm"
 	"github.com/ffpf-go/ffpf/buffers"
@@ -34,20 +33,24 @@ type Option func(*server)
 // fail (their packets counted as dropped).
 func Deadline(d time.Duration) Option { return func(s *server) { s.deadline = d } }
 
-// Serve serves the function class c from this binary to ffpf, and returns
-// when ffpf is done with it: a plugin's main is this one call. The class is
-// the one an in-process class would register (its parameters, state,
-// concurrency, handlers and New), with one rule more: its function
-// allocates its state with ctx.NewMBuf, so that the state lives in memory
-// ffpf reads. Run by hand, the binary says that it is a plugin and exits.
-func Serve(c *functions.Class, opts ...Option) {
+// Server serves a function class to ffpf: the plugin's half of the
+// service, its instances and their batches. A plugin's main does not use
+// it: package sdk's Serve runs it on go-plugin's server, the one call a
+// plugin makes.
+type Server struct{ s *server }
+
+// NewServer returns the server of class c, or why a plugin cannot serve
+// it. The class is the one an in-process class would register (its
+// parameters, state, concurrency, handlers and New), with one rule more:
+// its function allocates its state with ctx.NewMBuf, so that the state
+// lives in memory ffpf reads. Call it before go-plugin's Serve, which
+// sends what the plugin writes to os.Stderr to ffpf over gRPC: a plugin
+// about to exit writes to the descriptor itself, which ffpf reads to the
+// end before it reports the exit.
+func NewServer(c *functions.Class, opts ...Option) (*Server, error) {
 	if err := servable(c); err != nil {
-		fmt.Fprintf(os.Stderr, "ffpf plugin: %v\n", err)
-		os.Exit(1)
+		return nil, err
 	}
-	// go-plugin sends what the plugin writes to os.Stderr to ffpf over
-	// gRPC; a plugin about to exit writes to the descriptor itself, which
-	// ffpf reads to the end before it reports the exit.
 	stderr = os.Stderr
 	s := &server{class: c, deadline: DefaultDeadline, instances: map[uint64]*instance{}}
 	for _, o := range opts {
@@ -56,13 +59,11 @@ func Serve(c *functions.Class, opts ...Option) {
 	if fd, err := strconv.Atoi(os.Getenv(envSocket)); err == nil {
 		s.sock = os.NewFile(uintptr(fd), "ffpf-socket")
 	}
-	goplugin.Serve(&goplugin.ServeConfig{
-		HandshakeConfig: Handshake,
-		Plugins:         goplugin.PluginSet{pluginName: &grpcPlugin{srv: s}},
-		GRPCServer:      goplugin.DefaultGRPCServer,
-		Logger:          hclog.New(&hclog.LoggerOptions{Name: c.Name, Level: hclog.Error, Output: os.Stderr}),
-	})
+	return &Server{s}, nil
 }
+
+// Register registers the class's service on g.
+func (s *Server) Register(g *grpc.Server) { g.RegisterService(&serviceDesc, s.s) }
 
 var stderr = os.Stderr
 

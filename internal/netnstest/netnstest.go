@@ -5,12 +5,14 @@
 package netnstest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,7 +60,30 @@ func Pair(t testing.TB, tag, what string, queues int) (nsA, nsB, ifA, ifB string
 		exec.Command("ip", "netns", "exec", x[0], "sysctl", "-qw", "net.ipv6.conf."+x[1]+".disable_ipv6=1").Run()
 		ip("-n", x[0], "link", "set", x[1], "up")
 	}
+	for _, x := range [][2]string{{nsA, ifA}, {nsB, ifB}} {
+		WaitUp(t, x[0], x[1])
+	}
 	return nsA, nsB, ifA, ifB
+}
+
+// WaitUp waits until interface iface in namespace ns carries frames: its
+// carrier is on and its queueing discipline attached. Until the kernel's
+// link watch gets to it (later on a loaded machine), the device has the
+// noop discipline, which drops what is sent without an error.
+func WaitUp(t testing.TB, ns, iface string) {
+	t.Helper()
+	var out []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var err error
+		if out, err = exec.Command("ip", "-n", ns, "-j", "link", "show", iface).Output(); err != nil {
+			t.Fatalf("ip -n %s link show %s: %v", ns, iface, err)
+		}
+		var links []struct{ Operstate, Qdisc string }
+		if json.Unmarshal(out, &links) == nil && len(links) == 1 && links[0].Operstate == "UP" && links[0].Qdisc != "noop" {
+			return
+		}
+	}
+	t.Fatalf("%s in %s is not up after 10 s: %s", iface, ns, out)
 }
 
 // Alone creates a namespace <tag><pid>n of its own, with only its

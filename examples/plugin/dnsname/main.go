@@ -11,7 +11,7 @@ package main
 
 import (
 	"github.com/ffpf-go/ffpf/examples/plugin/dnsname/dns"
-	"github.com/ffpf-go/ffpf/functions/plugin"
+	"github.com/ffpf-go/ffpf/functions/plugin/sdk"
 )
 
-func main() { plugin.Serve(dns.Class) }
+func main() { sdk.Serve(dns.Class) }

@@ -7,7 +7,7 @@ package main
 
 import (
 	"github.com/ffpf-go/ffpf/examples/plugin/portcount/ports"
-	"github.com/ffpf-go/ffpf/functions/plugin"
+	"github.com/ffpf-go/ffpf/functions/plugin/sdk"
 )
 
-func main() { plugin.Serve(ports.Class) }
+func main() { sdk.Serve(ports.Class) }

@@ -94,6 +94,15 @@ type SubmitArgs struct {
 	Name      string `json:"name,omitempty"` // a name of the submitter's, shown beside the id
 	// Keep makes the request outlive the connection: it lives until rm.
 	Keep bool `json:"keep,omitempty"`
+	// Count is a packet limit of the request's own (ffpf submit -c): it
+	// ends once exactly Count packets reached its ends (its functions
+	// that feed none, each packet once: the packets its readers get).
+	// CaptureCount counts instead the packets its sources capture
+	// (--capture-count). At most one is set, up to 2,147,483,647 (0:
+	// none). A request with a limit shares no function with another, so
+	// that its limit and its final state are its own; the others go on.
+	Count        int64 `json:"count,omitempty"`
+	CaptureCount int64 `json:"capture_count,omitempty"`
 }
 
 // IDArgs name a request: its id, or its name when that is unique in the
@@ -141,8 +150,9 @@ type Request struct {
 	Expr      string `json:"expr"`
 	Canonical string `json:"canonical"`
 	Source    string `json:"source,omitempty"` // the default source term, if any
-	// State is "active", "ended" (its sources ended: the state is final)
-	// or "failed" (a source failed: Error says how).
+	// State is "active", "ended" (its sources ended, or its Limit was
+	// reached: the state is final) or "failed" (a source failed: Error
+	// says how).
 	State   string `json:"state"`
 	Error   string `json:"error,omitempty"`
 	Keep    bool   `json:"keep"`
@@ -154,6 +164,19 @@ type Request struct {
 	// ActiveNS is how long submit took from the message to the datapath
 	// running the request's functions.
 	ActiveNS int64 `json:"active_ns"`
+	// Limit is its own packet limit (SubmitArgs.Count or CaptureCount),
+	// nil for none.
+	Limit *Limit `json:"limit,omitempty"`
+}
+
+// Limit is a request's own packet limit: Packets counted at its ends (At
+// "ends": ffpf submit -c) or where its sources capture them ("capture":
+// --capture-count), of which Counted are counted so far. The request
+// ends when Counted reaches Packets.
+type Limit struct {
+	Packets int64  `json:"packets"`
+	At      string `json:"at"`
+	Counted int64  `json:"counted"`
 }
 
 // Function is a function's identity, placement, counters and state: the

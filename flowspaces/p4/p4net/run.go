@@ -22,6 +22,7 @@ import (
 	"github.com/ffpf-go/ffpf/flowspaces/p4/ports"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
+	"github.com/ffpf-go/ffpf/functions/p4gen/p4info"
 	"github.com/ffpf-go/ffpf/lang"
 )
 
@@ -283,7 +284,7 @@ func (c *control) push(n *Network, o RunOptions) error {
 		return fmt.Errorf("switch %s: %v", p.Name, err)
 	}
 	c.client = cl
-	info := p4gen.P4Info(p.Prog, p.Printed)
+	info := p4info.Of(p.Prog, p.Printed)
 	if err := cl.SavePipeline(info, p.DeviceConfig); err != nil {
 		return fmt.Errorf("switch %s: %v", p.Name, err)
 	}

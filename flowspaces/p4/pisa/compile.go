@@ -22,8 +22,9 @@ type pkt struct {
 	payload int     // offset of the bytes past the parsed headers; -1: none
 	varOff  []int32 // per header: its varbit field's bytes in data
 	varLen  []int32
-	hdrAt   []int32 // per header: 1 + the bit offset it was extracted at; 0: not extracted
-	old     uint64  // the register cell an RMW is updating
+	hdrAt   []int32  // per header: 1 + the bit offset it was extracted at; 0: not extracted
+	vbits   []uint64 // the headers that are valid, a bit per header index
+	old     uint64   // the register cell an RMW is updating
 	clones  []uint32
 	e2e     []e2eReq // egress-to-egress clones asked for
 	err     error
@@ -71,7 +72,7 @@ func run(ops []op, p *pkt) {
 // compiler resolves names to slots and turns the IR into closures.
 type compiler struct {
 	m       *Model
-	slots   map[string]int // hdr.h.f, meta.f, standard_metadata.f, valid:h
+	slots   map[string]int // hdr.h.f, meta.f, standard_metadata.f
 	actions map[*p4gen.Action]*action
 	tables  map[*p4gen.Table]*table
 	regs    map[*p4gen.Register]int
@@ -127,11 +128,12 @@ func (c *compiler) expr(x p4gen.Expr, sc *scope) (expr, error) {
 		c.used[s] = true
 		return func(p *pkt) uint64 { return p.v[s] }, nil
 	case p4gen.Valid:
-		s, ok := c.slots["valid:"+x.Header]
-		if !ok {
+		h := c.m.header(x.Header)
+		if h == nil {
 			return nil, fmt.Errorf("header %s is not declared", x.Header)
 		}
-		return func(p *pkt) uint64 { return p.v[s] }, nil
+		w, sh := h.index>>6, uint(h.index&63)
+		return func(p *pkt) uint64 { return p.vbits[w] >> sh & 1 }, nil
 	case p4gen.Old:
 		if sc == nil || !sc.inRMW {
 			return nil, fmt.Errorf("a register's old value is read outside its read-modify-write")
@@ -406,9 +408,10 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 			return nil, err
 		}
 		if v, ok := s.Cond.(p4gen.Valid); ok && len(el) == 0 {
-			vs := c.slots["valid:"+v.Header]
+			h := c.m.header(v.Header)
+			w, b := h.index>>6, uint64(1)<<uint(h.index&63)
 			return func(p *pkt) {
-				if p.v[vs] != 0 {
+				if p.vbits[w]&b != 0 {
 					run(th, p)
 				}
 			}, nil
@@ -516,11 +519,12 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		if h == nil {
 			return nil, fmt.Errorf("header %s is not declared", s.Header)
 		}
+		w, b := h.index>>6, uint64(1)<<uint(h.index&63)
 		if !s.Valid {
-			return func(p *pkt) { p.v[h.valid], p.dirty = 0, true }, nil
+			return func(p *pkt) { p.vbits[w], p.dirty = p.vbits[w]&^b, true }, nil
 		}
 		return func(p *pkt) {
-			p.v[h.valid], p.dirty = 1, true
+			p.vbits[w], p.dirty = p.vbits[w]|b, true
 			p.hdrAt[h.index] = 0
 			for _, f := range h.fields {
 				p.v[f.slot] = 0

@@ -103,8 +103,7 @@ func (d *Device) Load(m *Model) {
 	}
 	d.model = m
 	if m != nil {
-		d.qk = pkt{v: make([]uint64, m.nslots), varOff: make([]int32, len(m.headers)),
-			varLen: make([]int32, len(m.headers)), hdrAt: make([]int32, len(m.headers)), clones: make([]uint32, 0, 8), e2e: make([]e2eReq, 0, 4)}
+		d.qk = m.newPkt()
 		for _, q := range d.queues {
 			for i := range q.entries {
 				q.entries[i].p = pkt{}
@@ -231,9 +230,10 @@ func (d *Device) enqueue(m *Model, p *pkt, port uint16, instance uint32, now uin
 	e.data = append(e.data[:0], p.data...)
 	if len(e.p.v) != len(p.v) {
 		e.p = pkt{v: make([]uint64, len(p.v)), varOff: make([]int32, len(p.varOff)),
-			varLen: make([]int32, len(p.varLen)), hdrAt: make([]int32, len(p.hdrAt))}
+			varLen: make([]int32, len(p.varLen)), hdrAt: make([]int32, len(p.hdrAt)), vbits: make([]uint64, len(p.vbits))}
 	}
 	copy(e.p.v, p.v)
+	copy(e.p.vbits, p.vbits)
 	copy(e.p.varOff, p.varOff)
 	copy(e.p.varLen, p.varLen)
 	copy(e.p.hdrAt, p.hdrAt)
@@ -261,6 +261,7 @@ func (d *Device) drain(now float64) {
 		best.n--
 		p := &d.qk
 		copy(p.v, e.p.v)
+		copy(p.vbits, e.p.vbits)
 		copy(p.varOff, e.p.varOff)
 		copy(p.varLen, e.p.varLen)
 		copy(p.hdrAt, e.p.hdrAt)

@@ -15,7 +15,12 @@ import (
 // model and through p4gen.Switch, the reference semantics, and requires
 // the same frames out (port, bytes, instance), digests, parser errors,
 // runtime errors, registers and counters after every packet. Each
-// program is loaded from its device config (JSON), as the switch gets it.
+// program is loaded from its device config (JSON), as the switch gets it,
+// three times: with ingress specialised per set of valid headers, with
+// room for two such variants (the other packets run the program whole),
+// and with none (special_test.go tests what random programs seldom
+// make: splits, inlined actions, folded tables). Halfway, the tables' entries change (half of them
+// removed), which the variants must see.
 func TestDifferential(t *testing.T) {
 	programs, packets := 80, 150
 	if testing.Short() {
@@ -35,68 +40,104 @@ func TestDifferential(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		m, err := Load(prog, roomy)
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
+		var models []*Model
+		for _, room := range []int{maxVariants, 2, 0} {
+			m, err := Load(prog, roomy)
+			if err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			m.maxVars = room
+			models = append(models, m)
 		}
 		ref := p4gen.NewSwitch(c.Prog)
-		for tb, es := range c.Entries {
-			ref.Entries[tb] = es
-			if err := m.SetEntries(prog.Table(tb.Name), remap(prog, es)); err != nil {
-				t.Fatal(err)
+		install := func(half bool) {
+			for tb, es := range c.Entries {
+				if half {
+					es = es[:len(es)/2]
+				}
+				ref.Entries[tb] = es
+				for _, m := range models {
+					if err := m.SetEntries(prog.Table(tb.Name), remap(prog, es)); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 		}
+		install(false)
 		for id, port := range c.Sessions {
 			ref.Sessions[id] = port
-			m.SetSession(id, int(port))
+			for _, m := range models {
+				m.SetSession(id, int(port))
+			}
 		}
 		frames := p4gentest.Frames(uint64(seed), packets, 20)
 		for i, f := range frames {
+			if i == len(frames)/2 {
+				install(true)
+			}
 			a := p4gen.Arrival{Data: f, Port: uint16(1 + i%3), Time: uint64(i * 10), QDepth: uint32(i % 5)}
 			if i%17 == 0 {
 				a.Port = p4gentest.CPUPort
 			}
 			want, werr := ref.Process(a)
-			got, gerr := m.Process(a)
-			if (werr == nil) != (gerr == nil) {
-				t.Fatalf("seed %d packet %d: reference error %v, model error %v", seed, i, werr, gerr)
-			}
-			if werr != nil {
-				seen["runtime errors"]++
-			} else {
-				seen["packets out"] += len(want.Out)
-				seen["digests"] += len(want.Digests)
-				if want.ParserError != "" {
-					seen["parser errors"]++
+			for k, m := range models {
+				got, gerr := m.Process(a)
+				if (werr == nil) != (gerr == nil) {
+					t.Fatalf("seed %d packet %d model %d: reference error %v, model error %v", seed, i, k, werr, gerr)
 				}
-				for _, o := range want.Out {
-					if o.Instance == p4gen.InstanceCloneI2E {
-						seen["clones"]++
+				if k > 0 {
+					if werr == nil {
+						if d := diffResult(want, got); d != "" {
+							t.Fatalf("seed %d packet %d (%x) model %d: %s", seed, i, f, k, d)
+						}
 					}
-					if !bytes.Equal(o.Data, f) {
-						seen["packets changed"]++
+					for j, r := range c.Prog.Registers {
+						if w, g := ref.Regs[r], m.Register(prog.Registers[j]); fmt.Sprint(w) != fmt.Sprint(g) {
+							t.Fatalf("seed %d packet %d model %d: register %s %v, model %v", seed, i, k, r.Name, w, g)
+						}
+					}
+					continue
+				}
+				if werr != nil {
+					seen["runtime errors"]++
+				} else {
+					seen["packets out"] += len(want.Out)
+					seen["digests"] += len(want.Digests)
+					if want.ParserError != "" {
+						seen["parser errors"]++
+					}
+					for _, o := range want.Out {
+						if o.Instance == p4gen.InstanceCloneI2E {
+							seen["clones"]++
+						}
+						if !bytes.Equal(o.Data, f) {
+							seen["packets changed"]++
+						}
+					}
+					if d := diffResult(want, got); d != "" {
+						t.Fatalf("seed %d packet %d (%x): %s", seed, i, f, d)
 					}
 				}
-				if d := diffResult(want, got); d != "" {
-					t.Fatalf("seed %d packet %d (%x): %s", seed, i, f, d)
+				for j, r := range c.Prog.Registers {
+					if slices.ContainsFunc(ref.Regs[r], func(v uint64) bool { return v != 0 }) {
+						seen["register updates"]++
+					}
+					if w, g := ref.Regs[r], m.Register(prog.Registers[j]); fmt.Sprint(w) != fmt.Sprint(g) {
+						t.Fatalf("seed %d packet %d: register %s %v, model %v", seed, i, r.Name, w, g)
+					}
+				}
+				for j, ct := range c.Prog.Counters {
+					if ref.Counts[ct][0].Packets > 0 {
+						seen["counts"]++
+					}
+					if w, g := ref.Counts[ct], m.Counter(prog.Counters[j]); fmt.Sprint(w) != fmt.Sprint(g) {
+						t.Fatalf("seed %d packet %d: counter %s %v, model %v", seed, i, ct.Name, w, g)
+					}
 				}
 			}
-			for j, r := range c.Prog.Registers {
-				if slices.ContainsFunc(ref.Regs[r], func(v uint64) bool { return v != 0 }) {
-					seen["register updates"]++
-				}
-				if w, g := ref.Regs[r], m.Register(prog.Registers[j]); fmt.Sprint(w) != fmt.Sprint(g) {
-					t.Fatalf("seed %d packet %d: register %s %v, model %v", seed, i, r.Name, w, g)
-				}
-			}
-			for j, ct := range c.Prog.Counters {
-				if ref.Counts[ct][0].Packets > 0 {
-					seen["counts"]++
-				}
-				if w, g := ref.Counts[ct], m.Counter(prog.Counters[j]); fmt.Sprint(w) != fmt.Sprint(g) {
-					t.Fatalf("seed %d packet %d: counter %s %v, model %v", seed, i, ct.Name, w, g)
-				}
-			}
+		}
+		for k, m := range models {
+			seen[fmt.Sprintf("variants of model %d", k)] += m.vars.n
 		}
 	}
 	t.Logf("%v", seen)

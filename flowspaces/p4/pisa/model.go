@@ -16,18 +16,29 @@ type Model struct {
 	alloc  *p4gen.Allocator
 	nslots int
 
-	headers  []*header
-	byName   map[string]*header
-	states   []pstate
-	deparser []*header
-	ingress  []op
-	egress   []op
-	tables   map[*p4gen.Table]*table
-	regs     [][]uint64
-	regIdx   map[*p4gen.Register]int
-	counts   [][]p4gen.CounterCell
-	ctrIdx   map[*p4gen.Counter]int
-	sessions map[uint32]uint16
+	headers    []*header
+	byName     map[string]*header
+	states     []pstate
+	deparser   []*header
+	ingress    []op // the program's, for any packet
+	egress     []op
+	comp       *compiler
+	vars       variants        // ingress specialised per set of valid headers
+	maxVars    int             // how many variants vars may hold
+	splitReads int             // see splitReads
+	liveOut    map[string]bool // the metadata egress reads
+	// What is zeroed before the parser runs (the slots it reads), and
+	// after, per variant (zero: the slots ingress or egress may read
+	// that the parser did not write).
+	parserReads []int
+	egressReads map[string]bool
+	varHeaders  []int // the headers with a varbit field
+	tables      map[*p4gen.Table]*table
+	regs        [][]uint64
+	regIdx      map[*p4gen.Register]int
+	counts      [][]p4gen.CounterCell
+	ctrIdx      map[*p4gen.Counter]int
+	sessions    map[uint32]uint16
 
 	// Random gives v1model random's values: a uniform integer in [lo,
 	// hi]. Load sets it to p4gen.Switch's default (a PCG seeded with 1),
@@ -94,7 +105,7 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 		return s
 	}
 	for i, h := range prog.Headers {
-		hd := &header{name: h.Name, index: i, valid: newSlot("valid:" + h.Name), varIdx: -1}
+		hd := &header{name: h.Name, index: i, varIdx: -1}
 		off := 0
 		for _, f := range h.Type.Fields {
 			if f.Var {
@@ -180,14 +191,39 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 			}
 		}
 	}
-	for _, p := range []*pkt{&m.pk, &m.ck, &m.ek} {
-		p.hdrAt = make([]int32, len(m.headers))
-		p.v = make([]uint64, m.nslots)
-		p.varOff = make([]int32, len(m.headers))
-		p.varLen = make([]int32, len(m.headers))
-		p.clones = make([]uint32, 0, 8)
+	m.wholeStates()
+	m.comp, m.liveOut, m.maxVars, m.splitReads = c, liveOut(prog), maxVariants, splitReads
+	m.egressReads = map[string]bool{}
+	readsAll(prog.Egress, m.egressReads, map[*p4gen.Action]bool{})
+	parserReads := map[string]bool{}
+	for _, s := range prog.Parser {
+		for _, x := range s.Select {
+			reads(x, parserReads)
+		}
+		if s.VarBits != nil {
+			reads(s.VarBits, parserReads)
+		}
 	}
+	for path := range parserReads {
+		if s, ok := c.slots[path]; ok {
+			m.parserReads = append(m.parserReads, s)
+		}
+	}
+	slices.Sort(m.parserReads)
+	for _, h := range m.headers {
+		if h.varMax > 0 {
+			m.varHeaders = append(m.varHeaders, h.index)
+		}
+	}
+	m.pk, m.ck, m.ek = m.newPkt(), m.newPkt(), m.newPkt()
 	return m, nil
+}
+
+// newPkt returns a packet's state sized for the program.
+func (m *Model) newPkt() pkt {
+	return pkt{v: make([]uint64, m.nslots), vbits: make([]uint64, (len(m.headers)+63)/64),
+		hdrAt: make([]int32, len(m.headers)), varOff: make([]int32, len(m.headers)),
+		varLen: make([]int32, len(m.headers)), clones: make([]uint32, 0, 8), e2e: make([]e2eReq, 0, 4)}
 }
 
 func (m *Model) header(name string) *header { return m.byName[name] }
@@ -234,6 +270,7 @@ func (m *Model) SetEntries(t *p4gen.Table, es []p4gen.Entry) error {
 	if tb == nil {
 		return fmt.Errorf("no table %s", t.Name)
 	}
+	m.vars.reset()
 	return tb.set(es)
 }
 
@@ -252,6 +289,7 @@ func (m *Model) SetDefault(t *p4gen.Table, a *p4gen.Action, args []uint64) error
 	if tb == nil {
 		return fmt.Errorf("no table %s", t.Name)
 	}
+	m.vars.reset()
 	return tb.setDefault(a, args)
 }
 
@@ -274,13 +312,23 @@ func (m *Model) Sessions() map[uint32]uint16 {
 	return out
 }
 
-// arrive starts packet p: zeroed slots, the standard metadata it enters
-// with, its bytes.
-func (m *Model) arrive(p *pkt, a p4gen.Arrival) {
-	clear(p.v)
-	clear(p.varLen)
-	clear(p.varOff)
-	clear(p.hdrAt)
+// arrive starts packet p: the standard metadata it enters with, its
+// bytes, no header valid, the slots zeroed (all of them when full,
+// else those the parser reads: the rest are zeroed once its variant is
+// known). Where a header was extracted (hdrAt) is read only while it is
+// valid, and set when it becomes so.
+func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) {
+	if full {
+		clear(p.v)
+	} else {
+		for _, s := range m.parserReads {
+			p.v[s] = 0
+		}
+	}
+	for _, i := range m.varHeaders {
+		p.varLen[i], p.varOff[i] = 0, 0
+	}
+	clear(p.vbits)
 	p.data, p.payload, p.err = a.Data, -1, nil
 	p.dirty, p.ordered, p.lastPos = false, true, -1
 	p.clones = p.clones[:0]
@@ -327,7 +375,7 @@ func (m *Model) instances(p *pkt, a p4gen.Arrival, f func(p *pkt, port uint16, i
 			continue
 		}
 		c := &m.ck
-		m.arrive(c, a)
+		m.arrive(c, a, true)
 		_ = m.parse(c)
 		if err := f(c, port, p4gen.InstanceCloneI2E); err != nil {
 			return err
@@ -355,12 +403,23 @@ func (m *Model) end() {
 // ingressOf parses a into p and runs ingress: the parser's error ("" for
 // none) and a runtime error (an index past a register's end).
 func (m *Model) ingressOf(p *pkt, a p4gen.Arrival) (string, error) {
-	m.arrive(p, a)
+	full := m.vars.n >= m.maxVars
+	m.arrive(p, a, full)
 	perr := ""
 	if err := m.parse(p); err != nil {
 		perr = err.Error()
 	}
-	run(m.ingress, p)
+	v := m.variantOf(p, full)
+	if v == nil {
+		run(m.ingress, p)
+		return perr, p.err
+	}
+	if !full {
+		for _, s := range v.zero {
+			p.v[s] = 0
+		}
+	}
+	run(v.ops, p)
 	return perr, p.err
 }
 
@@ -407,7 +466,7 @@ func (m *Model) egressOf(p *pkt, port uint16, instance uint32, q egressMeta) err
 			continue
 		}
 		c := &m.ek
-		m.arrive(c, p4gen.Arrival{Data: m.outBufs[n], Port: uint16(p.v[m.sIngressPort]), Time: p.v[m.sIngressTS]})
+		m.arrive(c, p4gen.Arrival{Data: m.outBufs[n], Port: uint16(p.v[m.sIngressPort]), Time: p.v[m.sIngressTS]}, true)
 		_ = m.parse(c)
 		for _, i := range req.preserve {
 			c.v[i] = p.v[i]

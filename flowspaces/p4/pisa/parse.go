@@ -12,7 +12,6 @@ import (
 type header struct {
 	name    string
 	index   int
-	valid   int // slot: 1 when valid
 	fields  []hfield
 	used    []hfield // the fields the program reads or writes
 	fixed   int      // bits, the varbit field not counted
@@ -41,6 +40,27 @@ type pstate struct {
 	masks   []uint64 // each select expression's type mask
 	cases   []pcase
 	def     int
+
+	// A state without a varbit field extracts its headers at once when
+	// the packet holds them all: the fields the program uses (offsets
+	// from the state's start), the headers made valid, their validity
+	// bits by word.
+	whole             bool
+	bits              int
+	loads             []hfield
+	places            []hplace
+	vwords            []vword
+	inOrder           bool // its headers are in the deparser's order among themselves
+	firstPos, lastPos int
+}
+
+// hplace is a header a state extracts, off bits into it.
+type hplace struct{ index, off int }
+
+// vword is validity bits to set in a word of pkt.vbits.
+type vword struct {
+	i    int
+	bits uint64
 }
 
 type pcase struct {
@@ -106,46 +126,70 @@ func (c *compiler) parser(prog *p4gen.Program) error {
 	return nil
 }
 
+// wholeStates prepares the states that extract their headers at once,
+// when which fields are used is known.
+func (m *Model) wholeStates() {
+	for i := range m.states {
+		s := &m.states[i]
+		s.whole, s.inOrder = s.varBits == nil, true
+		for j, h := range s.extract {
+			if h.varMax > 0 {
+				s.whole = false
+			}
+			for _, f := range h.used {
+				f.off += s.bits
+				s.loads = append(s.loads, f)
+			}
+			s.places = append(s.places, hplace{index: h.index, off: s.bits})
+			w := h.index >> 6
+			if n := len(s.vwords); n > 0 && s.vwords[n-1].i == w {
+				s.vwords[n-1].bits |= 1 << uint(h.index&63)
+			} else {
+				s.vwords = append(s.vwords, vword{w, 1 << uint(h.index&63)})
+			}
+			if j == 0 {
+				s.firstPos = h.pos
+			} else if h.pos <= s.lastPos {
+				s.inOrder = false
+			}
+			s.lastPos = h.pos
+			s.bits += h.fixed
+		}
+	}
+}
+
 // parse runs the parser over p.data, as p4gen.Switch does.
 func (m *Model) parse(p *pkt) error {
 	data := p.data
 	bit, st := 0, 0
 	for step := 0; step < maxParserSteps; step++ {
 		s := &m.states[st]
-		for i, h := range s.extract {
-			varBits := 0
-			if i == len(s.extract)-1 && s.varBits != nil {
-				varBits = int(s.varBits(p))
-			}
-			if bit+h.fixed+varBits > 8*len(data) {
-				p.payload = bit / 8
-				return errTooShort
-			}
-			if h.varMax > 0 && varBits > h.varMax {
-				return h.varErr(varBits)
-			}
-			p.hdrAt[h.index] = int32(bit + 1)
-			for _, f := range h.used {
+		if s.whole && bit+s.bits <= 8*len(data) {
+			for _, f := range s.loads {
 				off := bit + f.off
-				if f.afterVar {
-					off += varBits
-				}
 				if i, s := off>>3, off&7; i+8 <= len(data) && s+f.bits <= 64 {
 					p.v[f.slot] = binary.BigEndian.Uint64(data[i:]) << uint(s) >> uint(64-f.bits)
 				} else {
 					p.v[f.slot] = getBits(data, off, f.bits)
 				}
 			}
-			if h.varMax > 0 {
-				p.varOff[h.index] = int32((bit + h.varAt) / 8)
-				p.varLen[h.index] = int32(varBits / 8)
+			for _, h := range s.places {
+				p.hdrAt[h.index] = int32(bit + h.off + 1)
 			}
-			bit += h.fixed + varBits
-			p.v[h.valid] = 1
-			if h.pos <= p.lastPos {
-				p.ordered = false
+			for _, w := range s.vwords {
+				p.vbits[w.i] |= w.bits
 			}
-			p.lastPos = h.pos
+			if len(s.extract) > 0 {
+				if !s.inOrder || s.firstPos <= p.lastPos {
+					p.ordered = false
+				}
+				p.lastPos = s.lastPos
+			}
+			bit += s.bits
+		} else {
+			if err := m.extract(p, s, &bit); err != nil {
+				return err
+			}
 		}
 		next := s.def
 		if len(s.sel) > 0 {
@@ -177,6 +221,52 @@ func (m *Model) parse(p *pkt) error {
 	return errParserLoop
 }
 
+// extract extracts state s's headers one by one from bit on, as far as
+// the packet holds them.
+func (m *Model) extract(p *pkt, s *pstate, at *int) error {
+	data, bit := p.data, *at
+	for i, h := range s.extract {
+		varBits := 0
+		if i == len(s.extract)-1 && s.varBits != nil {
+			varBits = int(s.varBits(p))
+		}
+		if bit+h.fixed+varBits > 8*len(data) {
+			p.payload = bit / 8
+			return errTooShort
+		}
+		if h.varMax > 0 && varBits > h.varMax {
+			return h.varErr(varBits)
+		}
+		p.hdrAt[h.index] = int32(bit + 1)
+		for _, f := range h.used {
+			off := bit + f.off
+			if f.afterVar {
+				off += varBits
+			}
+			if i, s := off>>3, off&7; i+8 <= len(data) && s+f.bits <= 64 {
+				p.v[f.slot] = binary.BigEndian.Uint64(data[i:]) << uint(s) >> uint(64-f.bits)
+			} else {
+				p.v[f.slot] = getBits(data, off, f.bits)
+			}
+		}
+		if h.varMax > 0 {
+			p.varOff[h.index] = int32((bit + h.varAt) / 8)
+			p.varLen[h.index] = int32(varBits / 8)
+		}
+		bit += h.fixed + varBits
+		p.vbits[h.index>>6] |= 1 << uint(h.index&63)
+		if h.pos <= p.lastPos {
+			p.ordered = false
+		}
+		p.lastPos = h.pos
+	}
+	*at = bit
+	return nil
+}
+
+// valid reports whether header h is valid in p.
+func (p *pkt) valid(h *header) bool { return p.vbits[h.index>>6]>>uint(h.index&63)&1 == 1 }
+
 func (h *header) varErr(bits int) error {
 	return fmt.Errorf("header %s: varbit field %s of %d bits takes at most %d", h.name, h.varName, bits, h.varMax)
 }
@@ -184,12 +274,12 @@ func (h *header) varErr(bits int) error {
 // deparse writes the valid headers of the deparser's list, then the
 // payload, into out.
 func (m *Model) deparse(p *pkt, out []byte) []byte {
-	if m.csumLast != nil && p.v[m.csumLast.valid] == 1 {
+	if m.csumLast != nil && p.valid(m.csumLast) {
 		was := p.v[m.ipv4csum]
 		p.v[m.ipv4csum] = 0
 		w := bitWriter{b: m.scratch[:0]}
 		for _, h := range m.csumHdrs {
-			if p.v[h.valid] == 1 {
+			if p.valid(h) {
 				m.emit(p, h, &w)
 			}
 		}
@@ -204,7 +294,7 @@ func (m *Model) deparse(p *pkt, out []byte) []byte {
 	}
 	w := bitWriter{b: out[:0]}
 	for _, h := range m.deparser {
-		if p.v[h.valid] == 1 {
+		if p.valid(h) {
 			m.emit(p, h, &w)
 		}
 	}

@@ -155,9 +155,14 @@ func (tb *table) lookup(p *pkt) (*action, []uint64) {
 	for i, k := range tb.keys {
 		tb.vals[i] = k(p)
 	}
+	return tb.find(tb.vals)
+}
+
+// find returns the action to run for key values vals, and its arguments.
+func (tb *table) find(vals []uint64) (*action, []uint64) {
 	if tb.exact {
 		var h uint64 = 14695981039346656037
-		for _, v := range tb.vals {
+		for _, v := range vals {
 			h = mix(h, v)
 		}
 		var best *centry
@@ -165,7 +170,7 @@ func (tb *table) lookup(p *pkt) (*action, []uint64) {
 		for _, i := range tb.index[h] {
 			e := &tb.entries[i]
 			for j, m := range e.e.Match {
-				if tb.vals[j] != m.Value {
+				if vals[j] != m.Value {
 					continue cand
 				}
 			}
@@ -182,7 +187,7 @@ next:
 	for _, i := range tb.order {
 		e := &tb.entries[i]
 		for j, m := range e.e.Match {
-			v := tb.vals[j]
+			v := vals[j]
 			switch tb.t.Keys[j].Match {
 			case p4gen.Exact:
 				if v != m.Value {

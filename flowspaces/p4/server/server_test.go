@@ -21,6 +21,7 @@ import (
 	"github.com/ffpf-go/ffpf/flowspaces/p4/server/p4infotest"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 	"github.com/ffpf-go/ffpf/functions/p4gen/p4gentest"
+	"github.com/ffpf-go/ffpf/functions/p4gen/p4info"
 )
 
 // rig is a switch serving P4Runtime on a loopback port, and a client.
@@ -486,7 +487,7 @@ func TestPrinterP4Info(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := p4gen.P4Info(prog, pr)
+	info := p4info.Of(prog, pr)
 	dc, err := p4gen.EncodeJSON(prog)
 	if err != nil {
 		t.Fatal(err)

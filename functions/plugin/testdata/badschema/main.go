@@ -5,7 +5,7 @@ package main
 import (
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
-	"github.com/ffpf-go/ffpf/functions/plugin"
+	"github.com/ffpf-go/ffpf/functions/plugin/sdk"
 )
 
 type pass struct{}
@@ -13,7 +13,7 @@ type pass struct{}
 func (pass) Process(*buffers.Batch) {}
 
 func main() {
-	plugin.Serve(&functions.Class{
+	sdk.Serve(&functions.Class{
 		Name:      "badschema",
 		Params:    []functions.Param{{Name: "x", Type: functions.Int}, {Name: "x", Type: functions.String}},
 		MinInputs: 1, MaxInputs: -1,

@@ -1,7 +1,17 @@
-package p4gen
+// Package p4info writes the P4Info of a program a p4 flowspace runs
+// (functions/p4gen's Program, as its printer printed it): the P4Runtime
+// names and ids of its tables, actions, counters, registers, digests and
+// controller headers, as p4c writes them for v1model.
+//
+// The sharp edge: it is the one package of the IR that needs P4Runtime's
+// generated protobuf types, whose initialisation every process that links
+// them pays at start-up; p4gen, which every class's lowering imports,
+// does not import it.
+package p4info
 
 import (
 	"fmt"
+	"github.com/ffpf-go/ffpf/functions/p4gen"
 	"slices"
 	"sort"
 	"strings"
@@ -10,7 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 )
 
-// P4Info returns the P4Info of a printed program as p4c writes it for
+// Of returns the P4Info of a printed program as p4c writes it for
 // v1model: tables, actions, counters and registers under their fully
 // qualified names ("ffpf_ingress.cms_2_row0"), digests under their
 // struct type's name, each alias the shortest suffix of dotted
@@ -18,13 +28,13 @@ import (
 // the resource type's prefix in the top byte and the low 24 bits of the
 // Jenkins one-at-a-time hash of the name below, probing upwards past an
 // ID already taken, names of one type taken in sorted order.
-func P4Info(p *Program, pr *Printed) *p4v1.P4Info {
+func Of(p *p4gen.Program, pr *p4gen.Printed) *p4v1.P4Info {
 	info := &p4v1.P4Info{PkgInfo: &p4v1.PkgInfo{Arch: "v1model"}}
 	ids := newIDs()
 	// The controls an action is declared in.
-	actionNames := func(a *Action) []string {
+	actionNames := func(a *p4gen.Action) []string {
 		if pr.Shared[a] {
-			return []string{IngressName + "." + a.Name, EgressName + "." + a.Name}
+			return []string{p4gen.IngressName + "." + a.Name, p4gen.EgressName + "." + a.Name}
 		}
 		return []string{pr.Name(a)}
 	}
@@ -72,8 +82,8 @@ func P4Info(p *Program, pr *Printed) *p4v1.P4Info {
 		tb := &p4v1.Table{Preamble: pre(p4v1.P4Ids_TABLE, pr.Name(t)), Size: int64(t.Size), IsConstTable: t.Const}
 		for i, k := range t.Keys {
 			mf := &p4v1.MatchField{Id: uint32(i + 1), Name: KeyName(k), Bitwidth: int32(max(k.X.Type().Bits, 1))}
-			mf.Match = &p4v1.MatchField_MatchType_{MatchType: map[MatchKind]p4v1.MatchField_MatchType{
-				Exact: p4v1.MatchField_EXACT, Ternary: p4v1.MatchField_TERNARY, LPM: p4v1.MatchField_LPM, Range: p4v1.MatchField_RANGE}[k.Match]}
+			mf.Match = &p4v1.MatchField_MatchType_{MatchType: map[p4gen.MatchKind]p4v1.MatchField_MatchType{
+				p4gen.Exact: p4v1.MatchField_EXACT, p4gen.Ternary: p4v1.MatchField_TERNARY, p4gen.LPM: p4v1.MatchField_LPM, p4gen.Range: p4v1.MatchField_RANGE}[k.Match]}
 			tb.MatchFields = append(tb.MatchFields, mf)
 		}
 		for _, a := range t.Actions {
@@ -86,8 +96,8 @@ func P4Info(p *Program, pr *Printed) *p4v1.P4Info {
 		info.Tables = append(info.Tables, tb)
 	}
 	for _, c := range p.Counters {
-		unit := map[CounterType]p4v1.CounterSpec_Unit{Packets: p4v1.CounterSpec_PACKETS, Bytes: p4v1.CounterSpec_BYTES,
-			PacketsAndBytes: p4v1.CounterSpec_BOTH}[c.Type]
+		unit := map[p4gen.CounterType]p4v1.CounterSpec_Unit{p4gen.Packets: p4v1.CounterSpec_PACKETS, p4gen.Bytes: p4v1.CounterSpec_BYTES,
+			p4gen.PacketsAndBytes: p4v1.CounterSpec_BOTH}[c.Type]
 		info.Counters = append(info.Counters, &p4v1.Counter{Preamble: pre(p4v1.P4Ids_COUNTER, pr.Name(c)),
 			Spec: &p4v1.CounterSpec{Unit: unit}, Size: int64(c.Size)})
 	}
@@ -125,18 +135,18 @@ func P4Info(p *Program, pr *Printed) *p4v1.P4Info {
 // KeyName is the name of a table key in the P4Info, as p4c names it: the
 // key's expression ("hdr.ipv4.dst_addr"), "hdr.tcp.$valid$" for
 // hdr.tcp.isValid().
-func KeyName(k TableKey) string {
+func KeyName(k p4gen.TableKey) string {
 	switch x := k.X.(type) {
-	case Ref:
+	case p4gen.Ref:
 		return x.Path
-	case Valid:
+	case p4gen.Valid:
 		return "hdr." + x.Header + ".$valid$"
 	}
 	return fmt.Sprint(k.X)
 }
 
-// P4InfoText prints a P4Info as protobuf text (p4info.txtpb).
-func P4InfoText(info *p4v1.P4Info) ([]byte, error) {
+// Text prints a P4Info as protobuf text (p4info.txtpb).
+func Text(info *p4v1.P4Info) ([]byte, error) {
 	return prototext.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(info)
 }
 
