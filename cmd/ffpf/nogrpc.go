@@ -42,8 +42,13 @@ func cmdP4Switch([]string, io.Writer, io.Writer) error {
 	return &needsGRPC{"ffpf p4 switch"}
 }
 
+func cmdP4Net([]string, io.Writer, io.Writer) error {
+	return &needsGRPC{"ffpf p4 net"}
+}
+
 func init() {
-	p4Commands = append(p4Commands, p4Command{"switch", p4SwitchSynopsis, cmdP4Switch})
+	p4Commands = append(p4Commands, p4Command{"switch", p4SwitchSynopsis, cmdP4Switch},
+		p4Command{"net", p4NetSynopsis, cmdP4Net})
 }
 
 // A hierarchy of this build has no switch.

@@ -33,6 +33,9 @@ import (
 //	changes:
 //	  - {at: 50ms, switch: s1, routes: {1: 3}}
 type Config struct {
+	// Program is the MAFIA program the switches run (relative to the
+	// file's directory); ffpf p4 net --mafia gives one instead.
+	Program  string         `yaml:"program"`
 	Switches []SwitchConfig `yaml:"switches"`
 	// Links cable two ports, "s1:2 s2:1", both ways.
 	Links []string `yaml:"links"`
@@ -288,6 +291,15 @@ func (c *Config) link(l string) (PortRef, PortRef, error) {
 		return PortRef{}, PortRef{}, fmt.Errorf("link %q: %v", l, err)
 	}
 	return a, b, nil
+}
+
+// ProgramPath is Program, relative to the working directory ("" when
+// the file names none).
+func (c *Config) ProgramPath() string {
+	if c.Program == "" {
+		return ""
+	}
+	return c.path(c.Program)
 }
 
 // path returns a file the network file names, relative to its directory.
