@@ -401,3 +401,13 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 echo "   (medians of $COUNT runs; the exposition is written per scrape from each function's counters and MBuf: ffpf_packets_total"
 echo "    per request and function, the scalar state fields, placement, readers and the process's figures)"
+echo
+echo "== 17. MAFIA: compile time of each use case of examples/mafia (parse, compile to ffpf requests, build every role's switch"
+echo "   program: lower, allocate stages, print P4_16, device config), best of $COUNT; lines of P4 printed (all roles), and beyond a switch that only forwards"
+$GO test -run '^$' -bench 'BenchmarkCompile' -benchtime 20x -count "$COUNT" ./examples/mafia/ 2>/dev/null | tee "$OUT/mafia.txt" | grep -E '^(FAIL|ok)' | grep -v '^ok' || true
+awk '/^BenchmarkCompile\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
+       for (i=1;i<=NF;i++) { if ($(i+1)=="ns/op" && (!(m in b) || $i < b[m])) b[m]=$i; if ($(i+1)=="lines") l[m]=$i; if ($(i+1)=="own_lines") o[m]=$i } }
+     END { for (m in b)
+       printf "   %-24s %6.2f ms %-16s %5d lines of P4, %4d beyond forwarding\n", m, b[m]/1e6, (b[m] < 25e6 ? "(< 25 ms)" : "(MAFIA: < 25 ms)"), l[m], o[m] }' "$OUT/mafia.txt" | sort
+echo "   (the path use cases, congested-flows, path-changes, trajectory, build three programs, one per role; resources per role:"
+echo "    go test -run '^\$' -bench BenchmarkCompile -benchtime 1x -v ./examples/mafia/ | grep resources, tabled in examples/mafia/README.md)"
