@@ -1,11 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/gopacket/pcapgo"
+
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/flowkey"
 )
 
 // ffpf mafia check: a use case prints the request it becomes; the
@@ -50,5 +57,108 @@ func TestMafiaCheckErrors(t *testing.T) {
 		if got := strings.Index(lines[2], "^") - strings.Index(lines[1], "pkts"); got != c-1 {
 			t.Errorf("%s: the caret is under column %d, want %d", tc.step, got+1, c)
 		}
+	}
+}
+
+// The same programs in userspace (ffpf run --mafia), their HashMaps
+// given room for every flow of the trace (size=65536; the files' 1024
+// drop flows there as on a switch, whose test, examples/mafia
+// TestSwitch*, simulates its slots): the samples and the packets past a
+// threshold are exactly those of the definition, and no packet's key
+// found the table full.
+func TestMafiaRunUserspace(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.pcap")
+	if r := ffpf(t, "gen", "-o", trace, "--packets", "20000", "--flows", "200", "--seed", "11"); r.code != 0 {
+		t.Fatalf("gen: %s", r.stderr)
+	}
+	sp, err := flowkey.Parse("5tuple")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := readFrames(t, trace)
+	for _, tc := range []struct {
+		file, out string
+		want      func(n, bytes uint64) bool
+	}{
+		{"deterministic-sampling.mafia", "samples.pcap", func(n, _ uint64) bool { return n%64 > 10 && n%64 <= 15 }},
+		{"counter-thresholds.mafia", "exceeded.pcap", func(n, b uint64) bool { return n > 100 || b > 64*1024 }},
+	} {
+		src, err := os.ReadFile(filepath.Join("../../examples/mafia", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog := filepath.Join(dir, tc.file)
+		if err := os.WriteFile(prog, bytes.ReplaceAll(src, []byte("size=1024"), []byte("size=65536")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, ffpfBin, dir, nil, nil, "run", "--json", "--mafia", prog, "-r", trace)
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.file, r.code, r.stderr)
+		}
+		var run struct {
+			Functions []struct {
+				ID    string         `json:"id"`
+				State map[string]any `json:"state"`
+			} `json:"functions"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		counters := 0
+		for _, f := range run.Functions {
+			if strings.HasPrefix(f.ID, "counter") {
+				counters++
+				if d, ok := f.State["dropped"].(float64); !ok || d != 0 {
+					t.Fatalf("%s: %s dropped keys: %v", tc.file, f.ID, f.State)
+				}
+			}
+		}
+		if counters == 0 {
+			t.Fatalf("%s: no counter in %s", tc.file, r.stdout)
+		}
+		n, b := map[flowkey.Key]uint64{}, map[flowkey.Key]uint64{}
+		var want [][]byte
+		for _, f := range frames {
+			var k flowkey.Key
+			if !sp.Extract(functions.LinkEthernet, f, &k) {
+				continue
+			}
+			n[k]++
+			b[k] += uint64(len(f))
+			if tc.want(n[k], b[k]) {
+				want = append(want, f)
+			}
+		}
+		got := readFrames(t, filepath.Join(dir, tc.out))
+		if len(got) != len(want) || len(want) == 0 {
+			t.Fatalf("%s: %d packets in %s, the definition gives %d", tc.file, len(got), tc.out, len(want))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("%s: packet %d of %s is not the definition's", tc.file, i, tc.out)
+			}
+		}
+	}
+}
+
+func readFrames(t *testing.T, file string) [][]byte {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcapgo.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for {
+		d, _, err := r.ReadPacketData()
+		if err != nil {
+			return out
+		}
+		out = append(out, d)
 	}
 }
