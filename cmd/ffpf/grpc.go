@@ -8,8 +8,8 @@ package main
 // bin/ffpf-grpc, the whole of ffpf (the default build, go build
 // ./cmd/ffpf). bin/ffpf runs every command itself except those that need
 // gRPC, which it runs again, with the same arguments, environment and
-// descriptors, by exec'ing bin/ffpf-grpc: ffpf p4 build and ffpf p4
-// switch, a run, check, place or classes with plugins (--plugins,
+// descriptors, by exec'ing bin/ffpf-grpc: ffpf p4 build, ffpf p4
+// switch and ffpf p4 net, a run, check, place or classes with plugins (--plugins,
 // $FFPF_PLUGINS), and any command given a hierarchy file with a p4
 // flowspace. Each is found where the whole build would first need gRPC,
 // before anything is read from standard input or written.
