@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/gopacket/pcapgo"
-
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/flowkey"
 )
@@ -76,7 +74,7 @@ func TestMafiaRunUserspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames := readFrames(t, trace)
+	frames := pcapFrames(t, trace)
 	for _, tc := range []struct {
 		file, out string
 		want      func(n, bytes uint64) bool
@@ -130,7 +128,7 @@ func TestMafiaRunUserspace(t *testing.T) {
 				want = append(want, f)
 			}
 		}
-		got := readFrames(t, filepath.Join(dir, tc.out))
+		got := pcapFrames(t, filepath.Join(dir, tc.out))
 		if len(got) != len(want) || len(want) == 0 {
 			t.Fatalf("%s: %d packets in %s, the definition gives %d", tc.file, len(got), tc.out, len(want))
 		}
@@ -139,26 +137,5 @@ func TestMafiaRunUserspace(t *testing.T) {
 				t.Fatalf("%s: packet %d of %s is not the definition's", tc.file, i, tc.out)
 			}
 		}
-	}
-}
-
-func readFrames(t *testing.T, file string) [][]byte {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for {
-		d, _, err := r.ReadPacketData()
-		if err != nil {
-			return out
-		}
-		out = append(out, d)
 	}
 }

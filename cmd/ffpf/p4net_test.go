@@ -6,29 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/gopacket/pcapgo"
 )
-
-func pcapCount(t *testing.T, file string) int {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for {
-		if _, _, err := r.ReadPacketData(); err != nil {
-			return n
-		}
-		n++
-	}
-}
 
 // ffpf p4 net runs examples/mafia/path.yaml as it is (postcards on a path
 // of three), from bin/ffpf through its gRPC build: every packet leaves the
@@ -73,10 +51,10 @@ func TestP4NetMafiaPath(t *testing.T) {
 			t.Errorf("%s: %d copies, functions %+v", s.Name, s.Copies, s.Functions)
 		}
 	}
-	if n := pcapCount(t, filepath.Join(dir, "out.pcap")); n != 500 {
+	if n := len(pcapFrames(t, filepath.Join(dir, "out.pcap"))); n != 500 {
 		t.Errorf("%d packets left the path of 500", n)
 	}
-	if n := pcapCount(t, filepath.Join(dir, "postcards.pcap")); n != 1500 {
+	if n := len(pcapFrames(t, filepath.Join(dir, "postcards.pcap"))); n != 1500 {
 		t.Errorf("%d postcards of 500 packets on three switches", n)
 	}
 
