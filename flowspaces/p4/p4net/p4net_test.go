@@ -1,198 +1,65 @@
 package p4net_test
 
 import (
-	"bytes"
-	"encoding/binary"
-	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
 	"testing"
-	"time"
-
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
 
 	"github.com/ffpf-go/ffpf/flowspaces/p4/p4net"
-	_ "github.com/ffpf-go/ffpf/functions/builtin"
-	"github.com/ffpf-go/ffpf/functions/gen"
-	"github.com/ffpf-go/ffpf/lang/mafia"
 )
 
-type frame struct {
-	data []byte
-	t    time.Time
-}
+// The MAFIA use cases run on networks in examples/mafia (TestSwitch*),
+// and ffpf p4 net in cmd/ffpf; here, what a network file may say.
 
-func trace(cfg gen.Config) []frame {
-	g := gen.New(cfg)
-	var fs []frame
-	buf := make([]byte, gen.MaxFrameLen)
-	for {
-		n, _, ts, ok := g.Next(buf)
-		if !ok {
-			return fs
-		}
-		fs = append(fs, frame{bytes.Clone(buf[:n]), time.Unix(0, ts)})
-	}
-}
-
-func writePcap(t *testing.T, path string, fs []frame) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := pcapgo.NewWriterNanos(f)
-	if err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
-	for _, fr := range fs {
-		if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: fr.t, CaptureLength: len(fr.data), Length: len(fr.data)}, fr.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readPcap(t *testing.T, path string) [][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for {
-		d, _, err := r.ReadPacketData()
-		if err != nil {
-			return out
-		}
-		out = append(out, d)
-	}
-}
-
-// path3 is three switches in a row: s1:1 takes the trace, s3:2 gives it
-// out.
-func path3(dir string) string {
-	return fmt.Sprintf(`
+const good = `
+program: postcards.mafia
 switches:
-  - {name: s1, role: first_hop}
-  - {name: s2, role: intermediate}
+  - {name: s1, role: first_hop, rates: {2: 500000}}
+  - {name: s2, role: intermediate, id: 7}
   - {name: s3, role: last_hop}
 links: ["s1:2 s2:1", "s2:2 s3:1"]
-ports: {"s1:1": "in:%[1]s/trace.pcap", "s3:2": "out:%[1]s/out.pcap"}
+ports: {"s1:1": "in:trace.pcap", "s3:2": "out:out.pcap"}
 routes: {s1: {1: 2}, s2: {1: 2}, s3: {1: 2}}
-`, dir)
-}
+changes:
+  - {at: 5ms, switch: s2, routes: {1: 3}}
+`
 
-func run(t *testing.T, netYAML, program string) *p4net.Result {
-	t.Helper()
-	cfg, err := p4net.Parse([]byte(netYAML), "net.yaml")
+func TestConfig(t *testing.T) {
+	c, err := p4net.Parse([]byte(good), filepath.Join("nets", "path.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := mafia.Parse(program)
-	if err != nil {
-		t.Fatal(err)
+	if got := c.ProgramPath(); got != filepath.Join("nets", "postcards.mafia") {
+		t.Errorf("the program is %s, relative to the file's directory", got)
 	}
-	res, err := mafia.Compile(prog, mafia.Options{})
-	if err != nil {
-		t.Fatal(err)
+	if s := c.Switch("s2"); s == nil || s.ID != 7 || s.Role != "intermediate" {
+		t.Errorf("s2: %+v", s)
 	}
-	var secs []p4net.Section
-	for _, r := range res.Requests {
-		secs = append(secs, p4net.Section{Role: r.Role, Req: r.Req, Copies: r.Copies})
-	}
-	progs, err := p4net.Programs(cfg, secs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := p4net.Start(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	out, err := p4net.Run(n, progs, p4net.RunOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// Postcards on a path of three: every switch sends a copy of each packet
-// with its ports and id written into the copy's IPv4 header, and the
-// packets leave the path as they entered it.
-func TestPostcardsOnAPath(t *testing.T) {
-	dir := t.TempDir()
-	fs := trace(gen.Config{Seed: 1, Packets: 400, Flows: 30, IPv6: 0.2, VLAN: 0.1})
-	writePcap(t, filepath.Join(dir, "trace.pcap"), fs)
-	res := run(t, path3(dir), fmt.Sprintf(`
-pkts >> duplicate(postcards)
-postcards >> tag(ipv4.checksum, pkt.input_port) >> tag(ipv4.identification, pkt.output_port)
-          >> tag(ipv4.tos, switch.id) >> collect("file:%s/postcards.pcap")
-`, dir))
-	out := readPcap(t, filepath.Join(dir, "out.pcap"))
-	if len(out) != len(fs) {
-		t.Fatalf("%d packets left the path of %d", len(out), len(fs))
-	}
-	for i := range out {
-		if !bytes.Equal(out[i], fs[i].data) {
-			t.Fatalf("packet %d left the path changed", i)
-		}
-	}
-	cards := readPcap(t, filepath.Join(dir, "postcards.pcap"))
-	if len(cards) != 3*len(fs) {
-		t.Fatalf("%d postcards of %d packets on 3 switches", len(cards), len(fs))
-	}
-	// Each IPv4 packet's three postcards: (in 1, out 2, switch 1..3).
-	seen := map[[3]int]int{}
-	v4 := 0
-	for _, c := range cards {
-		ip := ipv4(c)
-		if ip < 0 {
-			continue
-		}
-		v4++
-		seen[[3]int{int(binary.BigEndian.Uint16(c[ip+10:])), int(binary.BigEndian.Uint16(c[ip+4:])), int(c[ip+1])}]++
-	}
-	for sw := 1; sw <= 3; sw++ {
-		if seen[[3]int{1, 2, sw}] != v4/3 || v4 == 0 {
-			t.Errorf("switch %d: %d postcards with ports 1 → 2 of %d IPv4 ones: %v", sw, seen[[3]int{1, 2, sw}], v4, seen)
-		}
-	}
-	for _, s := range res.Switches {
-		if s.Copies != uint64(len(fs)) {
-			t.Errorf("%s sent %d copies", s.Name, s.Copies)
-		}
+	if s := c.Switch("s3"); s == nil || s.ID != 3 || s.CPUPort != 255 {
+		t.Errorf("s3's id and CPU port default to its position and 255: %+v", s)
 	}
 }
 
-// ipv4 returns the offset of a frame's IPv4 header (after VLAN tags), or
-// -1.
-func ipv4(f []byte) int {
-	off := 12
-	for off+2 <= len(f) {
-		et := binary.BigEndian.Uint16(f[off:])
-		switch et {
-		case 0x8100, 0x88a8:
-			off += 4
-			continue
-		case 0x0800:
-			if off+2+20 <= len(f) {
-				return off + 2
-			}
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ from, to, msg string }{
+		{"{name: s2, role: intermediate, id: 7}", "{name: s2, role: middle}", `role "middle" is none of first_hop, intermediate, last_hop`},
+		{"{name: s2, role: intermediate, id: 7}", "{name: s1}", "switch s1 is named twice"},
+		{"{name: s2, role: intermediate, id: 7}", "{name: s2, id: 3}", "have id 3"},
+		{"{name: s2, role: intermediate, id: 7}", "{name: s2, cpu_port: 600}", "CPU port 600 is not a port"},
+		{"rates: {2: 500000}", "rates: {2: 0}", "a rate above 0"},
+		{`"out:out.pcap"`, `"tap:out.pcap"`, "is not in:FILE.pcap or out:FILE.pcap"},
+		{"at: 5ms", "at: soon", `at "soon" is not a duration`},
+		{"s3: {1: 2}}", "s3: {1: 2}, s9: {1: 2}}", `routes of "s9", which is no switch`},
+		{"s3: {1: 2}}", "s3: {1: 511}}", "ports are 0 to 510"},
+		{"program:", "programme:", "programme not found"},
+	} {
+		src := strings.Replace(good, tc.from, tc.to, 1)
+		if src == good {
+			t.Fatalf("%q is not in the network", tc.from)
 		}
-		return -1
+		_, err := p4net.Parse([]byte(src), "path.yaml")
+		if err == nil || !strings.Contains(err.Error(), tc.msg) || !strings.HasPrefix(err.Error(), "path.yaml: ") {
+			t.Errorf("%s → %s: %v, want path.yaml: …%s…", tc.from, tc.to, err, tc.msg)
+		}
 	}
-	return -1
 }
