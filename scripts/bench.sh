@@ -403,7 +403,7 @@ echo "   (medians of $COUNT runs; the exposition is written per scrape from each
 echo "    per request and function, the scalar state fields, placement, readers and the process's figures)"
 echo
 echo "== 17. MAFIA: compile time of each use case of examples/mafia (parse, compile to ffpf requests, build every role's switch"
-echo "   program: lower, allocate stages, print P4_16, device config), best of $COUNT; lines of P4 printed (all roles), and beyond a switch that only forwards"
+echo "   program: lower, validate, allocate stages, print P4_16), best of $COUNT; lines of P4 printed (all roles), and beyond a switch that only forwards"
 $GO test -run '^$' -bench 'BenchmarkCompile' -benchtime 20x -count "$COUNT" ./examples/mafia/ 2>/dev/null | tee "$OUT/mafia.txt" | grep -E '^(FAIL|ok)' | grep -v '^ok' || true
 awk '/^BenchmarkCompile\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
        for (i=1;i<=NF;i++) { if ($(i+1)=="ns/op" && (!(m in b) || $i < b[m])) b[m]=$i; if ($(i+1)=="lines") l[m]=$i; if ($(i+1)=="own_lines") o[m]=$i } }

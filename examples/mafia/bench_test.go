@@ -27,8 +27,8 @@ var benchLogged sync.Map
 
 // BenchmarkCompile is MAFIA's compile time (Table III: < 25 ms) for each
 // use case: parse the .mafia file, compile it to ffpf requests, and build
-// each role's switch program (lower, allocate stages, print P4_16, the
-// device config). It reports the lines of P4 printed (all roles), and
+// each role's switch program (lower, validate, allocate stages, print
+// P4_16; not the model's device config, made when a program is pushed). It reports the lines of P4 printed (all roles), and
 // logs, once, each role's resources: ingress and egress stages, the
 // widest stage (logical tables), stateful operations (Table IV).
 func BenchmarkCompile(b *testing.B) {

@@ -52,10 +52,14 @@ type Program struct {
 	Routes  *p4gen.Table
 	SetPort *p4gen.Action
 
-	Printed      *p4gen.Printed
-	DeviceConfig []byte
-	Report       p4gen.Report
+	Printed *p4gen.Printed
+	Report  p4gen.Report
 }
+
+// DeviceConfig is the program as the model takes it
+// (SetForwardingPipelineConfig's p4_device_config), made when it is
+// pushed: compiling a program stops at its P4.
+func (p *Program) DeviceConfig() ([]byte, error) { return p4gen.EncodeJSON(p.Prog) }
 
 // Node is one function of the program.
 type Node struct {
@@ -112,9 +116,6 @@ func Build(req *lang.Request, copies []bool, o Options) (*Program, error) {
 	}
 	p.Report = al.Report()
 	if p.Printed, err = p4gen.Print(p.Prog); err != nil {
-		return nil, p.errorf(err)
-	}
-	if p.DeviceConfig, err = p4gen.EncodeJSON(p.Prog); err != nil {
 		return nil, p.errorf(err)
 	}
 	return p, nil

@@ -285,7 +285,11 @@ func (c *control) push(n *Network, o RunOptions) error {
 	}
 	c.client = cl
 	info := p4info.Of(p.Prog, p.Printed)
-	if err := cl.SavePipeline(info, p.DeviceConfig); err != nil {
+	config, err := p.DeviceConfig()
+	if err != nil {
+		return fmt.Errorf("switch %s: %v", p.Name, err)
+	}
+	if err := cl.SavePipeline(info, config); err != nil {
 		return fmt.Errorf("switch %s: %v", p.Name, err)
 	}
 	if err := c.setRoutes(n.cfg.Routes[p.Name]); err != nil {
