@@ -23,6 +23,13 @@ func TestMafiaCheckErrors(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "nbytes:(cms,key=5tuple,width=256,depth=4,value=bytes)") {
 		t.Fatalf("heavy-hitters: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
+	udp := filepath.Join(t.TempDir(), "udp.mafia")
+	if err := os.WriteFile(udp, []byte("pkts >> duplicate(d)\nd >> collect(\"udp:127.0.0.1:9999\")\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := ffpf(t, "mafia", "check", udp); r.code != 0 || !strings.Contains(r.stdout, `(export,to="127.0.0.1:9999")`) {
+		t.Errorf("collect to UDP: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
 	const decl = "flowid = Key(ip.src, ip.dst, tcp.src, tcp.dst, ip.proto)\n" +
 		"hh = BloomFilter(alg=\"membership\", key=flowid, nhash=4, size=64)\n" +
 		"n = Sketch(alg=\"count-min\", key=flowid, nhash=4, size=256)\n" +

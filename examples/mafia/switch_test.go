@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -830,6 +831,57 @@ func newPcapWriter(t *testing.T, w io.Writer) func([]byte, int64) {
 		ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, ns), CaptureLength: len(f), Length: len(f)}
 		if err := pw.WritePacket(ci, f); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// collect to a UDP collector: the heavy hitters' alarms sent as
+// datagrams, one frame each, are the alarms the file collects.
+func TestSwitchCollectUDP(t *testing.T) {
+	dir, _ := swSetup(t)
+	runNet(t, dir, oneSwitch, "heavy-hitters.mafia")
+	want := readPcap(t, filepath.Join(dir, "alarms.pcap"))
+
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	src, err := os.ReadFile("heavy-hitters.mafia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := bytes.Replace(src, []byte(`"file:alarms.pcap"`), []byte(`"udp:`+pc.LocalAddr().String()+`"`), 1)
+	if bytes.Equal(prog, src) {
+		t.Fatal("heavy-hitters.mafia collects elsewhere than file:alarms.pcap")
+	}
+	dir2, _ := swSetup(t)
+	file := filepath.Join(dir2, "hh-udp.mafia")
+	if err := os.WriteFile(file, prog, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan [][]byte, 1)
+	go func() {
+		var ds [][]byte
+		buf := make([]byte, 65536)
+		for {
+			pc.SetReadDeadline(time.Now().Add(2 * time.Second))
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				got <- ds
+				return
+			}
+			ds = append(ds, bytes.Clone(buf[:n]))
+		}
+	}()
+	runNet(t, dir2, oneSwitch, file)
+	ds := <-got
+	if len(ds) != len(want) {
+		t.Fatalf("%d datagrams, the file collected %d alarms", len(ds), len(want))
+	}
+	for i := range ds {
+		if !bytes.Equal(ds[i], want[i].data) {
+			t.Fatalf("datagram %d is not alarm %d", i, i)
 		}
 	}
 }

@@ -946,7 +946,7 @@ func (c *compiler) collect(op *Op, in point) (point, []lang.Term, error) {
 	case strings.HasPrefix(ep, "file:") && len(ep) > 5:
 		f = fn("export", "file", ep[5:])
 	case strings.HasPrefix(ep, "udp:") && len(ep) > 4:
-		f = fn("export", "udp", ep[4:])
+		f = fn("export", "to", ep[4:])
 	default:
 		return point{}, nil, c.errorf(op.Args[0].ExprPos(), "endpoint %q is not \"file:PATH\" (a pcap file) or \"udp:HOST:PORT\" (a collector)", ep)
 	}

@@ -257,3 +257,12 @@ func TestOrigins(t *testing.T) {
 		}
 	}
 }
+
+// collect("udp:HOST:PORT") is export's to= (a UDP collector); ffpf mafia
+// check binds it with the class's parameters (cmd/ffpf TestMafiaCheckErrors).
+func TestCollectUDP(t *testing.T) {
+	r := compile(t, "pkts >> duplicate(d)\nd >> collect(\"udp:127.0.0.1:9999\")")
+	if e := r.Requests[0].Expr(); !strings.Contains(e, `(export,to="127.0.0.1:9999")`) {
+		t.Fatalf("collect to UDP compiles to %s", e)
+	}
+}
