@@ -127,7 +127,7 @@ type gen struct {
 	params []p4gen.Field // of the action being made
 	tables []*p4gen.Table
 	regs   []*p4gen.Register
-	old    int // bits of the register an RMW's expressions are in, or 0
+	old    int  // bits of the register an RMW's expressions are in, or 0
 	egress bool // making egress's statements
 }
 
