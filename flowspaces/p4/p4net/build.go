@@ -14,7 +14,6 @@ package p4net
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 
@@ -397,8 +396,8 @@ func (p *Program) lower() error {
 		if err := code.Lower(b); err != nil {
 			return fmt.Errorf("%s: %v", n.ID, err)
 		}
-		if _, err := added(before, prog.Ingress); err != nil {
-			return fmt.Errorf("%s: %v", n.ID, err)
+		if _, ok := p4gen.Inserted(before, prog.Ingress); !ok {
+			return fmt.Errorf("%s: its lowering rewrote the statements of the functions before it", n.ID)
 		}
 		if b.Window != nil {
 			return fmt.Errorf("%s: window= is not read on a path (its state is read when the trace ends)", n.ID)
@@ -509,24 +508,6 @@ func stateOf(n *Node, lowered map[*Node]bool) func(string) (map[string]p4gen.Exp
 		}
 		return nil, false
 	}
-}
-
-// added checks that a lowering only added statements to the program's
-// ingress (the layers every packet computes), before or after those it
-// held.
-func added(before, after []p4gen.Stmt) ([]p4gen.Stmt, error) {
-	n := len(after) - len(before)
-	switch {
-	case n == 0:
-		return nil, nil
-	case len(before) == 0:
-		return after, nil
-	case n > 0 && reflect.DeepEqual(after[n:], before):
-		return after[:n], nil
-	case n > 0 && reflect.DeepEqual(after[:len(before)], before):
-		return after[len(before):], nil
-	}
-	return nil, errors.New("its lowering rewrote the statements of the functions before it")
 }
 
 func hasDigest(ss []p4gen.Stmt) bool {
