@@ -20,9 +20,10 @@ deps:
 	@scripts/deps.sh
 
 # bin/ffpf is ffpf without its gRPC stacks (P4Runtime, the plugins'
-# control plane), which every process would initialise at start-up; it
-# runs bin/ffpf-grpc, the whole build (go build ./cmd/ffpf), beside it for
-# the commands that need them (cmd/ffpf/grpc.go).
+# control plane) and the daemon with Prometheus's client library, which
+# every process would initialise at start-up; it runs bin/ffpf-grpc, the
+# whole build (go build ./cmd/ffpf), beside it for the commands that need
+# them (cmd/ffpf/grpc.go).
 build: deps
 	$(GO) build -o $(BIN)-grpc ./cmd/ffpf
 	$(GO) build -tags nogrpc -o $(BIN) ./cmd/ffpf

@@ -36,9 +36,20 @@ func NewPBuf(slots, slotSize int) *PBuf {
 	if slots <= 0 || slotSize <= 0 {
 		panic(fmt.Sprintf("buffers: bad PBuf geometry %d×%d", slots, slotSize))
 	}
+	return NewPBufOn(make([]byte, slots*slotSize), slots, slotSize)
+}
+
+// NewPBufOn returns a PBuf of slots slots of slotSize bytes each whose
+// slots are mem (at least slots*slotSize bytes): memory allocated
+// elsewhere, such as shared memory that another process maps
+// (buffers/shared). Its metadata and annotations stay this process's.
+func NewPBufOn(mem []byte, slots, slotSize int) *PBuf {
+	if slots <= 0 || slotSize <= 0 || len(mem) < slots*slotSize {
+		panic(fmt.Sprintf("buffers: bad PBuf geometry %d×%d on %d bytes", slots, slotSize, len(mem)))
+	}
 	p := &PBuf{
 		slotSize: slotSize,
-		data:     make([]byte, slots*slotSize),
+		data:     mem[: slots*slotSize : slots*slotSize],
 		meta:     make([]Meta, slots),
 		ann:      make([]uint64, slots*AnnWords),
 	}
@@ -56,6 +67,10 @@ func NewPBufView(mem []byte, slots int) *PBuf {
 	}
 	return &PBuf{data: mem, meta: make([]Meta, slots), ann: make([]uint64, slots*AnnWords)}
 }
+
+// Memory returns the memory the packets lie in: the slots', or the
+// memory a view refers to. A packet's Meta.Offset is its place in it.
+func (p *PBuf) Memory() []byte { return p.data }
 
 // IsView reports whether the PBuf refers to memory it does not own.
 func (p *PBuf) IsView() bool { return p.slotSize == 0 }

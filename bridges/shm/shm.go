@@ -41,12 +41,12 @@ type Header struct {
 }
 
 // Desc describes the packet of one entry of a cell that carries packets:
-// where its bytes lie in the cell's window, and its metadata.
+// where its bytes lie, in the cell's window (Put) or in other memory both
+// sides map (Ref: zero-copy), and its metadata.
 type Desc struct {
-	Off     uint32 // offset in the cell's window
+	Off     uint64 // offset in the cell's window, or in the memory Ref refers to
 	CapLen  uint32
 	WireLen uint32
-	_       uint32
 	TS      int64 // capture time, ns since the Unix epoch
 }
 
@@ -71,24 +71,36 @@ func (c *Cell) Put(i int, pkt []byte, wireLen uint32, ts int64) bool {
 		return false
 	}
 	copy(c.Window[off:], pkt)
-	c.D[i] = Desc{Off: uint32(off), CapLen: uint32(len(pkt)), WireLen: wireLen, TS: ts}
+	c.D[i] = Desc{Off: uint64(off), CapLen: uint32(len(pkt)), WireLen: wireLen, TS: ts}
 	c.Used = uint32((off + len(pkt) + 7) &^ 7)
 	return true
 }
 
+// Ref describes entry i's packet as lying at off in memory the receiver
+// maps as well (a PBuf in shared memory, buffers/shared): zero-copy, no
+// byte of it crosses.
+func (c *Cell) Ref(i int, off uint64, capLen, wireLen uint32, ts int64) {
+	c.D[i] = Desc{Off: off, CapLen: capLen, WireLen: wireLen, TS: ts}
+}
+
 // Packet returns the bytes of entry i's packet, or false when its
 // descriptor lies outside the window (the sender wrote nonsense).
-func (c *Cell) Packet(i int) ([]byte, bool) {
+func (c *Cell) Packet(i int) ([]byte, bool) { return c.PacketIn(i, c.Window) }
+
+// PacketIn returns the bytes of entry i's packet in mem, the memory its
+// descriptor refers to (the window, or memory of Ref), or false when the
+// descriptor lies outside it.
+func (c *Cell) PacketIn(i int, mem []byte) ([]byte, bool) {
 	d := &c.D[i]
-	end := uint64(d.Off) + uint64(d.CapLen)
-	if end > uint64(len(c.Window)) {
+	end := d.Off + uint64(d.CapLen)
+	if end > uint64(len(mem)) || end < d.Off {
 		return nil, false
 	}
-	return c.Window[d.Off:end:end], true
+	return mem[d.Off:end:end], true
 }
 
 const (
-	magic      = 0x316d6873_70666666 // "ffpfshm1", little-endian
+	magic      = 0x326d6873_70666666 // "ffpfshm2", little-endian
 	ctlSize    = 4096
 	offHead    = 64  // the sender's index, a cache line of its own
 	offTail    = 128 // the receiver's
@@ -412,6 +424,10 @@ var ErrCorrupt = errors.New("shm: the peer corrupted the ring's indices")
 type Sender struct {
 	*end
 	reserved bool
+	// Wakes counts the cells after which the receiver slept and was woken
+	// through the eventfd (a system call each); a receiver that spins is
+	// never woken.
+	Wakes uint64
 }
 
 // Reserve returns the next cell to fill, emptied (N, Dropped, Used 0), or
@@ -441,6 +457,7 @@ func (s *Sender) Publish() {
 	s.reserved = false
 	s.head.Add(1)
 	if s.waiting.Load() != 0 {
+		s.Wakes++
 		s.wake()
 	}
 }

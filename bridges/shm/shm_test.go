@@ -119,6 +119,43 @@ func TestAFullRingRefusesAndAWindowBoundsItsPackets(t *testing.T) {
 	}
 }
 
+// TestRefDescribesPacketsInOtherMemory: a descriptor of Ref refers to
+// memory both sides map, not the window: PacketIn reads it there, and
+// refuses one that runs past that memory or wraps around the offsets.
+func TestRefDescribesPacketsInOtherMemory(t *testing.T) {
+	_, s, r := pair(t, Geometry{Cells: 2, Window: 128})
+	mem := make([]byte, 1<<20)
+	for i := range mem {
+		mem[i] = byte(i * 7)
+	}
+	c, _ := s.Reserve()
+	c.Ref(0, 1<<19+3, 200, 300, 42) // past the window, within mem
+	c.Ref(1, 1<<20-10, 10, 10, 0)   // the last bytes of mem
+	c.Ref(2, 1<<20-10, 11, 11, 0)   // one byte past them
+	c.Ref(3, ^uint64(0)-5, 10, 10, 0)
+	c.N = 4
+	s.Publish()
+	c, err := r.Next(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if pkt, ok := c.PacketIn(0, mem); !ok || !bytes.Equal(pkt, mem[1<<19+3:1<<19+203]) || c.D[0].WireLen != 300 || c.D[0].TS != 42 {
+		t.Errorf("packet 0: %v %+v", ok, c.D[0])
+	}
+	if _, ok := c.Packet(0); ok {
+		t.Error("a descriptor of other memory was read in the window")
+	}
+	if pkt, ok := c.PacketIn(1, mem); !ok || len(pkt) != 10 || cap(pkt) != 10 {
+		t.Errorf("packet 1, the last bytes: %v, %d bytes", ok, len(pkt))
+	}
+	for _, i := range []int{2, 3} {
+		if _, ok := c.PacketIn(i, mem); ok {
+			t.Errorf("packet %d past the memory (%+v) was returned", i, c.D[i])
+		}
+	}
+}
+
 func TestNextWaitsTimesOutAndSeesTheClose(t *testing.T) {
 	_, s, r := pair(t, Geometry{Cells: 2})
 	start := time.Now()
@@ -139,8 +176,12 @@ func TestNextWaitsTimesOutAndSeesTheClose(t *testing.T) {
 	if err != nil || c.N != 7 {
 		t.Fatalf("a sleeping receiver got %v, %v", c, err)
 	}
-	if r.Stats.Slept != 1 {
-		t.Errorf("stats %+v: the batch should have woken it from sleep", r.Stats)
+	if r.Stats.Slept != 1 || s.Wakes != 1 {
+		t.Errorf("stats %+v, %d wake-ups: the batch should have woken it from sleep", r.Stats, s.Wakes)
+	}
+	// It waited 20 ms for the timeout, then at least 30 for the batch.
+	if r.Stats.Waited < uint64(50*time.Millisecond) {
+		t.Errorf("waited %v in all", time.Duration(r.Stats.Waited))
 	}
 	r.Release()
 	if _, err := r.Next(-1); !errors.Is(err, ErrClosed) {

@@ -35,9 +35,11 @@ type Receiver struct {
 }
 
 // WaitStats count how a receiver's batches were found: already there
-// (polled), during its spin, or after sleeping on the eventfd.
+// (polled), during its spin, or after sleeping on the eventfd; Waited is
+// the time it spent spinning and sleeping, in nanoseconds.
 type WaitStats struct {
 	Polled, Spun, Slept uint64
+	Waited              uint64
 }
 
 func newReceiver(e *end) *Receiver {
@@ -89,6 +91,7 @@ func (r *Receiver) Next(timeout time.Duration) (*Cell, error) {
 		return c, err
 	}
 	start := time.Now()
+	defer r.waited(start)
 	// Spin: under load the cell comes within about the last wait's time.
 	for i := 0; ; i++ {
 		if c, err := r.Poll(); c != nil || err != nil {
@@ -141,6 +144,8 @@ func (r *Receiver) Next(timeout time.Duration) (*Cell, error) {
 		}
 	}
 }
+
+func (r *Receiver) waited(start time.Time) { r.Stats.Waited += uint64(time.Since(start)) }
 
 // adapt sets the next spin from this wait, which started at start: about
 // twice as long when the cell came within MaxSpin (under load, spinning is

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/ffpf-go/ffpf/flowgraph/daemon"
 	"github.com/ffpf-go/ffpf/flowgraph/daemon/client"
 	"github.com/ffpf-go/ffpf/functions"
 )
@@ -85,7 +84,11 @@ func describeClasses(reg *functions.Registry) []classDoc {
 				d.OrderedWhen = append(d.OrderedWhen, orderingDoc{"its state read by label", "the reader needs the one state as it is after each packet"})
 			}
 		}
-		d.Params = daemon.Params(c)
+		d.Params = []client.Param{} // as the daemon's classes list them
+		for _, p := range c.Params {
+			d.Params = append(d.Params, client.Param{Name: p.Name, Type: p.Type.String(), Default: p.Default,
+				Required: p.Required, Unit: p.Unit, Summary: p.Summary, Enum: p.Enum})
+		}
 		if st := c.State; st != nil {
 			d.State = &stateDoc{ByteOrder: st.OrderName()}
 			for i := range st.Fields {

@@ -122,6 +122,12 @@ func dtaCollect(args []string, stdout, stderr io.Writer) error {
 			return usageErrorf("%s %s: %v", a.flag, a.addr, err)
 		}
 	}
+	if *httpAddr != "" {
+		if dtaMetrics == nil {
+			return &needsWhole{"ffpf dta collect --http", "Prometheus's client library (its /metrics)"}
+		}
+		cfg.Metrics = dtaMetrics
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	s, err := collector.NewServer(cfg)

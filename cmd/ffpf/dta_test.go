@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,6 +97,20 @@ func TestDTACollectAndQuery(t *testing.T) {
 			t.Fatalf("the collector did not receive the reports: %+v %v", st, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	// /metrics, by Prometheus's client library (in the whole build, which
+	// make build's bin/ffpf runs for --http).
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`dta_collector_reports_total{primitive="append"} 12`, `dta_collector_dropped_total{reason="short"} 1`,
+		fmt.Sprintf("dta_collector_datagrams_total %d", len(reports)+1)} {
+		if !strings.Contains(string(body), "\n"+want+"\n") {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
 	}
 
 	for _, c := range []struct {

@@ -2,6 +2,11 @@
 
 package main
 
-// elsewhere is where a build without gRPC runs a command that needs it
-// again; this build has gRPC, so never.
+import "github.com/ffpf-go/ffpf/functions/dta/collector/metrics"
+
+// dtaMetrics answers the scrapes of ffpf dta collect --http.
+var dtaMetrics = metrics.Handler
+
+// elsewhere is where the lean build runs a command that needs what it
+// leaves out again; this is the whole build, so never.
 func elsewhere(error) (int, bool) { return 0, false }

@@ -36,11 +36,13 @@ func leanBin(t *testing.T) string {
 // timings are what differs between two runs of one command.
 var timings = regexp.MustCompile(`[0-9.]+ ?(ns|µs|ms|s|[kMG]?pps)\b`)
 
-// TestGRPCDispatch: ffpf built without gRPC runs ffpf-grpc, beside it,
-// with the same arguments and environment, for exactly the commands that
-// need gRPC (ffpf p4 build and switch, a plugin directory, a hierarchy
-// with a p4 flowspace), and runs every other command itself, with the
-// whole build's output and status.
+// TestGRPCDispatch: the lean build (-tags nogrpc) runs ffpf-grpc, beside
+// it, with the same arguments and environment, for exactly the commands
+// that need what it leaves out (ffpf serve, ffpf dta collect --http, ffpf
+// p4 build and switch, a plugin directory, a hierarchy with a p4
+// flowspace), and runs every other
+// command itself, the daemon's clients included, with the whole build's
+// output and status.
 func TestGRPCDispatch(t *testing.T) {
 	dir := t.TempDir()
 	lean := filepath.Join(dir, "ffpf")
@@ -61,6 +63,7 @@ func TestGRPCDispatch(t *testing.T) {
 	nics, _ := filepath.Abs("../../examples/hierarchy/two-nics.yaml")
 	p4file, _ := filepath.Abs("../../functions/p4gen/testdata/bpf.p4")
 	expr := `(bpf,"tcp") > [(pktcount)|(bytecount)]`
+	nosock := filepath.Join(dir, "no.sock") // no daemon: the clients say so
 	run := func(bin string, env []string, args []string) cliResult {
 		return runCLI(t, bin, "", nil, append([]string{}, env...), args...)
 	}
@@ -83,6 +86,10 @@ func TestGRPCDispatch(t *testing.T) {
 		{nil, []string{"place", "--hierarchy", tor, "-i", "swp1", expr}, true},
 		{nil, []string{"check", "--hierarchy", tor, "-i", "swp1", expr}, true},
 		{nil, []string{"run", "--hierarchy", tor, "-r", one, expr}, true},
+		{nil, []string{"serve", "-h"}, true},
+		{nil, []string{"serve", "--socket", nosock, "--http", "127.0.0.1:0"}, true},
+		{nil, []string{"serve", "--no-such-flag"}, true},
+		{nil, []string{"dta", "collect", "--listen", "127.0.0.1:0", "--keywrite", "slots=1000", "--http", "127.0.0.1:0"}, true},
 
 		{nil, []string{"run", "-r", one, expr}, false},
 		{nil, []string{"run", "-r", one, "--plugin-sums", "SUMS", expr}, false}, // no plugin named: a usage error
@@ -97,6 +104,17 @@ func TestGRPCDispatch(t *testing.T) {
 		{nil, []string{"p4", "help"}, false},
 		{nil, []string{"p4", "swich"}, false},
 		{nil, []string{"p4", "check", p4file}, false},
+		{nil, []string{"submit", "--socket", nosock, "-r", one, expr}, false},
+		{nil, []string{"submit", "-h"}, false},
+		{[]string{"FFPF_SOCKET=" + nosock}, []string{"ls", "--json"}, false},
+		{nil, []string{"stat", "--socket", nosock, "--json", "1"}, false},
+		{nil, []string{"call", "--socket", nosock, "1", "f", "h"}, false},
+		{nil, []string{"read", "--socket", nosock, "--jsonl", "1"}, false},
+		{nil, []string{"rm", "--socket", nosock, "1"}, false},
+		{nil, []string{"rm"}, false},
+		{nil, []string{"dta", "collect", "--listen", "127.0.0.1:0", "--sockets", "-1", "--http", "127.0.0.1:0"}, false},
+		{nil, []string{"dta", "collect", "--http", "127.0.0.1:0"}, false}, // no --listen: a usage error
+		{nil, []string{"dta", "collect", "--listen", "127.0.0.1:0", "--keywrite", "slots=x", "--http", "127.0.0.1:0"}, false},
 		{nil, []string{"help"}, false},
 		{nil, []string{"version"}, false},
 	} {

@@ -1,3 +1,5 @@
+//go:build !nogrpc
+
 package main
 
 import (

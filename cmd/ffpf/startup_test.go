@@ -42,15 +42,15 @@ func TestUserspaceOnly(t *testing.T) {
 // machine is no test, so these check what made it slow instead, none of
 // which depends on the load: the packages every process initialises, the
 // libraries every process maps, and the memory the initialisation builds.
-// What make build installs as bin/ffpf is the build without gRPC (-tags
-// nogrpc, see grpc.go); the whole build (go build ./cmd/ffpf, make
-// build's bin/ffpf-grpc) links gRPC, protobuf and P4Runtime's types, but
-// none of the rest.
+// What make build installs as bin/ffpf is the lean build (-tags nogrpc,
+// see grpc.go); the whole build (go build ./cmd/ffpf, make build's
+// bin/ffpf-grpc) links gRPC, protobuf and P4Runtime's types, and the
+// daemon with Prometheus's client library, but none of the rest.
 
 // slowInit is a package whose initialisation alone cost a one-packet run
 // more than tcpdump's whole run, or a good part of it, with what replaced
-// it; grpc says that the whole build may link it (the build without gRPC
-// may not).
+// it; grpc says that the whole build may link it (the lean build may
+// not).
 type slowInit struct {
 	why  string
 	grpc bool
@@ -60,9 +60,10 @@ var slowInits = map[string]slowInit{
 	"github.com/google/gopacket/layers": {why: "its init fills protocol tables of 65,536 entries (21 ms): --print decodes itself, internal/libpcap binds libpcap, gen and the switch's file ports write pcap themselves, functions/pcap reads it"},
 	"github.com/google/gopacket/pcap":   {why: "it imports gopacket/layers: internal/libpcap binds the calls ffpf makes"},
 	"github.com/google/gopacket/pcapgo": {why: "it imports gopacket/layers: gen.PcapWriter writes pcap, functions/pcap reads it"},
-	"github.com/prometheus/client_golang/prometheus": {why: "it and protobuf initialise registries, and protobuf hashes the executable at init: " +
-		"the collector writes the text format itself"},
-	"github.com/cilium/ebpf/rlimit": {why: "its init creates a BPF map in every process: hierarchy lifts RLIMIT_MEMLOCK with setrlimit"},
+	"github.com/prometheus/client_golang/prometheus": {grpc: true, why: "it and protobuf initialise registries, and protobuf hashes the executable at init: " +
+		"the daemon, which serves /metrics with it, runs in the whole build (ffpf serve)"},
+	"github.com/prometheus/client_model/go": {grpc: true, why: "its generated protobuf types build their file descriptors at init"},
+	"github.com/cilium/ebpf/rlimit":         {why: "its init creates a BPF map in every process: hierarchy lifts RLIMIT_MEMLOCK with setrlimit"},
 	"github.com/hashicorp/go-plugin": {why: "it links gRPC's reflection and health services, protodesc, net/rpc and gob (2.6 ms of a one-packet run, 0.2 to 0.4 of tcpdump's, at a load of 11 to 16): " +
 		"functions/plugin speaks go-plugin's client protocol itself; plugins link it (functions/plugin/sdk)"},
 	"google.golang.org/grpc/reflection":            {why: "go-plugin's: protodesc builds descriptor.proto's descriptors at init (200 KB)"},
@@ -95,8 +96,12 @@ func TestStartupLinksNoSlowInit(t *testing.T) {
 			t.Fatalf("go list -deps gave %d packages, not ffpf's", len(deps))
 		}
 		// Each build links what it must: the whole build the p4
-		// flowspace and the plugins' host, the other neither.
-		for _, p := range []string{"github.com/ffpf-go/ffpf/flowspaces/p4", "github.com/ffpf-go/ffpf/functions/plugin"} {
+		// flowspace, the plugins' host and the daemon, the other none
+		// of them (but the daemon's client).
+		if !slices.Contains(deps, "github.com/ffpf-go/ffpf/flowgraph/daemon/client") {
+			t.Errorf("%s does not link the daemon's client", build.name)
+		}
+		for _, p := range []string{"github.com/ffpf-go/ffpf/flowspaces/p4", "github.com/ffpf-go/ffpf/functions/plugin", "github.com/ffpf-go/ffpf/flowgraph/daemon"} {
 			if slices.Contains(deps, p) != build.grpc {
 				t.Errorf("%s links %s: %v", build.name, p, !build.grpc)
 			}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowgraph/daemon/client"
 )
@@ -67,7 +69,8 @@ func BenchmarkSubmitToActive(b *testing.B) {
 }
 
 // BenchmarkScrape: /metrics of a daemon holding 250 requests of four
-// functions each (1,001 functions with their shared source), against
+// functions each (1,001 functions with their shared source), over HTTP
+// and as the registry gathers and writes it in the text format, against
 // reading the same functions' counters and state alone
 // (Runtime.Functions), in the same run.
 func BenchmarkScrape(b *testing.B) {
@@ -99,7 +102,16 @@ func BenchmarkScrape(b *testing.B) {
 	})
 	b.Run("exposition", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			d.Metrics()
+			mfs, err := d.metrics.Gather()
+			if err != nil {
+				b.Fatal(err)
+			}
+			enc := expfmt.NewEncoder(io.Discard, expfmt.NewFormat(expfmt.TypeTextPlain))
+			for _, mf := range mfs {
+				if err := enc.Encode(mf); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/scrape")
 	})

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowgraph/daemon/client"
 	"github.com/ffpf-go/ffpf/flowspaces"
@@ -81,7 +83,7 @@ type Daemon struct {
 	taps    map[string]*tap // by function id
 	closed  bool
 
-	start     time.Time
+	metrics   *prometheus.Registry
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -125,7 +127,8 @@ func New(cfg Config) (*Daemon, error) {
 		base = functions.Default
 	}
 	d := &Daemon{cfg: cfg, reqs: map[string]*request{}, conns: map[*conn]bool{},
-		readers: map[uint64]*reader{}, taps: map[string]*tap{}, start: time.Now()}
+		readers: map[uint64]*reader{}, taps: map[string]*tap{}}
+	d.metrics = newMetrics(d)
 	reg, err := base.With(d.tapClass())
 	if err != nil {
 		return nil, err

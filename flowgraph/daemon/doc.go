@@ -20,7 +20,13 @@
 // Over HTTP (Config.HTTP, loopback by default) the daemon serves the same
 // operations as JSON, Prometheus's /metrics, a stream of counters
 // (server-sent events) and a web page embedded in the binary on which a
-// novice composes a request. The HTTP side acts in a flowgroup of its own
+// novice composes a request. /metrics is Prometheus's client library's:
+// the flowgraph read at each scrape (per request and function, bridge and
+// reader, labelled by ids, classes and flowspaces, never by the traffic),
+// with the library's process and Go collectors, in a registry of the
+// daemon's. The library (and protobuf) are initialised by every process
+// that links them, so ffpf's lean build links neither this package nor
+// them: its clients are package client's. The HTTP side acts in a flowgroup of its own
 // ("web"); it writes (submit, call, rm) only with the token given on the
 // command line.
 //

@@ -55,7 +55,7 @@ func (d *Daemon) newHTTP(addr string) (*httpServer, error) {
 	mux.HandleFunc("GET /{$}", page("index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /app.js", page("app.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /style.css", page("style.css", "text/css; charset=utf-8"))
-	mux.HandleFunc("GET /metrics", d.serveMetrics)
+	mux.Handle("GET /metrics", d.serveMetrics())
 	mux.HandleFunc("GET /api/v1/events", h.events)
 	mux.HandleFunc("GET /api/v1/{op}", h.api)
 	mux.HandleFunc("POST /api/v1/{op}", h.api)

@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -195,5 +200,122 @@ func TestHTTPLoopbackByDefault(t *testing.T) {
 	}
 	if c1, c2, c3 := post(""), post("wrong"), post("tok"); c1 != 403 || c2 != 403 || c3 != 200 {
 		t.Errorf("submit without a token %d, with a wrong one %d, with the token %d", c1, c2, c3)
+	}
+}
+
+// TestMetricsProcessAndGo: a scrape has the process's figures and the Go
+// runtime's as Prometheus's own collectors give them (the names every
+// dashboard knows), with values of this process: its start, its
+// descriptors, its memory, the Go version it runs.
+func TestMetricsProcessAndGo(t *testing.T) {
+	before := time.Now()
+	d := startDaemon(t, Config{HTTP: "127.0.0.1:0"})
+	mfs, _ := scrape(t, d)
+	value := func(name string, typ dto.MetricType) float64 {
+		t.Helper()
+		mf := mfs[name]
+		if mf == nil || mf.GetType() != typ || len(mf.Metric) != 1 {
+			t.Errorf("family %s: %v, want one %v", name, mf, typ)
+			return 0
+		}
+		m := mf.Metric[0]
+		switch typ {
+		case dto.MetricType_COUNTER:
+			return m.GetCounter().GetValue()
+		case dto.MetricType_GAUGE:
+			return m.GetGauge().GetValue()
+		case dto.MetricType_SUMMARY:
+			return float64(m.GetSummary().GetSampleCount())
+		}
+		return 0
+	}
+	// The process started before the daemon (a test binary) and within
+	// the hour; its clock counts in hundredths of a second.
+	if v := value("process_start_time_seconds", dto.MetricType_GAUGE); v > float64(before.Unix())+1 || v < float64(before.Unix()-3600) {
+		t.Errorf("process_start_time_seconds %v, the daemon started at %v", v, before.Unix())
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The descriptors open when the collector counted them: the daemon's
+	// sockets, the scrape's connection; give or take the runtime's own.
+	if v := value("process_open_fds", dto.MetricType_GAUGE); v < 3 || v > float64(len(fds))+8 {
+		t.Errorf("process_open_fds %v, /proc/self/fd lists %d", v, len(fds))
+	}
+	if v := value("process_max_fds", dto.MetricType_GAUGE); v < 64 {
+		t.Errorf("process_max_fds %v", v)
+	}
+	if v := value("process_resident_memory_bytes", dto.MetricType_GAUGE); v < 1<<20 {
+		t.Errorf("process_resident_memory_bytes %v, under 1 MiB", v)
+	}
+	if rss, vsize := value("process_resident_memory_bytes", dto.MetricType_GAUGE), value("process_virtual_memory_bytes", dto.MetricType_GAUGE); vsize < rss {
+		t.Errorf("process_virtual_memory_bytes %v under the resident %v", vsize, rss)
+	}
+	value("process_cpu_seconds_total", dto.MetricType_COUNTER)
+	if v := value("go_goroutines", dto.MetricType_GAUGE); v < 2 {
+		t.Errorf("go_goroutines %v: the daemon's accept loops alone are more", v)
+	}
+	if v := value("go_threads", dto.MetricType_GAUGE); v < 1 {
+		t.Errorf("go_threads %v", v)
+	}
+	if v := value("go_memstats_heap_inuse_bytes", dto.MetricType_GAUGE); v <= 0 {
+		t.Errorf("go_memstats_heap_inuse_bytes %v", v)
+	}
+	value("go_gc_duration_seconds", dto.MetricType_SUMMARY)
+	value("go_info", dto.MetricType_GAUGE)
+	if mf := mfs["go_info"]; mf != nil && len(mf.Metric) == 1 {
+		if v := labels(mf.Metric[0])["version"]; v != runtime.Version() {
+			t.Errorf("go_info's version %q, this binary's %q", v, runtime.Version())
+		}
+	}
+}
+
+// TestMetricsSentInOrder: the collector sends each family's series in
+// the order the registry sorts them to (by label values, the labels in
+// the order of their names), so that a scrape of thousands of series
+// costs the registry a pass, not a sort (BenchmarkScrape).
+func TestMetricsSentInOrder(t *testing.T) {
+	d := startDaemon(t, Config{})
+	c := dial(t, d)
+	path := trace(t, 100)
+	var id string
+	for _, e := range []string{`(bpf,"tcp") > [(pktcount)|(bytecount)]`, `(bpf,"tcp") > (pktcount)`, `(bpf,"udp") > [(hll)|(counter,window=1ms)]`} {
+		r, err := c.Submit(client.SubmitArgs{Expr: e, File: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = r.ID
+	}
+	rd, err := c.Read(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	ch := make(chan prometheus.Metric)
+	go func() {
+		metricsCollector{d}.Collect(ch)
+		close(ch)
+	}()
+	last := map[string][]string{} // by family: the previous series' label values
+	n := map[string]int{}
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		name := m.Desc().String()
+		var vals []string
+		for _, l := range pb.Label { // Write sorts them by name
+			vals = append(vals, l.GetValue())
+		}
+		if prev, ok := last[name]; ok && slices.Compare(prev, vals) >= 0 {
+			t.Errorf("%s: %q sent after %q", name, vals, prev)
+		}
+		last[name] = vals
+		n[name]++
+	}
+	if len(n) < 6 || n[packetsDesc.String()] < 4*12 || n[stateTotalDesc.String()] < 3 || n[stateDesc.String()] < 2 {
+		t.Errorf("series per family: %v", n)
 	}
 }

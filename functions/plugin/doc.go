@@ -17,8 +17,10 @@
 // registers a class that stands for it: binding and validating at
 // populate, instantiating and calling handlers go to the plugin over gRPC
 // (the control plane). Data never does: each function's batches cross the
-// process boundary through bridges/shm, packets copied once into an arena
-// the plugin maps read-only, entries and class results back on a ring of
+// process boundary through bridges/shm, a batch per round trip, packets
+// copied once into an arena the plugin maps read-only (or referred to in
+// place when the source's packet memory is shared, buffers/shared:
+// zero-copy), entries and class results back on a ring of
 // their own, and the function's MBuf lives in shared memory, so --json,
 // readers and handlers see the state without a call. The rings' and the
 // state's descriptors cross once per function, over a unix socket the

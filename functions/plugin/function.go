@@ -37,6 +37,7 @@ type proc struct {
 	orderings map[string][]bool // by canonical parameters
 	lens      map[string]int    // by field and canonical parameters
 	states    [][]byte          // the functions' state, mapped until Close
+	stats     Stats             // of the functions closed
 
 	failed  atomic.Pointer[failure]
 	stopped sync.Once
@@ -117,22 +118,6 @@ func (p *proc) validate(ctx *functions.Context) error {
 		return errors.New(rep.Err)
 	}
 	return nil
-}
-
-// Geometry of a function's rings: a batch in flight at a time (Process
-// answers before it returns), and a cell's window big enough for a batch
-// of packets of 4 KB, or one of the longest the inputs deliver. A batch
-// whose packets do not fit crosses in parts.
-const (
-	cells     = 2
-	maxWindow = buffers.MaxBatch * 4096
-)
-
-func windowFor(snaplen int) int {
-	if snaplen <= 0 {
-		snaplen = 65535
-	}
-	return min(max(snaplen, maxWindow), shm.MaxWindow)
 }
 
 // instantiate makes a function of the plugin's class: its rings and its
@@ -332,23 +317,6 @@ func (p *proc) unmap() {
 	p.states = nil
 }
 
-// function is a function of a plugin's class as ffpf runs it: Process
-// sends its batch down a ring, packets copied once into the arena, and
-// takes the plugin's answer from the ring up; its state is the plugin's,
-// read in shared memory.
-type function struct {
-	p          *proc
-	instance   uint64
-	down       *shm.Sender
-	up         *shm.Receiver
-	mbuf       *buffers.MBuf
-	handlers   []functions.Handler
-	seq        uint64
-	rpcBatches bool
-	rpcReq     rpcBatch
-	closed     bool
-}
-
 // stateful is a function that keeps state.
 type stateful struct{ *function }
 
@@ -371,98 +339,6 @@ func (f *function) call(name, arg string) (any, error) {
 		return nil, errors.New(rep.Err)
 	}
 	return rep.Result, nil
-}
-
-// Process implements functions.Function. A batch whose packets do not fit
-// a cell's window crosses in parts. Once the plugin has failed, every
-// packet counts as dropped.
-func (f *function) Process(b *buffers.Batch) {
-	if f.p.failed.Load() != nil {
-		b.Dropped += b.N
-		b.N = 0
-		return
-	}
-	if f.rpcBatches {
-		f.processRPC(b)
-		return
-	}
-	out, dropped := 0, 0
-	for next := 0; next < b.N; {
-		k, err := f.part(b, next, &out, &dropped)
-		if err != nil {
-			// What was in flight and what had not gone yet is lost.
-			b.N, b.Dropped = out, b.Dropped+dropped+b.N-next
-			return
-		}
-		next = k
-	}
-	b.N, b.Dropped = out, b.Dropped+dropped
-}
-
-// part sends the entries of b from first on that fit a cell, takes the
-// answer and appends the entries that passed at b.E[*out]. It returns
-// where the next part starts.
-func (f *function) part(b *buffers.Batch, first int, out, dropped *int) (int, error) {
-	c, err := f.down.Reserve()
-	if err != nil || c == nil {
-		f.p.fail("broke its ring (it took no batch, or wrote nonsense into the indices)", true)
-		return first, errors.New("ring")
-	}
-	f.seq++
-	c.Seq, c.Now = f.seq, b.Now
-	n := 0
-	for i := first; i < b.N; i++ {
-		e := b.E[i]
-		m := b.PBuf.Meta(e.Slot)
-		if !c.Put(n, b.PBuf.Data(e.Slot), m.WireLen, m.Timestamp) {
-			break
-		}
-		c.E[n] = buffers.Entry{Slot: uint32(n), Class: e.Class}
-		n++
-	}
-	if n == 0 { // a packet longer than a window: cannot happen, the window holds the snap length
-		f.p.fail("was sent a packet longer than its window", false)
-		return first, errors.New("window")
-	}
-	c.N = uint32(n)
-	f.down.Publish()
-	r, err := f.up.Next(f.p.deadline)
-	switch {
-	case errors.Is(err, shm.ErrTimeout):
-		f.p.fail(fmt.Sprintf("did not answer a batch within %v", f.p.deadline), true)
-		return first, err
-	case errors.Is(err, shm.ErrPeerGone):
-		f.p.fail("exited during a batch", false)
-		return first, err
-	case err != nil:
-		f.p.fail(fmt.Sprintf("broke its ring: %v", err), true)
-		return first, err
-	}
-	defer f.up.Release()
-	if r.Seq != c.Seq {
-		f.p.fail(fmt.Sprintf("answered batch %d with batch %d", c.Seq, r.Seq), true)
-		return first, errors.New("seq")
-	}
-	// The answer keeps a subsequence of the batch: indices ascending, each
-	// one a packet that was sent; anything else is an entry of no batch.
-	kept := int(r.N)
-	if kept > n || int(r.Dropped) > n-kept {
-		f.p.fail(fmt.Sprintf("answered a batch of %d packets with %d passed and %d dropped", n, kept, r.Dropped), true)
-		return first, errors.New("count")
-	}
-	prev := -1
-	for j := range kept {
-		idx := int(r.E[j].Slot)
-		if idx <= prev || idx >= n {
-			f.p.fail(fmt.Sprintf("returned an entry that was not in its batch (packet %d of %d, after %d)", idx, n, prev), true)
-			return first, errors.New("foreign")
-		}
-		prev = idx
-		b.E[*out] = buffers.Entry{Slot: b.E[first+idx].Slot, Class: r.E[j].Class}
-		*out++
-	}
-	*dropped += int(r.Dropped)
-	return first + n, nil
 }
 
 // processRPC is Process over gRPC, packets and all: the baseline.
@@ -509,6 +385,7 @@ func (f *function) Close() error {
 	f.closed = true
 	defer f.up.Close()
 	defer f.down.Close()
+	f.p.addStats(f.statsNow())
 	if err := f.p.failure(); err != nil {
 		return err
 	}

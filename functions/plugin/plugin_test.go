@@ -197,30 +197,7 @@ func dnsTrace(t testing.TB, path string, rounds int) (total, names, matched, mal
 // functions' states by id, and the run's error (Wait's, then Close's).
 func run(t testing.TB, reg *functions.Registry, file string, exprs ...string) (map[string]flowgraph.FunctionState, error) {
 	t.Helper()
-	rt := flowgraph.New(flowgraph.Config{Registry: reg, Hierarchy: hierarchy.Userspace()})
-	for _, e := range exprs {
-		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: "(pcap,file=" + fmt.Sprintf("%q", file) + ")"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rt.Instantiate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Activate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	err := rt.Wait()
-	if cerr := rt.Close(); err == nil {
-		err = cerr
-	}
-	out := map[string]flowgraph.FunctionState{}
-	for _, f := range rt.Functions() {
-		out[f.ID] = f
-		if f.In != f.Out+f.Filtered+f.Dropped {
-			t.Errorf("%s: in %d != out %d + filtered %d + dropped %d", f.ID, f.In, f.Out, f.Filtered, f.Dropped)
-		}
-	}
-	return out, err
+	return runGraph(t, reg, flowgraph.RequestOptions{DefaultSource: "(pcap,file=" + fmt.Sprintf("%q", file) + ")"}, exprs...)
 }
 
 // TestDNSNameOutOfProcessEqualsInProcess: the plugin's class is the

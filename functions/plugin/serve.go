@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -72,6 +71,8 @@ type server struct {
 	class     *functions.Class
 	deadline  time.Duration
 	sock      *os.File // descriptors from ffpf
+	sockMu    sync.Mutex
+	pending   map[uint64][]int // received for another token than the receiver's
 	mu        sync.Mutex
 	next      uint64
 	instances map[uint64]*instance
@@ -140,25 +141,53 @@ func (s *server) validate(m *contextMsg) (*errReply, error) {
 	return &errReply{Err: errText(err)}, nil
 }
 
-// receive returns the descriptors ffpf sent tagged with token, closing
-// those of an instantiation that failed before it asked for them.
+// receive returns the descriptors ffpf sent tagged with token. The
+// instances' goroutines receive too (packet memory to map): a message for
+// another waits in pending for the one it is for.
 func (s *server) receive(token uint64) ([]int, error) {
 	if s.sock == nil {
 		return nil, fmt.Errorf("the plugin was started without %s: it cannot receive its rings", envSocket)
 	}
-	var want [8]byte
-	binary.LittleEndian.PutUint64(want[:], token)
+	s.sockMu.Lock()
+	defer s.sockMu.Unlock()
+	if fds, ok := s.pending[token]; ok {
+		delete(s.pending, token)
+		return fds, nil
+	}
 	for {
 		tag, fds, err := shm.ReceiveFiles(s.sock)
 		if err != nil {
 			return nil, err
 		}
-		if bytes.Equal(tag, want[:]) {
+		if len(tag) != 8 {
+			closeAll(fds)
+			continue
+		}
+		got := binary.LittleEndian.Uint64(tag)
+		if got == token {
 			return fds, nil
 		}
-		for _, fd := range fds {
-			unix.Close(fd)
+		if s.pending == nil {
+			s.pending = map[uint64][]int{}
 		}
+		// Those of an instantiation that failed before it asked for them
+		// are never taken: keep the last few only.
+		for t, old := range s.pending {
+			if len(s.pending) < maxPending {
+				break
+			}
+			closeAll(old)
+			delete(s.pending, t)
+		}
+		s.pending[got] = fds
+	}
+}
+
+const maxPending = 64
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
 	}
 }
 
@@ -182,7 +211,7 @@ func (s *server) instantiate(r *instantiateRequest) (*instantiateReply, error) {
 			rep.Handlers = append(rep.Handlers, handlerInfo{Name: x.Name, Summary: x.Summary})
 		}
 	}
-	go in.serve(s.sock)
+	go in.serve(s)
 	return rep, nil
 }
 
@@ -273,10 +302,11 @@ type instance struct {
 	mu       sync.Mutex // Process and the handlers, one at a time
 	down     *shm.Receiver
 	up       *shm.Sender
-	pbuf     *buffers.PBuf // a view of the arena
+	arenas   [1 + maxArenas]arena // 0: the down ring's windows; then the memory ffpf mapped here
 	batch    buffers.Batch
 	rpc      buffers.Batch
 	snaplen  int
+	touched  byte // what answer's loads read: kept, so that they are not optimised away
 }
 
 // newInstance opens the rings and the state whose descriptors are fds
@@ -346,18 +376,35 @@ func (s *server) newInstance(m *contextMsg, fds []int, size int) (in *instance, 
 		return nil, fmt.Errorf("class %s: a plugin's function cannot be clocked, flushed or produce records", s.class.Name)
 	}
 	in.fn = fn
-	arena := in.down.Arena()
-	in.pbuf = buffers.NewPBufView(arena, in.down.Geometry().Cells*buffers.MaxBatch)
-	in.batch = buffers.Batch{PBuf: in.pbuf, Cap: buffers.MaxBatch}
+	in.arenas[0] = in.newArena(in.down.Arena())
+	in.batch = buffers.Batch{PBuf: in.arenas[0].pbuf, Cap: buffers.MaxBatch}
 	return in, nil
 }
 
-// serve answers the batches of the down ring on the up ring until ffpf
+// arena is memory the packets of a cell lie in, as this process maps it
+// (read-only), and a PBuf that views it.
+type arena struct {
+	mem  []byte
+	pbuf *buffers.PBuf
+}
+
+func (in *instance) newArena(mem []byte) arena {
+	return arena{mem: mem, pbuf: buffers.NewPBufView(mem, in.down.Geometry().Cells*buffers.MaxBatch)}
+}
+
+// serve answers the cells of the down ring on the up ring until ffpf
 // closes the ring; if ffpf goes away, so does the plugin.
-func (in *instance) serve(sock *os.File) {
-	in.down.Watch(int(sock.Fd()), unix.POLLRDHUP)
+func (in *instance) serve(s *server) {
+	in.down.Watch(int(s.sock.Fd()), unix.POLLRDHUP)
 	defer in.down.Close()
 	defer in.up.Close()
+	defer func() {
+		for _, a := range in.arenas[1:] {
+			if a.mem != nil {
+				unix.Munmap(a.mem)
+			}
+		}
+	}()
 	for {
 		c, err := in.down.Next(-1)
 		if err == shm.ErrClosed {
@@ -368,36 +415,94 @@ func (in *instance) serve(sock *os.File) {
 		}
 		out, err := in.up.Reserve()
 		if err != nil || out == nil {
-			os.Exit(1) // ffpf did not take an answer before sending again
+			os.Exit(1) // ffpf did not take its answers before sending more
 		}
-		in.answer(c, out)
+		if c.Status == statusMap {
+			in.mapArena(s, c, out)
+		} else {
+			in.answer(c, out)
+		}
+		st := in.down.Stats
+		out.Aux = [4]uint64{st.Spun, st.Slept, st.Waited, in.up.Wakes}
 		in.down.Release()
 		in.up.Publish()
 	}
 }
 
+// mapArena maps the packet memory a cell of statusMap announces, whose
+// descriptor crossed the socket, read-only: a write to it faults this
+// process, never ffpf.
+func (in *instance) mapArena(s *server, c, out *shm.Cell) {
+	out.Seq, out.N, out.Dropped, out.Status = c.Seq, 0, 0, statusRefused
+	k, token, off, size := c.Aux[0], c.Aux[1], c.Aux[2], c.Aux[3]
+	fds, err := s.receive(token)
+	if err != nil {
+		fmt.Fprintf(stderr, "ffpf plugin: receiving packet memory: %v\n", err)
+		return
+	}
+	defer closeAll(fds)
+	if k < 1 || k > maxArenas || in.arenas[k].mem != nil || len(fds) != 1 || size == 0 || size > 1<<46 || off%uint64(os.Getpagesize()) != 0 {
+		fmt.Fprintf(stderr, "ffpf plugin: a request to map packet memory %d that cannot be honoured\n", k)
+		return
+	}
+	mem, err := unix.Mmap(fds[0], int64(off), int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		fmt.Fprintf(stderr, "ffpf plugin: mapping %d bytes of packet memory: %v\n", size, err)
+		return
+	}
+	in.arenas[k] = in.newArena(mem)
+	out.Status = 0
+}
+
 // answer processes the batch of cell c and writes what passed into out:
-// each kept entry as the index of its packet in c, with its class.
+// each kept entry as the index of its packet in c, with its class. An
+// entry whose descriptor lies outside its memory counts as dropped.
 func (in *instance) answer(c, out *shm.Cell) {
+	out.Seq, out.Now, out.Status = c.Seq, c.Now, 0
+	k := c.Aux[0]
+	if k > maxArenas || in.arenas[k].mem == nil {
+		out.N, out.Dropped, out.Status = 0, 0, statusBad
+		return
+	}
+	a := &in.arenas[k]
+	mem, base := c.Window, uint64(c.Offset)
+	if k > 0 {
+		mem, base = a.mem, 0
+	}
 	b := &in.batch
 	b.Reset()
+	b.PBuf = a.pbuf
 	b.Base = uint32(c.Index * buffers.MaxBatch)
 	b.Now = c.Now
 	n := min(int(c.N), buffers.MaxBatch)
+	bad := 0
+	var touch byte
 	for i := range n {
-		d := &c.D[i]
-		if _, ok := c.Packet(i); !ok {
+		pkt, ok := c.PacketIn(i, mem)
+		if !ok {
+			bad++
 			continue
 		}
-		b.AppendRef(uint64(c.Offset)+uint64(d.Off), d.CapLen, d.WireLen, d.TS)
-		b.E[b.N-1].Class = c.E[i].Class
+		// Load each packet's first bytes now, all of them independent of
+		// each other, so that the memory fetches them in parallel: the
+		// class's parsing then finds its headers in cache instead of
+		// waiting for memory packet after packet.
+		if len(pkt) > 0 {
+			touch ^= pkt[0] ^ pkt[min(len(pkt)-1, 64)]
+		}
+		// Slot Base+i is entry i's packet, so that an answer's index is
+		// the entry's in the cell.
+		d, slot := &c.D[i], b.Base+uint32(i)
+		*a.pbuf.Meta(slot) = buffers.Meta{Timestamp: d.TS, Offset: base + d.Off, CapLen: d.CapLen, WireLen: d.WireLen}
+		b.E[b.N] = buffers.Entry{Slot: slot, Class: c.E[i].Class}
+		b.N++
 	}
+	in.touched = touch
 	in.process(b)
-	out.Seq, out.Now = c.Seq, c.Now
 	for j, e := range b.E[:b.N] {
 		out.E[j] = buffers.Entry{Slot: e.Slot - b.Base, Class: e.Class}
 	}
-	out.N, out.Dropped = uint32(b.N), uint32(b.Dropped)
+	out.N, out.Dropped = uint32(b.N), uint32(b.Dropped+bad)
 }
 
 // process runs the function on b, under its lock. A panic ends the

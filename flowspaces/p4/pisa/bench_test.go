@@ -73,16 +73,28 @@ func TestCMSHLLAsReference(t *testing.T) {
 // The trace is run once before the clock starts, so that the model has
 // specialised ingress for each set of valid headers in it (a cost paid
 // once per traffic shape, measured by BenchmarkSpecialize).
-func BenchmarkModel(b *testing.B) {
+func BenchmarkModel(b *testing.B) { benchModel(b, maxVariants) }
+
+// BenchmarkModelWhole is BenchmarkModel with no room for specialised
+// ingresses: every packet runs the program's ingress whole (as packets
+// do once a model holds maxVariants shapes), the baseline that
+// specialisation is measured against.
+func BenchmarkModelWhole(b *testing.B) { benchModel(b, 0) }
+
+func benchModel(b *testing.B, room int) {
 	m, err := Load(cmsHLL(b), deep())
 	if err != nil {
 		b.Fatal(err)
 	}
+	m.maxVars = room
 	frames := p4gentest.Frames(1, 4096, 10000)
 	for i, f := range frames {
 		if _, err := m.Process(p4gen.Arrival{Data: f, Port: 1, Time: uint64(i)}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if m.vars.n > room {
+		b.Fatalf("%d variants in room for %d", m.vars.n, room)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

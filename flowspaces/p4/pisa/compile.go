@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
@@ -22,7 +21,11 @@ type pkt struct {
 	payload int     // offset of the bytes past the parsed headers; -1: none
 	varOff  []int32 // per header: its varbit field's bytes in data
 	varLen  []int32
-	hdrAt   []int32  // per header: 1 + the bit offset it was extracted at; 0: not extracted
+	hdrAt   []int32 // per header: 1 + the bit offset it was extracted at; 0: not extracted (see locate)
+	// visits are the parser's extractions in order, from which locate
+	// sets hdrAt when something needs it (located).
+	visits  []visit
+	located bool
 	vbits   []uint64 // the headers that are valid, a bit per header index
 	old     uint64   // the register cell an RMW is updating
 	clones  []uint32
@@ -116,6 +119,14 @@ func (c *compiler) refSlot(x p4gen.Expr, sc *scope) (int, bool) {
 }
 
 func (c *compiler) expr(x p4gen.Expr, sc *scope) (expr, error) {
+	if bitwise(x) {
+		return c.fused(x, sc)
+	}
+	return c.node(x, sc)
+}
+
+// node compiles x's own operation into a closure, its operands by expr.
+func (c *compiler) node(x p4gen.Expr, sc *scope) (expr, error) {
 	switch x := x.(type) {
 	case p4gen.Const:
 		v := x.Value
@@ -342,8 +353,24 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 
 func (c *compiler) stmts(ss []p4gen.Stmt, sc *scope) ([]op, error) {
 	out := make([]op, 0, len(ss))
-	for _, s := range ss {
-		o, err := c.stmt(s, sc)
+	for i := 0; i < len(ss); i++ {
+		if h, ok := ss[i].(p4gen.Hash); ok {
+			hs := []p4gen.Hash{h}
+			for i+1 < len(ss) {
+				next, ok := ss[i+1].(p4gen.Hash)
+				if !ok || !sameData(hs[len(hs)-1], next) {
+					break
+				}
+				hs, i = append(hs, next), i+1
+			}
+			o, err := c.hashes(hs, sc)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, o)
+			continue
+		}
+		o, err := c.stmt(ss[i], sc)
 		if err != nil {
 			return nil, err
 		}
@@ -388,6 +415,10 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		}
 		if r, ok := c.refSlot(s.X, sc); ok {
 			return c.dirties(d, func(p *pkt) { p.v[d] = p.v[r] }), nil
+		}
+		if bitwise(s.X) {
+			o, err := c.assignFused(d, s.X, sc)
+			return c.dirties(d, o), err
 		}
 		x, err := c.expr(s.X, sc)
 		if err != nil {
@@ -450,7 +481,7 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 			run(a.body, p)
 		}, nil
 	case p4gen.Hash:
-		return c.hash(s, sc)
+		return c.hashes([]p4gen.Hash{s}, sc)
 	case p4gen.Random:
 		d, mask, err := c.set(s.Dst, sc)
 		if err != nil {
@@ -524,6 +555,7 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 			return func(p *pkt) { p.vbits[w], p.dirty = p.vbits[w]&^b, true }, nil
 		}
 		return func(p *pkt) {
+			m.locate(p)
 			p.vbits[w], p.dirty = p.vbits[w]|b, true
 			p.hdrAt[h.index] = 0
 			for _, f := range h.fields {
@@ -535,82 +567,6 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		return func(p *pkt) { p.v[spec] = p4gen.DropPort }, nil
 	}
 	return nil, fmt.Errorf("unknown statement %T", s)
-}
-
-func (c *compiler) hash(s p4gen.Hash, sc *scope) (op, error) {
-	d, mask, err := c.set(s.Dst, sc)
-	if err != nil {
-		return nil, err
-	}
-	data := make([]expr, len(s.Data))
-	widths := make([]int, len(s.Data))
-	total, aligned := 0, true
-	for i, x := range s.Data {
-		if data[i], err = c.expr(x, sc); err != nil {
-			return nil, err
-		}
-		widths[i] = x.Type().Bits
-		total += widths[i]
-		aligned = aligned && widths[i]%8 == 0
-	}
-	if total%8 != 0 {
-		return nil, fmt.Errorf("hash into %s: its data has %d bits; pad it to whole bytes", s.Dst.Path, total)
-	}
-	buf := make([]byte, total/8)
-	pack := func(p *pkt) {
-		if aligned {
-			o := 0
-			for i, x := range data {
-				v := x(p)
-				switch widths[i] {
-				case 8:
-					buf[o] = byte(v)
-				case 16:
-					binary.BigEndian.PutUint16(buf[o:], uint16(v))
-				case 32:
-					binary.BigEndian.PutUint32(buf[o:], uint32(v))
-				case 64:
-					binary.BigEndian.PutUint64(buf[o:], v)
-				default:
-					for n := widths[i] / 8; n > 0; n-- {
-						buf[o+widths[i]/8-n] = byte(v >> (8 * (n - 1)))
-					}
-				}
-				o += widths[i] / 8
-			}
-			return
-		}
-		w := bitWriter{b: buf[:0]}
-		for i, x := range data {
-			w.put(x(p), widths[i])
-		}
-	}
-	base, max := s.Base, s.Max
-	var h func([]byte) uint64
-	switch s.Algo {
-	case p4gen.CRC32:
-		h = func(b []byte) uint64 { return uint64(crc32.ChecksumIEEE(b)) }
-	case p4gen.CRC16:
-		h = func(b []byte) uint64 { return uint64(crc16(b)) }
-	case p4gen.Identity:
-		h = func(b []byte) uint64 {
-			var v uint64
-			for _, c := range b {
-				v = v<<8 | uint64(c)
-			}
-			return v
-		}
-	default:
-		return nil, fmt.Errorf("hash into %s has no algorithm", s.Dst.Path)
-	}
-	return c.dirties(d, func(p *pkt) {
-		pack(p)
-		v := h(buf)
-		if max > 0 {
-			v %= max
-		}
-		p.v[d] = (base + v) & mask
-	}), nil
 }
 
 func (c *compiler) rmw(s p4gen.RMW, sc *scope) (op, error) {
@@ -650,24 +606,27 @@ func (c *compiler) rmw(s p4gen.RMW, sc *scope) (op, error) {
 	cells := c.m.regs[ri]
 	mask := p4gen.Bit(s.Reg.Width).Mask()
 	errIdx := fmt.Errorf("register %s: index past its %d cells", s.Reg.Name, len(cells))
-	o := func(p *pkt) {
-		i := idx(p)
-		if i >= uint64(len(cells)) {
-			p.err = errIdx
-			return
-		}
-		old := cells[i]
-		v := old
-		p.old = old
-		if cond == nil || cond(p) != 0 {
-			v = nv(p) & mask
-		}
-		cells[i] = v
-		if oldTo >= 0 {
-			p.v[oldTo] = old
-		}
-		if newTo >= 0 {
-			p.v[newTo] = v
+	o := c.rmwDirect(s, sc, cells, mask, errIdx, oldTo, newTo)
+	if o == nil {
+		o = func(p *pkt) {
+			i := idx(p)
+			if i >= uint64(len(cells)) {
+				p.err = errIdx
+				return
+			}
+			old := cells[i]
+			v := old
+			p.old = old
+			if cond == nil || cond(p) != 0 {
+				v = nv(p) & mask
+			}
+			cells[i] = v
+			if oldTo >= 0 {
+				p.v[oldTo] = old
+			}
+			if newTo >= 0 {
+				p.v[newTo] = v
+			}
 		}
 	}
 	if oldTo >= 0 && c.hdr[oldTo] || newTo >= 0 && c.hdr[newTo] {
@@ -703,30 +662,6 @@ func (c *compiler) action(a *p4gen.Action) (*action, error) {
 	}
 	ca.body, ca.called = body, false
 	return ca, nil
-}
-
-var crc16Table = func() (t [256]uint16) {
-	for i := range t {
-		crc := uint16(i)
-		for range 8 {
-			if crc&1 != 0 {
-				crc = crc>>1 ^ 0xA001
-			} else {
-				crc >>= 1
-			}
-		}
-		t[i] = crc
-	}
-	return
-}()
-
-// crc16 is p4gen.CRC16ARC by table.
-func crc16(b []byte) uint16 {
-	var crc uint16
-	for _, c := range b {
-		crc = crc>>8 ^ crc16Table[byte(crc)^c]
-	}
-	return crc
 }
 
 // bitWriter appends values of any width, most significant bit first.

@@ -228,6 +228,7 @@ func (d *Device) enqueue(m *Model, p *pkt, port uint16, instance uint32, now uin
 	q.n++
 	e.port, e.instance, e.enq, e.deq = port, instance, now, uint64(at)
 	e.data = append(e.data[:0], p.data...)
+	m.locate(p)
 	if len(e.p.v) != len(p.v) {
 		e.p = pkt{v: make([]uint64, len(p.v)), varOff: make([]int32, len(p.varOff)),
 			varLen: make([]int32, len(p.varLen)), hdrAt: make([]int32, len(p.hdrAt)), vbits: make([]uint64, len(p.vbits))}
@@ -266,6 +267,7 @@ func (d *Device) drain(now float64) {
 		copy(p.varLen, e.p.varLen)
 		copy(p.hdrAt, e.p.hdrAt)
 		p.data, p.payload, p.dirty, p.ordered, p.err = e.data, e.p.payload, e.p.dirty, e.p.ordered, nil
+		p.visits, p.located = p.visits[:0], true
 		p.clones = p.clones[:0]
 		d.egress(m, p, e.port, e.instance, egressMeta{enqQ: e.enqDepth, deqQ: uint32(best.n),
 			enqTS: uint32(e.enq), deqDelta: uint32(e.deq - e.enq), now: e.deq})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
@@ -195,13 +196,30 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	m.comp, m.liveOut, m.maxVars, m.splitReads = c, liveOut(prog), maxVariants, splitReads
 	m.egressReads = map[string]bool{}
 	readsAll(prog.Egress, m.egressReads, map[*p4gen.Action]bool{})
+	// A state's select runs after it extracted its headers, its varbit
+	// length after all but the last: what it reads of those is the
+	// packet's, not a slot to zero.
 	parserReads := map[string]bool{}
 	for _, s := range prog.Parser {
+		r := map[string]bool{}
 		for _, x := range s.Select {
-			reads(x, parserReads)
+			reads(x, r)
 		}
+		own := s.Extract
 		if s.VarBits != nil {
-			reads(s.VarBits, parserReads)
+			for path := range r {
+				if !ownField(path, own) {
+					parserReads[path] = true
+				}
+			}
+			r = map[string]bool{}
+			reads(s.VarBits, r)
+			own = own[:len(own)-1]
+		}
+		for path := range r {
+			if !ownField(path, own) {
+				parserReads[path] = true
+			}
 		}
 	}
 	for path := range parserReads {
@@ -219,10 +237,20 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	return m, nil
 }
 
+// ownField reports whether path is a field of one of headers hs.
+func ownField(path string, hs []string) bool {
+	for _, h := range hs {
+		if strings.HasPrefix(path, "hdr."+h+".") {
+			return true
+		}
+	}
+	return false
+}
+
 // newPkt returns a packet's state sized for the program.
 func (m *Model) newPkt() pkt {
 	return pkt{v: make([]uint64, m.nslots), vbits: make([]uint64, (len(m.headers)+63)/64),
-		hdrAt: make([]int32, len(m.headers)), varOff: make([]int32, len(m.headers)),
+		hdrAt: make([]int32, len(m.headers)), varOff: make([]int32, len(m.headers)), visits: make([]visit, 0, 16),
 		varLen: make([]int32, len(m.headers)), clones: make([]uint32, 0, 8), e2e: make([]e2eReq, 0, 4)}
 }
 
@@ -316,7 +344,7 @@ func (m *Model) Sessions() map[uint32]uint16 {
 // bytes, no header valid, the slots zeroed (all of them when full,
 // else those the parser reads: the rest are zeroed once its variant is
 // known). Where a header was extracted (hdrAt) is read only while it is
-// valid, and set when it becomes so.
+// valid, and set (by locate) when it becomes so.
 func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) {
 	if full {
 		clear(p.v)
@@ -332,6 +360,7 @@ func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) {
 	p.data, p.payload, p.err = a.Data, -1, nil
 	p.dirty, p.ordered, p.lastPos = false, true, -1
 	p.clones = p.clones[:0]
+	p.visits, p.located = p.visits[:0], false
 	p.v[m.sIngressPort] = uint64(a.Port) & 0x1ff
 	p.v[m.sPacketLength] = uint64(len(a.Data)) & 0xffffffff
 	p.v[m.sIngressTS] = a.Time & p4gen.Bit(48).Mask()

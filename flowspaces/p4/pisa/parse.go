@@ -40,6 +40,11 @@ type pstate struct {
 	masks   []uint64 // each select expression's type mask
 	cases   []pcase
 	def     int
+	// packed: the select's values fit one word, each at its shift (its
+	// field when selSlots' is not -1), so that a case is one compare.
+	packed   bool
+	selSlots []int
+	shifts   []uint
 
 	// A state without a varbit field extracts its headers at once when
 	// the packet holds them all: the fields the program uses (offsets
@@ -52,6 +57,42 @@ type pstate struct {
 	vwords            []vword
 	inOrder           bool // its headers are in the deparser's order among themselves
 	firstPos, lastPos int
+	// fast: the loads as one 8-byte load each, shifted, when the state
+	// starts on a byte and the packet holds span bytes from there
+	// (nil when a field does not fit such a load).
+	fast []fload
+	span int
+}
+
+// fload is a field's load from a state's bytes: the 8 bytes at boff,
+// shifted right by rsh and masked.
+type fload struct {
+	slot, boff int32
+	rsh        uint64
+	mask       uint64
+}
+
+// visit is an extraction by the parser at bit at: of state st's
+// headers, or of header ^st alone when st < 0.
+type visit struct{ st, at int32 }
+
+// locate sets where p's headers were extracted (hdrAt) from its visits,
+// once: the parser records only its visits, since most packets leave
+// with the bytes they came with and nothing reads hdrAt.
+func (m *Model) locate(p *pkt) {
+	if p.located {
+		return
+	}
+	p.located = true
+	for _, v := range p.visits {
+		if v.st < 0 {
+			p.hdrAt[^v.st] = v.at + 1
+			continue
+		}
+		for _, h := range m.states[v.st].places {
+			p.hdrAt[h.index] = v.at + int32(h.off) + 1
+		}
+	}
 }
 
 // hplace is a header a state extracts, off bits into it.
@@ -66,6 +107,7 @@ type vword struct {
 type pcase struct {
 	vals, masks []uint64
 	next        int
+	pv, pm      uint64 // the values and masks packed, when the state's select is
 }
 
 // Parser next states that end parsing.
@@ -104,6 +146,7 @@ func (c *compiler) parser(prog *p4gen.Program) error {
 				return fmt.Errorf("parser state %s: %v", s.Name, err)
 			}
 		}
+		width := 0
 		for _, x := range s.Select {
 			e, err := c.expr(x, nil)
 			if err != nil {
@@ -111,11 +154,30 @@ func (c *compiler) parser(prog *p4gen.Program) error {
 			}
 			ps.sel = append(ps.sel, e)
 			ps.masks = append(ps.masks, x.Type().Mask())
+			slot, ok := c.refSlot(x, nil)
+			if !ok {
+				slot = -1
+			}
+			ps.selSlots, ps.shifts = append(ps.selSlots, slot), append(ps.shifts, uint(width))
+			width += max(1, x.Type().Bits)
 		}
+		ps.packed = width <= 64
 		for _, cs := range s.Cases {
 			pc := pcase{vals: cs.Values, masks: cs.Masks, next: index[cs.Next]}
 			if pc.masks == nil {
 				pc.masks = ps.masks
+			}
+			never := false
+			for i, v := range pc.vals {
+				m := pc.masks[i] & ps.masks[i]
+				pc.pv |= v & m << ps.shifts[i]
+				pc.pm |= m << ps.shifts[i]
+				// A value past its key's width that the mask keeps is
+				// never matched.
+				never = never || v&pc.masks[i]&^ps.masks[i] != 0
+			}
+			if never {
+				pc.pm, pc.pv = 0, 1
 			}
 			ps.cases = append(ps.cases, pc)
 		}
@@ -139,6 +201,11 @@ func (m *Model) wholeStates() {
 			for _, f := range h.used {
 				f.off += s.bits
 				s.loads = append(s.loads, f)
+				s.fast = append(s.fast, fload{slot: int32(f.slot), boff: int32(f.off >> 3), rsh: uint64(64 - f.off&7 - f.bits), mask: p4gen.Bit(f.bits).Mask()})
+				s.span = max(s.span, f.off>>3+8)
+				if f.off&7+f.bits > 64 {
+					s.whole = false // a field of more than 57 bits off a byte
+				}
 			}
 			s.places = append(s.places, hplace{index: h.index, off: s.bits})
 			w := h.index >> 6
@@ -165,17 +232,23 @@ func (m *Model) parse(p *pkt) error {
 	for step := 0; step < maxParserSteps; step++ {
 		s := &m.states[st]
 		if s.whole && bit+s.bits <= 8*len(data) {
-			for _, f := range s.loads {
-				off := bit + f.off
-				if i, s := off>>3, off&7; i+8 <= len(data) && s+f.bits <= 64 {
-					p.v[f.slot] = binary.BigEndian.Uint64(data[i:]) << uint(s) >> uint(64-f.bits)
-				} else {
-					p.v[f.slot] = getBits(data, off, f.bits)
+			if bit&7 == 0 && bit>>3+s.span <= len(data) {
+				d := data[bit>>3:]
+				for i := range s.fast {
+					f := &s.fast[i]
+					p.v[f.slot] = binary.BigEndian.Uint64(d[f.boff:]) >> (f.rsh & 63) & f.mask
+				}
+			} else {
+				for _, f := range s.loads {
+					off := bit + f.off
+					if i, s := off>>3, off&7; i+8 <= len(data) && s+f.bits <= 64 {
+						p.v[f.slot] = binary.BigEndian.Uint64(data[i:]) << uint(s) >> uint(64-f.bits)
+					} else {
+						p.v[f.slot] = getBits(data, off, f.bits)
+					}
 				}
 			}
-			for _, h := range s.places {
-				p.hdrAt[h.index] = int32(bit + h.off + 1)
-			}
+			p.visits = append(p.visits, visit{st: int32(st), at: int32(bit)})
 			for _, w := range s.vwords {
 				p.vbits[w.i] |= w.bits
 			}
@@ -192,7 +265,24 @@ func (m *Model) parse(p *pkt) error {
 			}
 		}
 		next := s.def
-		if len(s.sel) > 0 {
+		if s.packed && len(s.sel) > 0 {
+			var key uint64
+			for i, x := range s.sel {
+				var v uint64
+				if sl := s.selSlots[i]; sl >= 0 {
+					v = p.v[sl]
+				} else {
+					v = x(p)
+				}
+				key |= v & s.masks[i] << (s.shifts[i] & 63)
+			}
+			for i := range s.cases {
+				if c := &s.cases[i]; key&c.pm == c.pv {
+					next = c.next
+					break
+				}
+			}
+		} else if len(s.sel) > 0 {
 			keys := m.keys[:0]
 			for _, x := range s.sel {
 				keys = append(keys, x(p))
@@ -237,7 +327,7 @@ func (m *Model) extract(p *pkt, s *pstate, at *int) error {
 		if h.varMax > 0 && varBits > h.varMax {
 			return h.varErr(varBits)
 		}
-		p.hdrAt[h.index] = int32(bit + 1)
+		p.visits = append(p.visits, visit{st: ^int32(h.index), at: int32(bit)})
 		for _, f := range h.used {
 			off := bit + f.off
 			if f.afterVar {
@@ -275,6 +365,7 @@ func (h *header) varErr(bits int) error {
 // payload, into out.
 func (m *Model) deparse(p *pkt, out []byte) []byte {
 	if m.csumLast != nil && p.valid(m.csumLast) {
+		m.locate(p)
 		was := p.v[m.ipv4csum]
 		p.v[m.ipv4csum] = 0
 		w := bitWriter{b: m.scratch[:0]}
@@ -292,6 +383,7 @@ func (m *Model) deparse(p *pkt, out []byte) []byte {
 	if !p.dirty && p.ordered && p.payload >= 0 {
 		return append(out[:0], p.data...)
 	}
+	m.locate(p)
 	w := bitWriter{b: out[:0]}
 	for _, h := range m.deparser {
 		if p.valid(h) {

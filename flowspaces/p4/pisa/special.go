@@ -135,7 +135,7 @@ func (m *Model) zeroes(key []uint64, res []p4gen.Stmt) []int {
 		return zero
 	}
 	read := maps.Clone(m.egressReads)
-	readsAll(res, read, map[*p4gen.Action]bool{})
+	readFirst(res, map[string]bool{}, read)
 	for _, f := range p4gen.StdMeta {
 		read["standard_metadata."+f.Name] = true
 	}
@@ -830,6 +830,67 @@ func readsAll(ss []p4gen.Stmt, live map[string]bool, seen map[*p4gen.Action]bool
 		case p4gen.Digest:
 			for _, x := range s.Values {
 				reads(x, live)
+			}
+		}
+	}
+}
+
+// readFirst adds to read what statements ss may read before they have
+// written it, written being what is written before them (updated): a
+// field that ingress always assigns before it reads it need not be
+// zeroed for it. Tables and calls count as reading all their actions
+// read, and as writing nothing.
+func readFirst(ss []p4gen.Stmt, written, read map[string]bool) {
+	expr := func(x p4gen.Expr) {
+		r := map[string]bool{}
+		reads(x, r)
+		for k := range r {
+			if !written[k] {
+				read[k] = true
+			}
+		}
+	}
+	for _, s := range ss {
+		switch s := s.(type) {
+		case p4gen.Assign:
+			expr(s.X)
+			written[s.Dst.Path] = true
+		case p4gen.Hash:
+			for _, x := range s.Data {
+				expr(x)
+			}
+			written[s.Dst.Path] = true
+		case p4gen.Random:
+			written[s.Dst.Path] = true
+		case p4gen.RMW:
+			expr(s.Index)
+			expr(s.New)
+			if s.Cond != nil {
+				expr(s.Cond)
+			}
+			if s.OldTo != nil {
+				written[s.OldTo.Path] = true
+			}
+			if s.NewTo != nil {
+				written[s.NewTo.Path] = true
+			}
+		case p4gen.If:
+			expr(s.Cond)
+			wt, we := maps.Clone(written), maps.Clone(written)
+			readFirst(s.Then, wt, read)
+			readFirst(s.Else, we, read)
+			for k := range wt {
+				if we[k] {
+					written[k] = true
+				}
+			}
+		default:
+			r := map[string]bool{}
+			readsAll([]p4gen.Stmt{s}, r, map[*p4gen.Action]bool{})
+			for k := range r {
+				if !written[k] {
+					read[k] = true
+				}
 			}
 		}
 	}

@@ -18,6 +18,20 @@ type exprGen struct {
 
 var foldWidths = []int{1, 3, 8, 16, 32, 64}
 
+// newExprGen returns a generator seeded with seed over three metadata
+// fields of each width of foldWidths, which it declares in prog.
+func newExprGen(prog *p4gen.Program, seed uint64) *exprGen {
+	g := &exprGen{rng: rand.New(rand.NewPCG(seed, seed+1)), refs: map[int][]p4gen.Ref{}}
+	for _, w := range foldWidths {
+		for i := range 3 {
+			f := p4gen.Field{Name: fmt.Sprintf("w%d_%d", w, i), Bits: w}
+			prog.Metadata = append(prog.Metadata, f)
+			g.refs[w] = append(g.refs[w], p4gen.Ref{Path: "meta." + f.Name, Bits: w})
+		}
+	}
+	return g
+}
+
 func (g *exprGen) konst(w int) p4gen.Expr {
 	switch g.rng.IntN(4) {
 	case 0:
@@ -30,13 +44,18 @@ func (g *exprGen) konst(w int) p4gen.Expr {
 	return p4gen.C(g.rng.Uint64(), w)
 }
 
+// leaf is a constant one time in n, else one of the fields of w bits.
+func (g *exprGen) leaf(w, n int) p4gen.Expr {
+	if g.rng.IntN(n) == 0 {
+		return g.konst(w)
+	}
+	rs := g.refs[w]
+	return rs[g.rng.IntN(len(rs))]
+}
+
 func (g *exprGen) expr(w, depth int) p4gen.Expr {
 	if depth <= 0 || g.rng.IntN(4) == 0 {
-		if g.rng.IntN(3) == 0 {
-			return g.konst(w)
-		}
-		rs := g.refs[w]
-		return rs[g.rng.IntN(len(rs))]
+		return g.leaf(w, 3)
 	}
 	switch g.rng.IntN(7) {
 	case 0:
@@ -83,14 +102,7 @@ func (g *exprGen) cond(depth int) p4gen.Expr {
 // packets that agree with it.
 func TestFoldAsCompiled(t *testing.T) {
 	prog := p4gen.NewProgram("fold")
-	g := &exprGen{rng: rand.New(rand.NewPCG(3, 4)), refs: map[int][]p4gen.Ref{}}
-	for _, w := range foldWidths {
-		for i := range 3 {
-			f := p4gen.Field{Name: fmt.Sprintf("w%d_%d", w, i), Bits: w}
-			prog.Metadata = append(prog.Metadata, f)
-			g.refs[w] = append(g.refs[w], p4gen.Ref{Path: "meta." + f.Name, Bits: w})
-		}
-	}
+	g := newExprGen(prog, 3)
 	m, err := Load(prog, roomy)
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,14 @@ type table struct {
 	def     *action
 	defArgs []uint64
 	vals    []uint64 // the packet's key values
+	// masked: for a table of one ternary or LPM key, its entries in
+	// lookup order as a mask and the value under it.
+	masked []maskedEntry
+}
+
+type maskedEntry struct {
+	mask, val uint64
+	entry     int32
 }
 
 // centry is an installed entry made ready for lookups.
@@ -133,6 +141,13 @@ func (tb *table) set(es []p4gen.Entry) error {
 		}
 		return 0
 	})
+	tb.masked = tb.masked[:0]
+	if k := tb.t.Keys; len(k) == 1 && (k[0].Match == p4gen.Ternary || k[0].Match == p4gen.LPM) {
+		for _, i := range tb.order {
+			e := &entries[i]
+			tb.masked = append(tb.masked, maskedEntry{mask: e.masks[0], val: e.e.Match[0].Value & e.masks[0], entry: i})
+		}
+	}
 	return nil
 }
 
@@ -182,6 +197,16 @@ func (tb *table) find(vals []uint64) (*action, []uint64) {
 			return tb.def, tb.defArgs
 		}
 		return best.act, best.args
+	}
+	if tb.masked != nil {
+		v := vals[0]
+		for i := range tb.masked {
+			if me := &tb.masked[i]; v&me.mask == me.val {
+				e := &tb.entries[me.entry]
+				return e.act, e.args
+			}
+		}
+		return tb.def, tb.defArgs
 	}
 next:
 	for _, i := range tb.order {

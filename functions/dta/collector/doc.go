@@ -20,7 +20,8 @@
 // postcard paths) have calls of their own. A Server receives reports on
 // several SO_REUSEPORT UDP sockets at once, a goroutine each reading
 // batches with recvmmsg, and answers queries over HTTP, with Prometheus
-// metrics at /metrics. The class dta-collector ingests report frames that
+// metrics at /metrics when given package metrics's Handler (which links
+// Prometheus's client library; this package does not). The class dta-collector ingests report frames that
 // reach it in a flowgraph (a capture of reports).
 //
 // Structures hashed by CRC-32 refuse a size that is a power of two: the

@@ -6,15 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/ffpf-go/ffpf/internal/promtext"
 )
 
 // Answer is a query's answer as the HTTP endpoint gives it, for every
@@ -189,8 +185,8 @@ func (c *Collector) Query(primitive string, q url.Values) (*Answer, error) {
 }
 
 // Handler serves queries at /keywrite, /keyincrement, /postcarding and
-// /append (JSON, see Collector.Query), the counters at /stats (JSON) and
-// Prometheus metrics at /metrics.
+// /append (JSON, see Collector.Query), the counters at /stats (JSON) and,
+// given ServerConfig.Metrics, Prometheus metrics at /metrics.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, p := range []string{"keywrite", "keyincrement", "postcarding", "append"} {
@@ -211,7 +207,9 @@ func (s *Server) Handler() http.Handler {
 		})
 	}
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.Stats()) })
-	mux.HandleFunc("GET /metrics", s.metrics)
+	if s.metrics != nil {
+		mux.Handle("GET /metrics", s.metrics)
+	}
 	return mux
 }
 
@@ -219,43 +217,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(v)
-}
-
-// metrics answers a Prometheus scrape with the server's counters, read at
-// each scrape (the datapath keeps its own counters), in the text
-// exposition format 0.0.4 that every Prometheus server reads: families
-// sorted by name, series by label value, as the client library writes
-// them. Written here rather than with the client library, whose packages
-// (and protobuf's) a run that never serves HTTP would otherwise initialise.
-func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	st := s.Stats()
-	cfg := s.c.cfg
-	memory := map[string]uint64{"keywrite": cfg.KeyWrite.Slots * 8, "keyincrement": cfg.KeyIncrement.Slots * 8,
-		"append": uint64(cfg.Append.Lists) * cfg.Append.Size * 4, "postcarding": cfg.Postcarding.Chunks * 32}
-	var b []byte
-	b = appendFamily(b, "dta_collector_datagrams_total", "counter", "UDP datagrams received.", "", map[string]uint64{"": st.Datagrams})
-	b = appendFamily(b, "dta_collector_dropped_total", "counter", "Reports not ingested, by reason (socket: dropped by the kernel, the socket's queue full).", "reason", st.Dropped)
-	b = appendFamily(b, "dta_collector_immediate_total", "counter", "Reports ingested that asked for an ACK (none is sent).", "", map[string]uint64{"": st.Immediate})
-	b = appendFamily(b, "dta_collector_memory_bytes", "gauge", "Memory of each primitive's structure.", "primitive", memory)
-	b = appendFamily(b, "dta_collector_reports_total", "counter", "Reports ingested (Append: entries, Postcarding: postcards), by primitive.", "primitive", st.Reports)
-	w.Header().Set("Content-Type", promtext.ContentType)
-	w.Write(b)
-}
-
-// appendFamily appends a metric family: its HELP and TYPE lines, then a
-// sample per value, labelled label="key" (no label when label is ""), in
-// the order of the keys.
-func appendFamily(b []byte, name, typ, help, label string, values map[string]uint64) []byte {
-	w := promtext.Writer{B: b}
-	w.Family(name, typ, help)
-	for _, k := range slices.Sorted(maps.Keys(values)) {
-		if label == "" {
-			w.Uint(name, values[k])
-		} else {
-			w.Uint(name, values[k], label, k)
-		}
-	}
-	return w.B
 }
 
 // Client queries a collector's HTTP endpoint.

@@ -19,11 +19,17 @@ import (
 // ServerConfig is a collector's memory and where it listens.
 type ServerConfig struct {
 	Config
-	Listen  string // UDP address of the reports, "127.0.0.1:40040" (port 0: any free port)
-	HTTP    string // TCP address of queries and /metrics; "" for none
-	Sockets int    // SO_REUSEPORT sockets, one ingesting goroutine each; 0: GOMAXPROCS
-	RcvBuf  int    // receive buffer of each socket in bytes; 0: 4 MiB (as far as net.core.rmem_max allows, or beyond as root)
-	Batch   int    // datagrams per recvmmsg; 0: 64
+	Listen string // UDP address of the reports, "127.0.0.1:40040" (port 0: any free port)
+	HTTP   string // TCP address of queries and /metrics; "" for none
+	// Metrics makes what answers Prometheus's scrapes at /metrics on HTTP
+	// (package collector/metrics's Handler); nil: no /metrics. It is
+	// given, not built here, so that the processes that link this package
+	// (every ffpf run: the class dta-collector) need not link Prometheus's
+	// client library.
+	Metrics func(*Server) http.Handler
+	Sockets int // SO_REUSEPORT sockets, one ingesting goroutine each; 0: GOMAXPROCS
+	RcvBuf  int // receive buffer of each socket in bytes; 0: 4 MiB (as far as net.core.rmem_max allows, or beyond as root)
+	Batch   int // datagrams per recvmmsg; 0: 64
 
 	hold chan struct{}   // tests: the receivers wait for it to close before reading
 	sink func() ingester // benchmarks: where the receivers put payloads (nil: the collector)
@@ -51,6 +57,7 @@ type Server struct {
 
 	httpLn  net.Listener
 	httpSrv *http.Server
+	metrics http.Handler // /metrics, if given
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -116,6 +123,9 @@ func Serve(c *Collector, cfg ServerConfig) (*Server, error) {
 			return nil, fmt.Errorf("cannot listen on tcp %s: %v", cfg.HTTP, opErr(err))
 		}
 		s.httpLn = ln
+		if cfg.Metrics != nil {
+			s.metrics = cfg.Metrics(s)
+		}
 		s.httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		go s.httpSrv.Serve(ln)
 	}

@@ -2,17 +2,12 @@ package collector
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/ffpf-go/ffpf/functions/dta/wire"
 )
@@ -43,7 +38,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // Reports of every primitive over loopback UDP, bad datagrams counted by
-// reason, the answers over HTTP and the counters in /metrics.
+// reason, the answers over HTTP.
 func TestServer(t *testing.T) {
 	s := startServer(t, ServerConfig{Config: Config{
 		KeyWrite:     KeyWriteConfig{Slots: 100003, Redundancy: 2},
@@ -146,45 +141,14 @@ func TestServer(t *testing.T) {
 		t.Errorf("an unknown primitive: %v", err)
 	}
 
+	// /metrics only with ServerConfig.Metrics (package metrics tests it).
 	resp, err := http.Get("http://" + s.HTTPAddr().String() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{
-		`dta_collector_reports_total{primitive="append"} 20`,
-		`dta_collector_reports_total{primitive="keywrite"} 1`,
-		`dta_collector_dropped_total{reason="trailing"} 2`,
-		`dta_collector_dropped_total{reason="socket"} 0`,
-		`dta_collector_datagrams_total 62`,
-		`dta_collector_memory_bytes{primitive="keywrite"} 800024`,
-	} {
-		if !strings.Contains(string(body), want+"\n") {
-			t.Errorf("/metrics lacks %q:\n%s", want, body)
-		}
-	}
-	// Prometheus's own parser reads it: each family with its type, every
-	// primitive's memory.
-	if ct := resp.Header.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
-		t.Errorf("/metrics Content-Type %q", ct)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatalf("Prometheus cannot parse /metrics: %v\n%s", err, body)
-	}
-	for name, typ := range map[string]dto.MetricType{
-		"dta_collector_reports_total": dto.MetricType_COUNTER, "dta_collector_dropped_total": dto.MetricType_COUNTER,
-		"dta_collector_datagrams_total": dto.MetricType_COUNTER, "dta_collector_immediate_total": dto.MetricType_COUNTER,
-		"dta_collector_memory_bytes": dto.MetricType_GAUGE,
-	} {
-		if f := fams[name]; f == nil || f.GetType() != typ || f.GetHelp() == "" {
-			t.Errorf("/metrics: family %s is %v, want a %v with its help", name, f, typ)
-		}
-	}
-	if n := len(fams["dta_collector_memory_bytes"].GetMetric()); n != 4 {
-		t.Errorf("/metrics: %d memory gauges, want one per primitive", n)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/metrics without ServerConfig.Metrics: %s", resp.Status)
 	}
 }
 
