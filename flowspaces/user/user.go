@@ -45,6 +45,7 @@ import (
 	"sync"
 
 	"github.com/ffpf-go/ffpf/bridges/inproc"
+	"github.com/ffpf-go/ffpf/buffers/shared"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
 )
@@ -114,6 +115,10 @@ type Flowspace struct {
 	readers map[*inproc.Bridge][]*worker      // one per lane of the bridge
 	pools   map[*flowspaces.Node]*inproc.Pool // per stream, for copies up
 	gen     uint64
+
+	// shared is the sources' packet memory that other processes map
+	// (newPBuf), unmapped when the flowspace closes.
+	shared []*shared.Memory
 
 	prods   map[*flowspaces.Node]*producer // the producers here, by node
 	mergers []*worker                      // each reads capture files that meet, in time order
@@ -381,6 +386,10 @@ func (fs *Flowspace) Close() error {
 		w.accountDrops()
 	}
 	fs.nodes = nil
+	for _, m := range fs.shared {
+		m.Close()
+	}
+	fs.shared = nil
 	return err
 }
 

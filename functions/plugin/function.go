@@ -131,7 +131,7 @@ func (p *proc) instantiate(ctx *functions.Context) (_ functions.Function, err er
 	if err != nil {
 		return nil, err
 	}
-	f := &function{p: p, rpcBatches: p.host.opts.RPCBatches}
+	f := &function{p: p, rpcBatches: p.host.opts.RPCBatches, copyOnce: p.host.opts.CopyOnce}
 	down, err := shm.New(shm.Geometry{Cells: cells, Window: windowFor(ctx.Snaplen)})
 	if err != nil {
 		return nil, err
