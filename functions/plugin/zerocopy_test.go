@@ -15,7 +15,7 @@ import (
 // packets in shared memory when a plugin's function reads them, and every
 // packet crosses to the plugin in place, none copied; a mapped file (its
 // mapping is the file's) and a host told to copy (Options.CopyOnce, the
-// baseline) copy each once. Whichever way, the counters and states are
+// baseline; so does $FFPF_PLUGIN_COPY) copy each once. Whichever way, the counters and states are
 // the compiled-in class's.
 func TestRealSourcesCrossZeroCopy(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "dns.pcap")
@@ -33,9 +33,13 @@ func TestRealSourcesCrossZeroCopy(t *testing.T) {
 		{"read", "dnsname", "read", dnsExpr, false, true},
 		{"mmap", "dnsname", "mmap", dnsExpr, false, false},
 		{"ring/copy-once", "dnsname", "ring", dnsExpr, true, false},
+		{"ring/FFPF_PLUGIN_COPY", "dnsname", "ring", dnsExpr, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("FFPF_PCAP_READ", c.access)
+			if c.name == "ring/FFPF_PLUGIN_COPY" {
+				t.Setenv("FFPF_PLUGIN_COPY", "1") // as Options.CopyOnce
+			}
 			reg, h, _ := load(t, pluginDir(t, c.class), plugin.Options{CopyOnce: c.copyOnce})
 			in := registry(dns.Class, ports.Class)
 			got, err := run(t, reg, trace, c.expr)
