@@ -310,7 +310,7 @@ func (h *Host) Instances(class string) int {
 		if p.class != nil && p.class.Name == class {
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			return int(p.token)
+			return p.made
 		}
 	}
 	return 0
