@@ -360,8 +360,8 @@ echo "   (medians of $COUNT runs; a plugin's worker is two processes taking turn
 echo "    descriptors of the packets, or copies each once into the ring when the source's memory is not shared, the plugin"
 echo "    filters and answers; both need a core of their own, and the copy reads the whole packet where the filter reads"
 echo "    its headers. Each side spins a while for the other's cell, then sleeps on the eventfd: about 0 wake-ups per"
-echo "    batch when both have a core,"
-echo "    1 or more when the machine is shared and they take turns on the same cores, and then the wake-ups bound the rate)"
+echo "    batch when both have a core, 1 or more when the machine is shared and they take turns on the same cores, and"
+echo "    then the wake-ups bound the rate)"
 PLUGINS="$OUT/plugins"
 mkdir -p "$PLUGINS"
 $GO build -o "$PLUGINS/" ./examples/plugin/dnsname

@@ -32,9 +32,9 @@ type proc struct {
 	class    *functions.Class
 	deadline time.Duration
 
-	mu        sync.Mutex // an instantiation: its descriptors, then its RPC
-	token     uint64 // tags the descriptors that cross the socket
-	made      int    // functions instantiated
+	mu        sync.Mutex        // an instantiation: its descriptors, then its RPC
+	token     uint64            // tags the descriptors that cross the socket
+	made      int               // functions instantiated
 	orderings map[string][]bool // by canonical parameters
 	lens      map[string]int    // by field and canonical parameters
 	states    [][]byte          // the functions' state, mapped until Close
