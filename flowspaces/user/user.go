@@ -117,8 +117,8 @@ type Flowspace struct {
 	gen     uint64
 
 	// shared is the sources' packet memory that other processes map
-	// (newPBuf), unmapped when the flowspace closes.
-	shared []*shared.Memory
+	// (sharedMemory), by source, unmapped when the source is released.
+	shared map[*flowspaces.Node][]*shared.Memory
 
 	prods   map[*flowspaces.Node]*producer // the producers here, by node
 	mergers []*worker                      // each reads capture files that meet, in time order
@@ -143,7 +143,7 @@ func New(opts Options) *Flowspace {
 		runs:  map[*flowspaces.Node]*runner{},
 		downs: map[*flowspaces.Stub]*inproc.Bridge{}, srcs: map[*flowspaces.Node]*worker{},
 		readers: map[*inproc.Bridge][]*worker{}, pools: map[*flowspaces.Node]*inproc.Pool{},
-		prods: map[*flowspaces.Node]*producer{}}
+		prods: map[*flowspaces.Node]*producer{}, shared: map[*flowspaces.Node][]*shared.Memory{}}
 }
 
 // Name implements flowspaces.Flowspace.
@@ -386,10 +386,6 @@ func (fs *Flowspace) Close() error {
 		w.accountDrops()
 	}
 	fs.nodes = nil
-	for _, m := range fs.shared {
-		m.Close()
-	}
-	fs.shared = nil
 	return err
 }
 
@@ -446,6 +442,10 @@ func (fs *Flowspace) release(nodes []*flowspaces.Node) error {
 		var err error
 		if n.Source != nil {
 			err = n.Source.Close()
+			for _, m := range fs.shared[n] { // nothing refers to its packets now
+				m.Close()
+			}
+			delete(fs.shared, n)
 		} else if c, ok := n.Function.(functions.Closer); ok {
 			err = c.Close()
 		}

@@ -109,7 +109,8 @@ func newSourceWorker(fs *Flowspace, n *flowspaces.Node, share bool) *worker {
 	w := &worker{fs: fs, node: n, src: n.Source, live: n.Source.Info().Live, lane: fs.newLane()}
 	var pbuf *buffers.PBuf
 	if s, ok := n.Source.(functions.Sharer); ok && share {
-		s.Share(fs.sharedMemory) // its own memory, shared (or not: then copied once across)
+		// Its own memory, shared (or not: then copied once across).
+		s.Share(func(size int) []byte { return fs.sharedMemory(n, size) })
 	}
 	if o, ok := n.Source.(functions.PBufOwner); ok {
 		pbuf = o.PBuf() // zero-copy: the packets are already in memory
@@ -119,7 +120,7 @@ func newSourceWorker(fs *Flowspace, n *flowspaces.Node, share bool) *worker {
 		// Few batches of slots: run to completion frees a window before it
 		// is filled again, and a small PBuf stays in cache (FFPF §4.2).
 		k = regionsFor(fs, n.Ctx.Snaplen)
-		pbuf = fs.newPBuf(k*buffers.MaxBatch, n.Ctx.Snaplen, share)
+		pbuf = fs.newPBuf(n, k*buffers.MaxBatch, n.Ctx.Snaplen, share)
 	}
 	w.window = min(buffers.MaxBatch, pbuf.Slots())
 	for i := range k {
@@ -130,28 +131,28 @@ func newSourceWorker(fs *Flowspace, n *flowspaces.Node, share bool) *worker {
 	return w
 }
 
-// newPBuf allocates a source's PBuf: on the heap, or, when share is set,
+// newPBuf allocates source n's PBuf: on the heap, or, when share is set,
 // in shared memory (sharedMemory). Shared memory that cannot be had (no
 // memfd) leaves the heap: the packets are then copied once on their way
 // to the other process.
-func (fs *Flowspace) newPBuf(slots, slotSize int, share bool) *buffers.PBuf {
+func (fs *Flowspace) newPBuf(n *flowspaces.Node, slots, slotSize int, share bool) *buffers.PBuf {
 	if share {
-		if mem := fs.sharedMemory(slots * slotSize); mem != nil {
+		if mem := fs.sharedMemory(n, slots*slotSize); mem != nil {
 			return buffers.NewPBufOn(mem, slots, slotSize)
 		}
 	}
 	return buffers.NewPBuf(slots, slotSize)
 }
 
-// sharedMemory returns size bytes of memory that other processes can map
-// (buffers/shared), nil when there is none; the flowspace unmaps it when
-// it closes, after its sources. fs.mu is held.
-func (fs *Flowspace) sharedMemory(size int) []byte {
+// sharedMemory returns size bytes of memory for source n's packets that
+// other processes can map (buffers/shared), nil when there is none; it is
+// unmapped when the source is released, after its Close. fs.mu is held.
+func (fs *Flowspace) sharedMemory(n *flowspaces.Node, size int) []byte {
 	m, err := shared.Alloc("ffpf-pbuf", size)
 	if err != nil {
 		return nil
 	}
-	fs.shared = append(fs.shared, m)
+	fs.shared[n] = append(fs.shared[n], m)
 	return m.Bytes()
 }
 
