@@ -359,9 +359,27 @@ awk '/^BenchmarkPluginFilter\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "",
 echo "   (medians of $COUNT runs; a plugin's worker is two processes taking turns on each batch of 256: ffpf sends"
 echo "    descriptors of the packets, or copies each once into the ring when the source's memory is not shared, the plugin"
 echo "    filters and answers; both need a core of their own, and the copy reads the whole packet where the filter reads"
-echo "    its headers. No source allocates its packets in shared memory yet: a real run takes the copy-once path. Each side"
-echo "    spins a while for the other's cell, then sleeps on the eventfd: about 0 wake-ups per batch when both have a core,"
-echo "    1 or more when the machine is shared and they take turns on the same cores, and then the wake-ups bound the rate)"
+echo "    its headers. Each side spins a while for the other's cell, then sleeps on the eventfd: about 0 wake-ups per"
+echo "    batch when both have a core, 1 or more when the machine is shared and they take turns on the same cores, and"
+echo "    then the wake-ups bound the rate)"
+PLUGINS="$OUT/plugins"
+mkdir -p "$PLUGINS"
+$GO build -o "$PLUGINS/" ./examples/plugin/dnsname
+echo "   end to end, ffpf run --plugins $PLUGINS -r $F '(dnsname,suffix=\".com\") > (pktcount)': the file read through the ring,"
+echo "   in shared memory (zero-copy), beside FFPF_PLUGIN_COPY=1 (each packet copied once into the ring), in turns"
+for _ in $(seq "$COUNT"); do
+	for mode in zerocopy copyonce; do
+		env=FFPF_PLUGIN_COPY=
+		[ $mode = copyonce ] && env=FFPF_PLUGIN_COPY=1
+		env $env FFPF_PCAP_READ= $BIN run --progress=false --plugins "$PLUGINS" -r "$F" '(dnsname,suffix=".com") > (pktcount)' 2>/dev/null |
+			sed -n "s/.*(\(.*\) Mpps).*/$mode \1/p"
+	done
+done > "$OUT/plugin-run.txt"
+awk '{ v[$1]=v[$1]" "$2 }
+     function median(s,   x, n, i, j, t) { n=split(s, x, " "); for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (x[j]<x[i]) { t=x[i]; x[i]=x[j]; x[j]=t }
+       return n%2 ? x[(n+1)/2] : (x[n/2]+x[n/2+1])/2 }
+     END { z=median(v["zerocopy"]); c=median(v["copyonce"])
+       printf "   zero-copy %6.2f Mpps, copy-once %6.2f Mpps: %.2fx (medians of %d runs each)\n", z, c, c ? z/c : 0, split(v["zerocopy"], _, " ") }' "$OUT/plugin-run.txt"
 
 echo "== 14. the P4 switch model: (cms,key=5tuple) > (hll,key=dstip) as the classes lower it, on the PISA model, one core, beside (bpf,\"tcp\") > (cms) > (hll) in userspace (8)"
 $GO test -run '^$' -bench 'BenchmarkModel|BenchmarkReference' -benchtime 2s -count "$COUNT" ./flowspaces/p4/pisa/ | tee "$OUT/pisa.txt" | grep -E '^Benchmark' || true
