@@ -93,12 +93,7 @@ func init() {
 		Runs: func(t functions.Target, p functions.Params) error {
 			return match.UserRuns(t, p, registerNames, "set", "if")
 		},
-		Validate: func(ctx *functions.Context) error {
-			if ctx.Params.Has("key") {
-				return measure.CheckLinkType(ctx)
-			}
-			return nil
-		},
+		Validate: measure.CheckKeyedLinkType,
 		New: func(ctx *functions.Context) (functions.Function, error) { return NewRegister(ctx) },
 	})
 }

@@ -142,21 +142,34 @@ func (s *Store) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
 			continue
 		}
 		anyHeld, allHeld := s.Set(h, uint64(v))
-		var ann uint64
-		if anyHeld {
-			ann |= 1
-		} else {
+		if !anyHeld {
 			changes++
 		}
-		if allHeld {
-			ann |= 2
-		}
-		p.Ann(e.Slot)[s.at] = ann
-		if s.pass == "all" || (s.pass == "old") == anyHeld {
+		if s.mark(p, e.Slot, anyHeld, allHeld) {
 			b.E[n] = e
 			n++
 		}
 	}
+	s.done(b, n, nokey, miss, changes)
+}
+
+// mark annotates a stored packet (bit 0: a cell already held its value,
+// bit 1: every cell did) and says whether pass= keeps it.
+func (s *Store) mark(p *buffers.PBuf, slot uint32, anyHeld, allHeld bool) bool {
+	var ann uint64
+	if anyHeld {
+		ann |= 1
+	}
+	if allHeld {
+		ann |= 2
+	}
+	p.Ann(slot)[s.at] = ann
+	return s.pass == "all" || (s.pass == "old") == anyHeld
+}
+
+// done counts a batch's packets without a key, without a value and that
+// changed a cell, and passes the n packets kept.
+func (s *Store) done(b *buffers.Batch, n int, nokey, miss, changes uint64) {
 	s.noKey(nokey)
 	if miss > 0 {
 		s.m.Add64(s.nomiss, miss)

@@ -125,28 +125,13 @@ func (s *Store) processP4(b *buffers.Batch) {
 			anyHeld = anyHeld || old == uint64(v)
 			allHeld = allHeld && old == uint64(v)
 		}
-		var ann uint64
-		if anyHeld {
-			ann |= 1
-		} else {
+		if !anyHeld {
 			changes++
 		}
-		if allHeld {
-			ann |= 2
-		}
-		p.Ann(e.Slot)[s.at] = ann
-		if s.pass == "all" || (s.pass == "old") == anyHeld {
+		if s.mark(p, e.Slot, anyHeld, allHeld) {
 			b.E[n] = e
 			n++
 		}
 	}
-	s.noKey(nokey)
-	if miss > 0 {
-		s.m.Add64(s.nomiss, miss)
-	}
-	if changes > 0 {
-		s.m.Add64(s.changes, changes)
-	}
-	b.N = n
-	s.keyed.pass(b)
+	s.done(b, n, nokey, miss, changes)
 }
