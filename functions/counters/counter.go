@@ -83,7 +83,7 @@ func init() {
 		Code:     functions.Codes(functions.EBPFCode(ebpfCounterCode), functions.P4Code(p4CounterCode)),
 		Produces: measure.Reports,
 		Validate: measure.CheckKeyedLinkType,
-		New: func(ctx *functions.Context) (functions.Function, error) { return NewCounter(ctx) },
+		New:      func(ctx *functions.Context) (functions.Function, error) { return NewCounter(ctx) },
 	})
 }
 

@@ -94,7 +94,7 @@ func init() {
 			return match.UserRuns(t, p, registerNames, "set", "if")
 		},
 		Validate: measure.CheckKeyedLinkType,
-		New: func(ctx *functions.Context) (functions.Function, error) { return NewRegister(ctx) },
+		New:      func(ctx *functions.Context) (functions.Function, error) { return NewRegister(ctx) },
 	})
 }
 
