@@ -279,11 +279,7 @@ func (r *Register) ReadInt(name string) (functions.IntReader, error) {
 
 // Read implements functions.Readable.
 func (r *Register) Read(name string) (functions.Reader, error) {
-	get, err := r.ReadInt(name)
-	if err != nil {
-		return nil, err
-	}
-	return func(p *buffers.PBuf, slot uint32) float64 { return float64(get(p, slot)) }, nil
+	return functions.ReadAsFloat(r, name)
 }
 
 var (

@@ -243,11 +243,7 @@ func (s *Store) ReadInt(name string) (functions.IntReader, error) {
 
 // Read implements functions.Readable.
 func (s *Store) Read(name string) (functions.Reader, error) {
-	get, err := s.ReadInt(name)
-	if err != nil {
-		return nil, err
-	}
-	return func(p *buffers.PBuf, slot uint32) float64 { return float64(get(p, slot)) }, nil
+	return functions.ReadAsFloat(s, name)
 }
 
 var (
