@@ -49,6 +49,7 @@ bench: build
 
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./lang/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./lang/mafia/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s -fuzzminimizetime 5s ./lang/p4/
 	$(GO) test -run '^$$' -fuzz FuzzPopulate -fuzztime 60s ./flowgraph/
 	$(GO) test -run '^$$' -fuzz FuzzRun -fuzztime 60s ./functions/bpf/

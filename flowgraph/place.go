@@ -40,8 +40,12 @@ func (rt *Runtime) place(f *Function) error {
 	// a bridge carries them up.
 	for _, w := range n.Reads {
 		if w.Flowspace != q.Placed && w.Class.Annotates == 0 {
-			return fmt.Errorf("cannot place %s: it reads the state of %s, which runs in %s, and a function runs in the flowspace of the state it reads; %s runs in %s (lowest that can run it)",
-				n.ID, w.ID, w.Flowspace.Name(), n.ID, q.Placed.Name())
+			why := ""
+			if len(q.Trail) > 0 {
+				why = " (" + refusals(q.Trail) + ")"
+			}
+			return fmt.Errorf("cannot place %s: it reads the state of %s, which runs in %s, and a function runs in the flowspace of the state it reads; %s runs in %s (lowest that can run it)%s",
+				n.ID, w.ID, w.Flowspace.Name(), n.ID, q.Placed.Name(), why)
 		}
 	}
 	n.Flowspace, n.Path = q.Placed, q.Path

@@ -67,6 +67,28 @@ type PBufOwner interface {
 	PBuf() *buffers.PBuf
 }
 
+// SharedReader is a function that reads its packets in another process
+// (a plugin's class, functions/plugin): in place when they lie in memory
+// that process maps (buffers/shared, zero-copy), copied once otherwise.
+// ReadsShared reports whether it reads them in place; the flowspace then
+// puts the packets of the sources that reach it in shared memory (Sharer),
+// which it does for no other function.
+type SharedReader interface {
+	ReadsShared() bool
+}
+
+// Sharer is a source that owns its packets' memory (PBufOwner) and can
+// take it from the flowspace's shared memory (buffers/shared) instead, for
+// a SharedReader it reaches. The flowspace calls Share once, before the
+// first Fill and before it asks for the PBuf; alloc returns size bytes of
+// shared memory (nil when there is none to be had), which the flowspace
+// releases after the source's Close. Share reports whether the packets
+// will lie there (a source that refers to memory it cannot move, a mapped
+// file say, says no and goes on as before).
+type Sharer interface {
+	Share(alloc func(size int) []byte) bool
+}
+
 // Interrupter is a source whose Fill can block on its input (a pipe that
 // stays open but sends nothing): Interrupt makes a running Fill return
 // promptly and later ones return io.EOF, without releasing memory that a

@@ -341,3 +341,13 @@ type IntReadable interface {
 
 // IntReader gives an integer value of a function's state for one packet.
 type IntReader func(p *buffers.PBuf, slot uint32) int64
+
+// ReadAsFloat is Read for a function whose values are all integers: its
+// ReadInt, as floats.
+func ReadAsFloat(f IntReadable, name string) (Reader, error) {
+	get, err := f.ReadInt(name)
+	if err != nil {
+		return nil, err
+	}
+	return func(p *buffers.PBuf, slot uint32) float64 { return float64(get(p, slot)) }, nil
+}

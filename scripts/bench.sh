@@ -359,9 +359,27 @@ awk '/^BenchmarkPluginFilter\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "",
 echo "   (medians of $COUNT runs; a plugin's worker is two processes taking turns on each batch of 256: ffpf sends"
 echo "    descriptors of the packets, or copies each once into the ring when the source's memory is not shared, the plugin"
 echo "    filters and answers; both need a core of their own, and the copy reads the whole packet where the filter reads"
-echo "    its headers. No source allocates its packets in shared memory yet: a real run takes the copy-once path. Each side"
-echo "    spins a while for the other's cell, then sleeps on the eventfd: about 0 wake-ups per batch when both have a core,"
-echo "    1 or more when the machine is shared and they take turns on the same cores, and then the wake-ups bound the rate)"
+echo "    its headers. Each side spins a while for the other's cell, then sleeps on the eventfd: about 0 wake-ups per"
+echo "    batch when both have a core, 1 or more when the machine is shared and they take turns on the same cores, and"
+echo "    then the wake-ups bound the rate)"
+PLUGINS="$OUT/plugins"
+mkdir -p "$PLUGINS"
+$GO build -o "$PLUGINS/" ./examples/plugin/dnsname
+echo "   end to end, ffpf run --plugins $PLUGINS -r $F '(dnsname,suffix=\".com\") > (pktcount)': the file read through the ring,"
+echo "   in shared memory (zero-copy), beside FFPF_PLUGIN_COPY=1 (each packet copied once into the ring), in turns"
+for _ in $(seq "$COUNT"); do
+	for mode in zerocopy copyonce; do
+		env=FFPF_PLUGIN_COPY=
+		[ $mode = copyonce ] && env=FFPF_PLUGIN_COPY=1
+		env $env FFPF_PCAP_READ= $BIN run --progress=false --plugins "$PLUGINS" -r "$F" '(dnsname,suffix=".com") > (pktcount)' 2>/dev/null |
+			sed -n "s/.*(\(.*\) Mpps).*/$mode \1/p"
+	done
+done > "$OUT/plugin-run.txt"
+awk '{ v[$1]=v[$1]" "$2 }
+     function median(s,   x, n, i, j, t) { n=split(s, x, " "); for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (x[j]<x[i]) { t=x[i]; x[i]=x[j]; x[j]=t }
+       return n%2 ? x[(n+1)/2] : (x[n/2]+x[n/2+1])/2 }
+     END { z=median(v["zerocopy"]); c=median(v["copyonce"])
+       printf "   zero-copy %6.2f Mpps, copy-once %6.2f Mpps: %.2fx (medians of %d runs each)\n", z, c, c ? z/c : 0, split(v["zerocopy"], _, " ") }' "$OUT/plugin-run.txt"
 
 echo "== 14. the P4 switch model: (cms,key=5tuple) > (hll,key=dstip) as the classes lower it, on the PISA model, one core, beside (bpf,\"tcp\") > (cms) > (hll) in userspace (8)"
 $GO test -run '^$' -bench 'BenchmarkModel|BenchmarkReference' -benchtime 2s -count "$COUNT" ./flowspaces/p4/pisa/ | tee "$OUT/pisa.txt" | grep -E '^Benchmark' || true
@@ -414,3 +432,13 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 echo "   (medians of $COUNT runs; the exposition is Prometheus's client library's, gathered per scrape from each function's counters"
 echo "    and MBuf: ffpf_packets_total per request and function, the scalar state fields, placement, readers; and its process and Go collectors)"
+echo
+echo "== 17. MAFIA: compile time of each use case of examples/mafia (parse, compile to ffpf requests, build every role's switch"
+echo "   program: lower, validate, allocate stages, print P4_16), best of $COUNT; lines of P4 printed (all roles), and beyond a switch that only forwards"
+$GO test -run '^$' -bench 'BenchmarkCompile' -benchtime 20x -count "$COUNT" ./examples/mafia/ 2>/dev/null | tee "$OUT/mafia.txt" | grep -E '^(FAIL|ok)' | grep -v '^ok' || true
+awk '/^BenchmarkCompile\// { split($1, p, "/"); m=p[2]; sub(/-[0-9]+$/, "", m)
+       for (i=1;i<=NF;i++) { if ($(i+1)=="ns/op" && (!(m in b) || $i < b[m])) b[m]=$i; if ($(i+1)=="lines") l[m]=$i; if ($(i+1)=="own_lines") o[m]=$i } }
+     END { for (m in b)
+       printf "   %-24s %6.2f ms %-16s %5d lines of P4, %4d beyond forwarding\n", m, b[m]/1e6, (b[m] < 25e6 ? "(< 25 ms)" : "(MAFIA: < 25 ms)"), l[m], o[m] }' "$OUT/mafia.txt" | sort
+echo "   (the path use cases, congested-flows, path-changes, trajectory, build three programs, one per role; resources per role:"
+echo "    go test -run '^\$' -bench BenchmarkCompile -benchtime 1x -v ./examples/mafia/ | grep resources, tabled in examples/mafia/README.md)"

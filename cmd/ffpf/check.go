@@ -48,7 +48,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	for _, e := range exprs {
 		req, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Unfed: src == "", Group: group})
 		if err != nil {
-			return err
+			return o.mafiaPlace(e, err)
 		}
 		canon = append(canon, req.Canonical())
 	}

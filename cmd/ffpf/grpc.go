@@ -13,8 +13,8 @@ package main
 // arguments, environment and descriptors, by exec'ing bin/ffpf-grpc: ffpf
 // serve (the daemon; its clients, submit, ls, stat, call, read and rm,
 // stay lean), ffpf dta collect --http (its /metrics; the class
-// dta-collector, in a run, serves none), ffpf p4 build and ffpf p4
-// switch, a run, check, place or classes with plugins (--plugins,
+// dta-collector, in a run, serves none), ffpf p4 build, ffpf p4
+// switch and ffpf p4 net, a run, check, place or classes with plugins (--plugins,
 // $FFPF_PLUGINS), and any command given a hierarchy file with a p4
 // flowspace. Each is found where the whole build would first need what
 // the lean one lacks, before anything is read from standard input or

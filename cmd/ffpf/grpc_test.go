@@ -75,6 +75,7 @@ func TestGRPCDispatch(t *testing.T) {
 		{nil, []string{"p4", "build", "--hierarchy", tor, "-i", "swp1", "-o", filepath.Join(dir, "out"), expr}, true},
 		{nil, []string{"p4", "build", "-h"}, true},
 		{nil, []string{"p4", "switch", "-h"}, true},
+		{nil, []string{"p4", "net", "-h"}, true},
 		{nil, []string{"p4", "switch", "--p4runtime", "127.0.0.1:0", "--port", "1=file:" + one}, true},
 		{nil, []string{"run", "-r", one, "--plugins", plugins, expr}, true},
 		{[]string{"FFPF_PLUGINS=" + plugins}, []string{"run", "-r", one, expr}, true},

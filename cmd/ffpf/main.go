@@ -43,6 +43,8 @@ Usage:
   ffpf hierarchy [--hierarchy FILE.yaml] [--json]
   ffpf classes [--plugins DIR] [--json]
   ffpf trumpet check [--epoch DURATION] [--words N] [-e EVENT]... [FILE]...
+  ffpf mafia check [--ctrl FILE] FILE...
+  ffpf run --mafia FILE [--role ROLE] [--ctrl FILE] [-r FILE | -i IFACE] ...
   ffpf gen -o FILE [--packets N] [--seed N] [--malformed F] [--vlan F] [--ipv6 F] [--flows N]
   ffpf gen -i IFACE [--pps N] [-o SENT.pcap] [--packets N] [--seed N] ...
   ffpf dta collect --listen ADDR [--keywrite slots=M,redundancy=N] [--append lists=L,size=S]
@@ -77,6 +79,7 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
 
 func usageErrorf(format string, args ...any) error {
 	return &exitError{2, fmt.Errorf(format, args...)}
@@ -126,6 +129,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdRm(rest, stdout, stderr)
 	case "p4":
 		err = cmdP4(rest, stdout, stderr)
+	case "mafia":
+		err = cmdMafia(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -141,7 +146,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func suggestCommand(cmd string) string {
-	if s, ok := lang.Suggest(cmd, []string{"run", "check", "place", "hierarchy", "classes", "gen", "trumpet", "dta", "p4", "serve", "submit", "ls", "stat", "call", "read", "rm", "help", "version"}); ok {
+	if s, ok := lang.Suggest(cmd, []string{"run", "check", "place", "hierarchy", "classes", "gen", "trumpet", "dta", "p4", "mafia", "serve", "submit", "ls", "stat", "call", "read", "rm", "help", "version"}); ok {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return ""

@@ -98,7 +98,7 @@ func TestMeasureBadInput(t *testing.T) {
 		{`(cms,report=0)`, `report`},
 		{`(cms,width=16M,depth=16)`, `cms would keep 1953 MiB of state, more than the 1024 MiB a function may`},
 		{`(counter,key="5tuple,srcmac,dstmac",size=16M)`, `counter would keep 1098 MiB of state`},
-		{`n:(cms) > (match,"n.mni > 3")`, `match reads n.mni, but n:cms has no "mni" to read (it has min, total); did you mean n.min?`},
+		{`n:(cms) > (match,"n.mni > 3")`, `match reads n.mni, but n:cms has no "mni" to read (it has min, max, sum, avg, total); did you mean n.min?`},
 		{`(cms) > (match,"x.min > 3")`, `no function of this request is labelled "x"`},
 		{`x:[(cms)|(hll)] > (match,"x.min > 3")`, `names a group`},
 		{`t:(timestamp) > (match,"t.age > 1ms")`, `t:timestamp has no "age" to read (it has ts)`},

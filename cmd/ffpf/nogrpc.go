@@ -51,8 +51,13 @@ func cmdServe([]string, io.Writer, io.Writer) error {
 	return &needsWhole{"ffpf serve", "the daemon and Prometheus's client library"}
 }
 
+func cmdP4Net([]string, io.Writer, io.Writer) error {
+	return &needsWhole{"ffpf p4 net", "gRPC"}
+}
+
 func init() {
-	p4Commands = append(p4Commands, p4Command{"switch", p4SwitchSynopsis, cmdP4Switch})
+	p4Commands = append(p4Commands, p4Command{"switch", p4SwitchSynopsis, cmdP4Switch},
+		p4Command{"net", p4NetSynopsis, cmdP4Net})
 }
 
 // dtaMetrics would answer the scrapes of ffpf dta collect --http with

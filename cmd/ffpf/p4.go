@@ -32,6 +32,17 @@ several switches gets a directory per switch, DIR/NAME. --json prints the
 same as one object. The functions that do not fit stay above the switch:
 'ffpf place' says why.`
 
+const p4NetSynopsis = `[--mafia FILE.mafia] [--ctrl FILE] [--json] FILE.yaml
+
+Runs a path of model switches in one process, linked port to port as
+FILE.yaml says (p4net.Config: switches and their roles, links, the hosts'
+ports, routes, changes of routes), each serving P4Runtime on its own
+address. The MAFIA program (--mafia, or the file's program:) is compiled
+per role, each switch's section pushed to it; the trace of its in: port
+plays through in time order, the copies collects send are written to
+their files, and what every function measured is read from the switches
+at the end and printed (--json: as one object).`
+
 const p4SwitchSynopsis = "--p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255] [--resources FILE.yaml] [--rate PORT=PPS]... [--queue N]"
 
 func p4Usage() string {

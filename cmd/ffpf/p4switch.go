@@ -36,7 +36,8 @@ type switchPort struct {
 }
 
 func init() {
-	p4Commands = append(p4Commands, p4Command{"switch", p4SwitchSynopsis, cmdP4Switch})
+	p4Commands = append(p4Commands, p4Command{"switch", p4SwitchSynopsis, cmdP4Switch},
+		p4Command{"net", p4NetSynopsis, cmdP4Net})
 }
 
 // cmdP4Switch runs the PISA model as a software switch serving

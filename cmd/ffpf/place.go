@@ -81,7 +81,7 @@ func (o *runOptions) populate(pos []string) (*flowgraph.Runtime, error) {
 	rt := flowgraph.New(cfg)
 	for _, e := range exprs {
 		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Unfed: src == "", Group: group}); err != nil {
-			return nil, err
+			return nil, o.mafiaPlace(e, err)
 		}
 	}
 	return rt, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/ffpf-go/ffpf/functions/dev"
 	"github.com/ffpf-go/ffpf/functions/export"
 	"github.com/ffpf-go/ffpf/lang"
+	"github.com/ffpf-go/ffpf/lang/mafia"
 )
 
 const runSynopsis = `[-r FILE | -i IFACE [-Q in|out|inout]] [-c N | --capture-count N] [-w OUT.pcap | -w OUT.pcapng] [-s SNAPLEN]
@@ -84,9 +85,13 @@ type runOptions struct {
 	file, iface string
 	direction   string
 	exprs       multiFlag
-	hierarchy   string
-	flowgroup   string
-	plugins     pluginOptions
+	// A MAFIA program (--mafia), its role on a path and its ctrl stream,
+	// and the request it compiled to.
+	mafia, role, ctrl string
+	compiled          *mafia.Request
+	hierarchy         string
+	flowgroup         string
+	plugins           pluginOptions
 }
 
 func (o *runOptions) register(fs *flagSet) {
@@ -96,6 +101,9 @@ func (o *runOptions) register(fs *flagSet) {
 	fs.StringVar(&o.direction, "Q", "", dir)
 	fs.StringVar(&o.direction, "direction", "", dir+" (as -Q)")
 	fs.Var(&o.exprs, "e", "an expression `EXPR` (repeatable: each is one request)")
+	fs.StringVar(&o.mafia, "mafia", "", "a MAFIA program in `FILE`: the request it compiles to (see 'ffpf mafia check')")
+	fs.StringVar(&o.role, "role", "", "with --mafia, the `ROLE` of a program with sections (first_hop, intermediate, last_hop)")
+	fs.StringVar(&o.ctrl, "ctrl", "", "with --mafia, the packets of its ctrl stream (a capture `FILE`)")
 	fs.StringVar(&o.hierarchy, "hierarchy", "", "place functions in the flowspace hierarchy described in `FILE.yaml` (default: the one found on this machine; see 'ffpf hierarchy')")
 	fs.StringVar(&o.flowgroup, "flowgroup", flowgraph.GroupUID, "share functions and packet buffers with requests of the same `POLICY`: uid, gid, pid or all")
 	o.plugins.register(fs)
@@ -189,6 +197,16 @@ func userspaceOnly(reg *functions.Registry, exprs []string) bool {
 // requests returns the expressions and the default source.
 func (o *runOptions) requests(pos []string) ([]string, string, error) {
 	exprs := append(append([]string(nil), o.exprs...), pos...)
+	if (o.role != "" || o.ctrl != "") && o.mafia == "" {
+		return nil, "", usageErrorf("--role and --ctrl go with --mafia FILE")
+	}
+	if o.mafia != "" {
+		e, err := o.mafiaRequest()
+		if err != nil {
+			return nil, "", err
+		}
+		exprs = append(exprs, e)
+	}
 	if len(exprs) == 0 {
 		return nil, "", usageErrorf("no expression given")
 	}
@@ -281,7 +299,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	rt := flowgraph.New(cfg)
 	for _, e := range exprs {
 		if _, err := rt.Populate(e, flowgraph.RequestOptions{DefaultSource: src, Group: group}); err != nil {
-			return err
+			return o.mafiaPlace(e, err)
 		}
 	}
 	if *out != "" {

@@ -9,7 +9,6 @@ package p4
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/ffpf-go/ffpf/flowspaces"
@@ -202,16 +201,11 @@ func (a *Assembly) validate(n *flowspaces.Node) error {
 }
 
 // added returns the statements a lowering put into the program's ingress
-// itself, before or after those it held (before).
+// itself (p4gen.Inserted: at the head, after the layers, or at the end of
+// those it held, before).
 func added(before, after []p4gen.Stmt) ([]p4gen.Stmt, error) {
-	n := len(after) - len(before)
-	switch {
-	case n == 0:
-		return nil, nil
-	case n > 0 && reflect.DeepEqual(after[n:], before):
-		return after[:n], nil
-	case n > 0 && reflect.DeepEqual(after[:len(before)], before):
-		return after[len(before):], nil
+	if run, ok := p4gen.Inserted(before, after); ok {
+		return run, nil
 	}
 	return nil, errors.New("its lowering rewrote the statements of the functions before it")
 }

@@ -355,7 +355,7 @@ func (fs *Flowspace) Connect() error {
 		}
 		w := fs.srcs[n]
 		if w == nil {
-			w = newSourceWorker(fs, n)
+			w = newSourceWorker(fs, n, readsShared(n, order, &reach))
 			fs.srcs[n] = w
 		}
 		r := newRoute(n, []*flowspaces.Node{n}, w.lane)

@@ -45,6 +45,7 @@ import (
 	"sync"
 
 	"github.com/ffpf-go/ffpf/bridges/inproc"
+	"github.com/ffpf-go/ffpf/buffers/shared"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
 )
@@ -115,6 +116,10 @@ type Flowspace struct {
 	pools   map[*flowspaces.Node]*inproc.Pool // per stream, for copies up
 	gen     uint64
 
+	// shared is the sources' packet memory that other processes map
+	// (sharedMemory), by source, unmapped when the source is released.
+	shared map[*flowspaces.Node][]*shared.Memory
+
 	prods   map[*flowspaces.Node]*producer // the producers here, by node
 	mergers []*worker                      // each reads capture files that meet, in time order
 	ending  ending
@@ -138,7 +143,7 @@ func New(opts Options) *Flowspace {
 		runs:  map[*flowspaces.Node]*runner{},
 		downs: map[*flowspaces.Stub]*inproc.Bridge{}, srcs: map[*flowspaces.Node]*worker{},
 		readers: map[*inproc.Bridge][]*worker{}, pools: map[*flowspaces.Node]*inproc.Pool{},
-		prods: map[*flowspaces.Node]*producer{}}
+		prods: map[*flowspaces.Node]*producer{}, shared: map[*flowspaces.Node][]*shared.Memory{}}
 }
 
 // Name implements flowspaces.Flowspace.
@@ -437,6 +442,10 @@ func (fs *Flowspace) release(nodes []*flowspaces.Node) error {
 		var err error
 		if n.Source != nil {
 			err = n.Source.Close()
+			for _, m := range fs.shared[n] { // nothing refers to its packets now
+				m.Close()
+			}
+			delete(fs.shared, n)
 		} else if c, ok := n.Function.(functions.Closer); ok {
 			err = c.Close()
 		}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/buffers/shared"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
 )
@@ -358,4 +359,85 @@ func TestCancelInterruptsABlockedSource(t *testing.T) {
 		t.Fatal("a cancelled run waits forever on a blocked source")
 	}
 	fs.Close()
+}
+
+// remote stands for a function that reads its packets in another process
+// (a plugin's): in place when they lie in shared memory, if inPlace.
+type remote struct {
+	dropOdd
+	inPlace bool
+}
+
+func (r remote) ReadsShared() bool { return r.inPlace }
+
+// sharingSource is a source that owns its memory (as a capture file read
+// into a ring does) and takes it from the flowspace's shared memory when
+// asked to.
+type sharingSource struct {
+	viewSource
+	asked bool
+}
+
+func (s *sharingSource) Share(alloc func(int) []byte) bool {
+	s.asked = true
+	if mem := alloc(len(s.pbuf.Memory())); mem != nil {
+		copy(mem, s.pbuf.Memory())
+		s.pbuf = buffers.NewPBufView(mem, s.pbuf.Slots())
+		return true
+	}
+	return false
+}
+
+// TestSharedMemoryOnlyForOtherProcesses: a source's PBuf (the
+// flowspace's, or the source's own, Sharer) is in shared memory, which
+// another process can map, when a function it reaches reads its packets in
+// another process in place (functions.SharedReader), on the heap when
+// none does (no function of the kind, or one that copies), and the
+// datapath allocates nothing either way; the shared memory goes when the
+// flowspace closes.
+func TestSharedMemoryOnlyForOtherProcesses(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		fn      functions.Function // what the source feeds, beside the graph's filter
+		sharing bool               // the source owns its memory (a Sharer)
+		shared  bool
+	}{
+		{"no plugin", dropOdd{}, false, false},
+		{"no plugin/own memory", dropOdd{}, true, false},
+		{"copying plugin", remote{}, false, false},
+		{"plugin", remote{inPlace: true}, false, true},
+		{"plugin/own memory", remote{inPlace: true}, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var src functions.Source = &loopSource{pkts: testPackets(), n: -1}
+			var own *sharingSource
+			if c.sharing {
+				own = &sharingSource{viewSource: viewSource{pbuf: buffers.NewPBuf(buffers.MaxBatch, 128)}}
+				src = own
+			}
+			nodes := graph(src)
+			s := nodes[len(nodes)-1]
+			nodes = append(nodes, &flowspaces.Node{ID: "r", Inputs: []*flowspaces.Node{s}, Class: &functions.Class{Name: "r", MinInputs: 1, MaxInputs: 1,
+				New: func(*functions.Context) (functions.Function, error) { return c.fn, nil }}})
+			fs := New(Options{})
+			setup(t, fs, nodes)
+			w, step := sourceWorker(fs)
+			mem := w.batches[0].PBuf.Memory()
+			if m, _ := shared.Find(mem); (m != nil) != c.shared {
+				t.Errorf("the source's PBuf is in shared memory: %v, want %v", m != nil, c.shared)
+			}
+			if own != nil && own.asked != c.shared {
+				t.Errorf("the source was asked to share its memory: %v, want %v", own.asked, c.shared)
+			}
+			if !c.sharing {
+				if allocs := testing.AllocsPerRun(50, step); allocs != 0 {
+					t.Errorf("datapath allocates %v per batch", allocs)
+				}
+			}
+			fs.Close()
+			if m, _ := shared.Find(mem); m != nil {
+				t.Error("the shared memory outlives the flowspace")
+			}
+		})
+	}
 }

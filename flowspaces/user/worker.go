@@ -13,6 +13,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/bridges/inproc"
 	"github.com/ffpf-go/ffpf/buffers"
+	"github.com/ffpf-go/ffpf/buffers/shared"
 	"github.com/ffpf-go/ffpf/flowspaces"
 	"github.com/ffpf-go/ffpf/functions"
 )
@@ -100,9 +101,17 @@ func regionsFor(fs *Flowspace, slot int) int {
 	return inproc.Depth
 }
 
-func newSourceWorker(fs *Flowspace, n *flowspaces.Node) *worker {
+// newSourceWorker returns the worker of source n. share says that a
+// function here that n reaches reads its packets in another process
+// (readsShared): the source's packets then go in shared memory, which
+// that process maps, so that they cross without a copy.
+func newSourceWorker(fs *Flowspace, n *flowspaces.Node, share bool) *worker {
 	w := &worker{fs: fs, node: n, src: n.Source, live: n.Source.Info().Live, lane: fs.newLane()}
 	var pbuf *buffers.PBuf
+	if s, ok := n.Source.(functions.Sharer); ok && share {
+		// Its own memory, shared (or not: then copied once across).
+		s.Share(func(size int) []byte { return fs.sharedMemory(n, size) })
+	}
 	if o, ok := n.Source.(functions.PBufOwner); ok {
 		pbuf = o.PBuf() // zero-copy: the packets are already in memory
 	}
@@ -111,7 +120,7 @@ func newSourceWorker(fs *Flowspace, n *flowspaces.Node) *worker {
 		// Few batches of slots: run to completion frees a window before it
 		// is filled again, and a small PBuf stays in cache (FFPF §4.2).
 		k = regionsFor(fs, n.Ctx.Snaplen)
-		pbuf = buffers.NewPBuf(k*buffers.MaxBatch, n.Ctx.Snaplen)
+		pbuf = fs.newPBuf(n, k*buffers.MaxBatch, n.Ctx.Snaplen, share)
 	}
 	w.window = min(buffers.MaxBatch, pbuf.Slots())
 	for i := range k {
@@ -120,6 +129,46 @@ func newSourceWorker(fs *Flowspace, n *flowspaces.Node) *worker {
 		w.batches = append(w.batches, buffers.NewBatch(pbuf, base, w.window, uint16(len(fs.srcs))))
 	}
 	return w
+}
+
+// newPBuf allocates source n's PBuf: on the heap, or, when share is set,
+// in shared memory (sharedMemory). Shared memory that cannot be had (no
+// memfd) leaves the heap: the packets are then copied once on their way
+// to the other process.
+func (fs *Flowspace) newPBuf(n *flowspaces.Node, slots, slotSize int, share bool) *buffers.PBuf {
+	if share {
+		if mem := fs.sharedMemory(n, slots*slotSize); mem != nil {
+			return buffers.NewPBufOn(mem, slots, slotSize)
+		}
+	}
+	return buffers.NewPBuf(slots, slotSize)
+}
+
+// sharedMemory returns size bytes of memory for source n's packets that
+// other processes can map (buffers/shared), nil when there is none; it is
+// unmapped when the source is released, after its Close. fs.mu is held.
+func (fs *Flowspace) sharedMemory(n *flowspaces.Node, size int) []byte {
+	m, err := shared.Alloc("ffpf-pbuf", size)
+	if err != nil {
+		return nil
+	}
+	fs.shared[n] = append(fs.shared[n], m)
+	return m.Bytes()
+}
+
+// readsShared reports whether a function here that stream reaches reads
+// its packets in another process, in place when they lie in shared memory
+// (functions.SharedReader: a plugin's class).
+func readsShared(stream *flowspaces.Node, order []*flowspaces.Node, reach *flowspaces.Reach) bool {
+	for _, n := range order {
+		if n.Source != nil || !reach.Reaches(stream, n) {
+			continue
+		}
+		if r, ok := n.Function.(functions.SharedReader); ok && r.ReadsShared() {
+			return true
+		}
+	}
+	return false
 }
 
 // newReaders returns a reader for each lane of bridge b.

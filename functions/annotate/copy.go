@@ -10,6 +10,7 @@ import (
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/match"
 )
 
 // A tag with field= is a producer: its output is a copy of each packet
@@ -22,27 +23,35 @@ import (
 
 // header is a field tag can write in a copy.
 type header struct {
-	family byte   // '4' IPv4, '6' IPv6, 'i' either, 'v' the outermost VLAN tag
+	family byte   // '4' IPv4, '6' IPv6, 'i' either, 'v' the outermost VLAN tag, 's' an ez-Segway message
 	max    uint64 // largest value
 	// set writes v into the field of the header at h (IPv4: its first 20
-	// bytes; IPv6: its first 8; VLAN: the 2-byte TCI).
-	set func(h []byte, v uint64)
+	// bytes; IPv6: its first 8; VLAN: the 2-byte TCI; ez-Segway: its 16
+	// bytes), keeping the header's checksum right when keep is false (it
+	// is left as it was otherwise).
+	set func(h []byte, v uint64, keep bool)
 }
 
 // The fields, named as match reads them.
 var headers = map[string]header{
-	"ipv4.tos":  {'4', 255, func(h []byte, v uint64) { set4(h, 0, uint16(h[0])<<8|uint16(v)) }},
-	"ipv4.dscp": {'4', 63, func(h []byte, v uint64) { set4(h, 0, uint16(h[0])<<8|uint16(v)<<2|uint16(h[1]&3)) }},
-	"ipv4.ecn":  {'4', 3, func(h []byte, v uint64) { set4(h, 0, uint16(h[0])<<8|uint16(h[1]&^3)|uint16(v)) }},
-	"ipv4.ttl":  {'4', 255, func(h []byte, v uint64) { set4(h, 8, uint16(v)<<8|uint16(h[9])) }},
-	"ipv6.tc":   {'6', 255, func(h []byte, v uint64) { setTC(h, uint8(v)) }},
-	"ipv6.dscp": {'6', 63, func(h []byte, v uint64) { setTC(h, uint8(v)<<2|tc(h)&3) }},
-	"ipv6.ecn":  {'6', 3, func(h []byte, v uint64) { setTC(h, tc(h)&^3|uint8(v)) }},
-	"ipv6.hlim": {'6', 255, func(h []byte, v uint64) { h[7] = uint8(v) }},
+	"ipv4.tos":  {'4', 255, func(h []byte, v uint64, k bool) { set4(h, 0, uint16(h[0])<<8|uint16(v), k) }},
+	"ipv4.dscp": {'4', 63, func(h []byte, v uint64, k bool) { set4(h, 0, uint16(h[0])<<8|uint16(v)<<2|uint16(h[1]&3), k) }},
+	"ipv4.ecn":  {'4', 3, func(h []byte, v uint64, k bool) { set4(h, 0, uint16(h[0])<<8|uint16(h[1]&^3)|uint16(v), k) }},
+	"ipv4.ttl":  {'4', 255, func(h []byte, v uint64, k bool) { set4(h, 8, uint16(v)<<8|uint16(h[9]), k) }},
+	"ipv4.id":   {'4', 0xffff, func(h []byte, v uint64, k bool) { set4(h, 4, uint16(v), k) }},
+	"ipv4.csum": {'4', 0xffff, func(h []byte, v uint64, _ bool) { put16(h[10:], uint16(v)) }},
+	"ipv6.tc":   {'6', 255, func(h []byte, v uint64, _ bool) { setTC(h, uint8(v)) }},
+	"ipv6.dscp": {'6', 63, func(h []byte, v uint64, _ bool) { setTC(h, uint8(v)<<2|tc(h)&3) }},
+	"ipv6.ecn":  {'6', 3, func(h []byte, v uint64, _ bool) { setTC(h, tc(h)&^3|uint8(v)) }},
+	"ipv6.hlim": {'6', 255, func(h []byte, v uint64, _ bool) { h[7] = uint8(v) }},
 	"ip.dscp":   {'i', 63, nil},
 	"ip.ecn":    {'i', 3, nil},
-	"vlan.id":   {'v', 4095, func(h []byte, v uint64) { put16(h, get16(h)&^0x0fff|uint16(v)) }},
-	"vlan.pcp":  {'v', 7, func(h []byte, v uint64) { put16(h, get16(h)&0x1fff|uint16(v)<<13) }},
+	"vlan.id":   {'v', 4095, func(h []byte, v uint64, _ bool) { put16(h, get16(h)&^0x0fff|uint16(v)) }},
+	"vlan.pcp":  {'v', 7, func(h []byte, v uint64, _ bool) { put16(h, get16(h)&0x1fff|uint16(v)<<13) }},
+	// ez-Segway's message (match.SegwayPort): the checksum kept right is
+	// the UDP datagram's, when it has one.
+	"segway.ts":   {'s', 255, func(h []byte, v uint64, _ bool) { h[1] = uint8(v) }},
+	"segway.time": {'s', ^uint64(0), func(h []byte, v uint64, _ bool) { binary.BigEndian.PutUint64(h[8:], v) }},
 }
 
 // headerNames lists the fields, sorted, for messages.
@@ -69,8 +78,10 @@ func checkField(ctx *functions.Context) error {
 	if ctx.Params.Has("key") || !ctx.Params.Has("value") {
 		return fmt.Errorf("tag with field=%s writes value=N into a copy of each packet: give value=, not key=", name)
 	}
-	if v := ctx.Params.Int("value"); v < 0 || uint64(v) > h.max {
-		return fmt.Errorf("%s holds 0 to %d, not %d", name, h.max, v)
+	// A constant must fit; an expression's value is cut to the field's
+	// width, as a switch assigns it.
+	if v, ok := constValue(ctx.Params.Str("value")); ok && v > h.max {
+		return fmt.Errorf("%s holds 0 to %d, not %d", name, h.max, int64(v))
 	}
 	if !slices.Contains(copyLinkTypes, ctx.LinkType) {
 		return fmt.Errorf("tag field= writes into Ethernet, raw IP or Linux cooked packets, not %s", ctx.LinkType)
@@ -82,8 +93,9 @@ func checkField(ctx *functions.Context) error {
 // copier is the producer half of a Tag with field=.
 type copier struct {
 	h       header
-	set     [2]func(h []byte, v uint64) // for IPv4 and IPv6 headers (nil where the field is not)
-	value   uint64
+	set     [2]func(h []byte, v uint64, keep bool) // for IPv4 and IPv6 headers (nil where the field is not)
+	keep    bool                                   // checksum=keep
+	t       *Tag                                   // its value of each packet
 	lt      functions.LinkType
 	out     *buffers.Batch
 	emit    func(*buffers.Batch)
@@ -101,7 +113,7 @@ func newCopier(ctx *functions.Context, m *buffers.MBuf) *copier {
 	}
 	slots := max(1, min(buffers.MaxBatch, (16<<20)/snap))
 	p := buffers.NewPBuf(slots, snap)
-	c := &copier{h: headers[name], value: uint64(ctx.Params.Int("value")), lt: ctx.LinkType,
+	c := &copier{h: headers[name], keep: ctx.Params.Str("checksum") == "keep", lt: ctx.LinkType,
 		out: buffers.NewBatch(p, 0, slots, 0), nofield: functions.FieldOf(m, "nofield").Offset}
 	switch c.h.family {
 	case '4':
@@ -110,7 +122,7 @@ func newCopier(ctx *functions.Context, m *buffers.MBuf) *copier {
 		c.set[1] = c.h.set
 	case 'i': // ip.dscp, ip.ecn: the field of either family
 		f := strings.TrimPrefix(name, "ip.")
-		c.set = [2]func([]byte, uint64){headers["ipv4."+f].set, headers["ipv6."+f].set}
+		c.set = [2]func([]byte, uint64, bool){headers["ipv4."+f].set, headers["ipv6."+f].set}
 	}
 	return c
 }
@@ -129,12 +141,14 @@ func (c *copier) process(b *buffers.Batch, at int, m *buffers.MBuf) {
 			o.Now = b.Now
 		}
 		md := p.Meta(e.Slot)
+		v, ok := c.t.valueOk(p, e.Slot)
+		v &= c.h.max
 		slot := o.Base + uint32(o.N)
 		o.Append(p.Data(e.Slot), md.WireLen, md.Timestamp)
 		a := o.PBuf.Ann(slot)
 		*a = *p.Ann(e.Slot)
-		a[at] = c.value
-		if !c.write(o.PBuf.Data(slot)) {
+		a[at] = v
+		if !ok || !c.write(o.PBuf.Data(slot), v) {
 			none++
 		}
 	}
@@ -155,29 +169,67 @@ func (c *copier) flush() {
 	c.out.Reset()
 }
 
-// write sets the field in pkt; false when pkt has none.
-func (c *copier) write(pkt []byte) bool {
+// write sets the field in pkt to v; false when pkt has none.
+func (c *copier) write(pkt []byte, v uint64) bool {
 	l3, etype, vlan := layers(c.lt, pkt)
 	if c.h.family == 'v' {
 		if vlan < 0 {
 			return false
 		}
-		c.h.set(pkt[vlan:vlan+2], c.value)
+		c.h.set(pkt[vlan:vlan+2], v, c.keep)
 		return true
 	}
 	if l3 < 0 {
 		return false
 	}
 	h := pkt[l3:]
+	if c.h.family == 's' {
+		return c.writeSegway(h, etype, v)
+	}
 	switch {
 	case etype == 0x0800 && c.set[0] != nil && len(h) >= 20 && h[0]>>4 == 4 && h[0]&15 >= 5:
-		c.set[0](h, c.value)
+		c.set[0](h, v, c.keep)
 		return true
 	case etype == 0x86dd && c.set[1] != nil && len(h) >= 40 && h[0]>>4 == 6:
-		c.set[1](h, c.value)
+		c.set[1](h, v, c.keep)
 		return true
 	}
 	return false
+}
+
+// writeSegway sets a field of the ez-Segway message in the IP datagram at
+// h (IPv4, or IPv6 with UDP as its first next header), keeping the UDP
+// checksum right (RFC 1624) unless checksum=keep or the datagram has none.
+func (c *copier) writeSegway(h []byte, etype uint16, v uint64) bool {
+	l4 := -1
+	switch {
+	case etype == 0x0800 && len(h) >= 20 && h[0]>>4 == 4 && h[0]&15 >= 5 && h[9] == 17 && get16(h[6:])&0x1fff == 0:
+		l4 = int(h[0]&15) * 4
+	case etype == 0x86dd && len(h) >= 40 && h[0]>>4 == 6 && h[6] == 17:
+		l4 = 40
+	}
+	if l4 < 0 || len(h) < l4+8+match.SegwayLen || get16(h[l4+2:]) != match.SegwayPort {
+		return false
+	}
+	u, m := h[l4:], h[l4+8:l4+8+match.SegwayLen]
+	var before [match.SegwayLen]byte
+	copy(before[:], m)
+	c.h.set(m, v, c.keep)
+	if sum := get16(u[6:]); sum != 0 && !c.keep {
+		x := uint32(^sum)
+		for i := 0; i < match.SegwayLen; i += 2 {
+			x += uint32(^get16(before[i:])) + uint32(get16(m[i:]))
+		}
+		for x>>16 != 0 {
+			x = x&0xffff + x>>16
+		}
+		if s := ^uint16(x); s != 0 {
+			put16(u[6:], s)
+		} else {
+			put16(u[6:], 0xffff) // a computed 0 is sent as all ones (RFC 768)
+		}
+	}
+	return true
 }
 
 // layers finds, in a packet of link type lt, the offset of its network
@@ -220,12 +272,15 @@ func layers(lt functions.LinkType, pkt []byte) (l3 int, etype uint16, vlan int) 
 	return -1, 0, -1
 }
 
-// set4 replaces the 16-bit word at off of the IPv4 header h with w and
-// updates the header checksum incrementally (RFC 1624, eqn. 3):
-// HC' = ~(~HC + ~m + m').
-func set4(h []byte, off int, w uint16) {
+// set4 replaces the 16-bit word at off of the IPv4 header h with w and,
+// unless keep, updates the header checksum incrementally (RFC 1624, eqn.
+// 3): HC' = ~(~HC + ~m + m').
+func set4(h []byte, off int, w uint16, keep bool) {
 	old := get16(h[off:])
 	put16(h[off:], w)
+	if keep {
+		return
+	}
 	sum := uint32(^get16(h[10:])) + uint32(^old) + uint32(w)
 	sum = sum&0xffff + sum>>16
 	sum = sum&0xffff + sum>>16

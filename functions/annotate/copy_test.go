@@ -88,6 +88,8 @@ func expect(frame []byte, field string, v int) ([]byte, bool) {
 			h[1] = h[1]&^3 | byte(v)
 		case "ttl":
 			h[8] = byte(v)
+		case "id":
+			binary.BigEndian.PutUint16(h[4:], uint16(v))
 		}
 		// The checksum: see checksumKept.
 		return p, true
@@ -170,6 +172,7 @@ func TestTagCopy(t *testing.T) {
 		{"ipv4.dscp", 46, "ip[1] & 0xfc = 0xb8"},
 		{"ipv4.ecn", 3, "ip[1] & 3 = 3"},
 		{"ipv4.ttl", 7, "ip[8] = 7"},
+		{"ipv4.id", 0x1234, "ip[4:2] = 0x1234"},
 		{"ipv6.tc", 0xa5, "ip6[0:2] & 0x0ff0 = 0x0a50"},
 		{"ipv6.ecn", 1, "ip6[1] & 0x30 = 0x10"},
 		{"ipv6.hlim", 9, "ip6[7] = 9"},

@@ -3,10 +3,13 @@ package annotate
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/match"
 	"github.com/ffpf-go/ffpf/functions/measure"
 )
 
@@ -23,21 +26,36 @@ func init() {
 		Summary:   "annotate each packet with a value, a constant or its flow's hash, or write the value into a header field of a copy of each packet (MAFIA's Tag)",
 		MinInputs: 1, MaxInputs: -1,
 		Params: []functions.Param{
-			{Name: "value", Type: functions.Int, Summary: "the tag of every packet"},
+			{Name: "value", Type: functions.String,
+				Summary: "the tag of every packet: a number, or an expression of match's language over its fields, annotations and named state (ipv4.tos | 1, q.value, pkt.outport)",
+				Check:   func(v functions.Value) error { return match.CheckExpr(v.Str, false) }},
 			{Name: "key", Type: functions.String,
 				Summary: "tag each packet with a 53-bit hash of these key fields (srcip/24, dstport, 5tuple, …): one tag per flow",
 				Check:   func(v functions.Value) error { _, err := flowkey.Parse(v.Str); return err }},
 			{Name: "seed", Type: functions.Int, Default: "0", With: "key", Summary: "seed of the key's hash (key=)"},
 			{Name: "field", Type: functions.String,
-				Summary: "write value= into this header field of a copy of each packet (ipv4.tos, ipv4.dscp, ip.dscp, ipv6.hlim, vlan.id, …): the copies are the output"},
+				Summary: "write value= into this header field of a copy of each packet (ipv4.tos, ipv4.dscp, ip.dscp, ipv4.id, ipv4.csum, ipv6.hlim, vlan.id, …): the copies are the output"},
+			{Name: "checksum", Type: functions.String, Default: "update", Enum: []string{"update", "keep"}, With: "field",
+				Summary: "update: the IPv4 header checksum follows the field written (RFC 1624); keep: it is left as it was (MAFIA's tags, which may carry data in it)"},
+		},
+		Reads: func(p functions.Params) ([]string, error) {
+			if !p.Has("value") {
+				return nil, nil
+			}
+			return match.Refs(p.Str("value"))
 		},
 		Produces:    func(p functions.Params) bool { return p.Has("field") },
 		State:       tagState,
 		Concurrency: functions.Mergeable,
 		OrderedWhen: []functions.Ordering{{When: "field=", If: func(p functions.Params) bool { return p.Has("field") },
 			Why: "its copies are records it writes into a PBuf of its own, in order"}},
-		Targets:   []functions.Target{functions.TargetUser, functions.TargetP4},
-		Runs:      tagRuns,
+		Targets: []functions.Target{functions.TargetUser, functions.TargetP4},
+		Runs: func(t functions.Target, p functions.Params) error {
+			if err := match.UserRuns(t, p, nil, "value"); err != nil {
+				return err
+			}
+			return tagRuns(t, p)
+		},
 		Code:      functions.P4Code(p4TagCode),
 		Annotates: 1,
 		Readable:  func(functions.Params) []string { return []string{"value"} },
@@ -58,7 +76,9 @@ func init() {
 			if err != nil || !ctx.Params.Has("field") {
 				return t, err
 			}
-			return &TagCopy{Tag: t, cp: newCopier(ctx, t.m)}, nil
+			cp := newCopier(ctx, t.m)
+			cp.t = t
+			return &TagCopy{Tag: t, cp: cp}, nil
 		},
 	})
 }
@@ -70,6 +90,7 @@ func init() {
 type Tag struct {
 	at    int
 	value uint64
+	expr  *match.Expr // value= that is not a constant
 	sp    *flowkey.Spec
 	seed  uint64
 	lt    functions.LinkType
@@ -85,8 +106,15 @@ func NewTag(ctx *functions.Context) (*Tag, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tag{at: ctx.Ann, value: uint64(ctx.Params.Int("value")), seed: uint64(ctx.Params.Int("seed")), lt: ctx.LinkType,
+	t := &Tag{at: ctx.Ann, seed: uint64(ctx.Params.Int("seed")), lt: ctx.LinkType,
 		m: m, nokey: functions.FieldOf(m, "nokey").Offset, p4: ctx.Target == functions.TargetP4}
+	if ctx.Params.Has("value") {
+		if c, ok := constValue(ctx.Params.Str("value")); ok {
+			t.value = c
+		} else if t.expr, err = match.NewExpr(ctx, ctx.Params.Str("value"), false); err != nil {
+			return nil, err
+		}
+	}
 	if ctx.Params.Has("key") {
 		t.sp = measure.Spec(ctx.Params)
 	}
@@ -96,6 +124,12 @@ func NewTag(ctx *functions.Context) (*Tag, error) {
 // Process tags the batch and passes it on.
 func (t *Tag) Process(b *buffers.Batch) {
 	p := b.PBuf
+	if t.expr != nil {
+		for _, e := range b.E[:b.N] {
+			p.Ann(e.Slot)[t.at] = t.valueOf(p, e.Slot)
+		}
+		return
+	}
 	if t.sp == nil {
 		for _, e := range b.E[:b.N] {
 			p.Ann(e.Slot)[t.at] = t.value
@@ -119,6 +153,33 @@ func (t *Tag) Process(b *buffers.Batch) {
 	if none > 0 {
 		t.m.Add64(t.nokey, none)
 	}
+}
+
+// valueOf is value= of the packet at slot: the constant, or the
+// expression's value (0 when the packet lacks a field it reads).
+func (t *Tag) valueOf(p *buffers.PBuf, slot uint32) uint64 {
+	v, _ := t.valueOk(p, slot)
+	return v
+}
+
+// valueOk is valueOf, and whether the packet had the fields value=
+// reads (0 and false when it had not).
+func (t *Tag) valueOk(p *buffers.PBuf, slot uint32) (uint64, bool) {
+	if t.expr == nil {
+		return t.value, true
+	}
+	v, ok := t.expr.Int(p, slot)
+	if !ok {
+		return 0, false
+	}
+	return uint64(v), true
+}
+
+// constValue parses value= when it is a whole number (the common case:
+// no expression to evaluate per packet).
+func constValue(s string) (uint64, bool) {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 0, 64)
+	return uint64(v), err == nil
 }
 
 // MBuf implements functions.Stateful.

@@ -143,6 +143,8 @@ func TestFunctionsKeepTheirDeclaredState(t *testing.T) {
 	args := map[string][]functions.Arg{
 		"dta":           {word("op", "keywrite"), word("key", "ipv4.src"), word("data", "pkt.len")},
 		"dta-collector": {{Key: "keywrite", Value: functions.Raw{Kind: functions.RawString, Text: "slots=1009"}}},
+		"register":      {word("set", "old+1")},
+		"store":         {word("value", "pkt.len")},
 	}
 	n := 0
 	for _, c := range functions.Default.All() {

@@ -82,13 +82,8 @@ func init() {
 		Runs:     counterRuns,
 		Code:     functions.Codes(functions.EBPFCode(ebpfCounterCode), functions.P4Code(p4CounterCode)),
 		Produces: measure.Reports,
-		Validate: func(ctx *functions.Context) error {
-			if ctx.Params.Has("key") {
-				return measure.CheckLinkType(ctx)
-			}
-			return nil
-		},
-		New: func(ctx *functions.Context) (functions.Function, error) { return NewCounter(ctx) },
+		Validate: measure.CheckKeyedLinkType,
+		New:      func(ctx *functions.Context) (functions.Function, error) { return NewCounter(ctx) },
 	})
 }
 

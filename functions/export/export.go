@@ -21,20 +21,34 @@ func NewClass(o Options) *functions.Class {
 		Summary:   "write every packet or record that reaches it to a file (pcap, pcapng, JSON lines) and pass it on",
 		MinInputs: 1, MaxInputs: -1,
 		Params: []functions.Param{
-			{Name: "file", Type: functions.String, Required: true, File: functions.FileWrite,
-				Summary: `the file to write (created or truncated); "-" is standard output`},
+			{Name: "file", Type: functions.String, File: functions.FileWrite,
+				Summary: `the file to write (created or truncated); "-" is standard output (one of file, to)`},
 			{Name: "format", Type: functions.String, Enum: []string{"pcap", "pcapng", "jsonl"},
 				Summary: "pcap, pcapng (the default for a name ending in .pcapng), or jsonl: records as JSON lines"},
+			{Name: "to", Type: functions.String,
+				Summary: "send each packet instead, its captured bytes as one UDP datagram, to a collector at HOST:PORT (IPv4; one of file, to)"},
 		},
 		TakesRecords: true,
 		Targets:      []functions.Target{functions.TargetUser},
 		Validate: func(ctx *functions.Context) error {
+			if ctx.Params.Has("file") == ctx.Params.Has("to") {
+				return fmt.Errorf("export takes one of file=FILE and to=HOST:PORT")
+			}
+			if ctx.Params.Has("to") {
+				if ctx.Params.Has("format") {
+					return fmt.Errorf("format= is a file's: to= sends each packet's bytes as they are")
+				}
+				return checkTo(ctx.Params.Str("to"))
+			}
 			if ctx.Params.Str("format") == "jsonl" && ctx.LinkType != functions.LinkRecord {
 				return fmt.Errorf("format=jsonl writes records, but export receives packets (%v): write them as pcap, or feed it a producer's records", ctx.LinkType)
 			}
 			return nil
 		},
 		New: func(ctx *functions.Context) (functions.Function, error) {
+			if ctx.Params.Has("to") {
+				return Dial(ctx.Params.Str("to"))
+			}
 			field, snaplen := HeaderFor(ctx)
 			path := ctx.Params.Str("file")
 			switch ctx.Params.Str("format") {

@@ -28,6 +28,9 @@ func init() {
 		},
 		Targets: []functions.Target{functions.TargetUser, functions.TargetP4},
 		Code:    functions.P4Code(p4Code),
+		Runs: func(t functions.Target, p functions.Params) error {
+			return UserRuns(t, p, nil, "expr")
+		},
 		Reads: func(p functions.Params) ([]string, error) {
 			n, err := parse(p.Str("expr"))
 			if err != nil {

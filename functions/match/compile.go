@@ -115,6 +115,9 @@ func compileNode(n *node, state stateFn) (val, error) {
 		return val{k: kInt, i: f.i}, nil
 	case "layer":
 		return val{k: kBool, b: layers[n.name]}, nil
+	case "name":
+		i := n.i
+		return val{k: kInt, i: func(e *env) (int64, bool) { return e.vars[i], true }}, nil
 	case "state":
 		fn, err := state(n.label, n.name)
 		if err != nil {
@@ -155,8 +158,10 @@ func compileNode(n *node, state stateFn) (val, error) {
 			return val{k: kFloat, f: func(e *env) (float64, bool) { v, ok := f(e); return -v, ok }}, nil
 		}
 		return val{}, errAt(n.pos, "- applies to a number, not %s", kindName[x.k])
-	case "+", "-", "*", "/", "%", "&":
+	case "+", "-", "*", "/", "%", "&", "|":
 		return arith(n, kids[0], kids[1])
+	case "call":
+		return compileCall(n, kids)
 	case "in":
 		return in(n, kids[0], n.kids[1])
 	case "==", "!=", "<", "<=", ">", ">=":
@@ -171,7 +176,7 @@ func arith(n *node, l, r val) (val, error) {
 	if !numeric(l.k) || !numeric(r.k) {
 		return val{}, errAt(n.pos, "%s applies to numbers, not %s", n.op, kindName[min(l.k, r.k)])
 	}
-	if n.op == "%" || n.op == "&" {
+	if n.op == "%" || n.op == "&" || n.op == "|" {
 		for _, k := range n.kids {
 			if k.op == "num" && !k.isInt {
 				return val{}, errAt(n.pos, "%s applies to whole numbers, not %v", n.op, k.f)
@@ -191,6 +196,8 @@ func arith(n *node, l, r val) (val, error) {
 			f = func(e *env) (int64, bool) { x, ok := a(e); y, ok2 := b(e); return x * y, ok && ok2 }
 		case "&":
 			f = func(e *env) (int64, bool) { x, ok := a(e); y, ok2 := b(e); return x & y, ok && ok2 }
+		case "|":
+			f = func(e *env) (int64, bool) { x, ok := a(e); y, ok2 := b(e); return x | y, ok && ok2 }
 		case "%":
 			f = func(e *env) (int64, bool) {
 				x, ok := a(e)

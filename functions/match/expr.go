@@ -19,19 +19,23 @@ import (
 //	not     = ("not" | "!") not | cmp
 //	cmp     = sum [ ("==" | "=" | "!=" | "<" | "<=" | ">" | ">=") sum ] | sum "in" ADDRESS[/LEN]
 //	sum     = product { ("+" | "-") product }
-//	product = unary { ("*" | "/" | "%" | "&") unary }
+//	product = unary { ("*" | "/" | "%" | "&" | "|") unary }
 //	unary   = "-" unary | "(" pred ")" | NUMBER | ADDRESS | MAC | FIELD | LAYER | LABEL.NAME
+//	        | FUNC "(" sum { "," sum } ")"
+//
+// FUNC is max(a, b), min(a, b) or bloom(M, K, v…) (the M-bit mask of a
+// Bloom filter that holds one element, the values v…: functions.go).
 //
 // A comparison is the only thing that turns numbers into a truth value,
 // and a layer name (tcp, ipv6, vlan…) is true when the packet has it.
 
 // node is a parsed predicate.
 type node struct {
-	op   string // or and not == != < <= > >= in + - * / % & neg num addr field layer state
+	op   string // or and not == != < <= > >= in + - * / % & | neg num addr field layer state call
 	pos  int    // byte offset in the predicate
 	kids []*node
 
-	name  string       // field, layer; state: label and name as written
+	name  string       // field, layer, call; state: label and name as written
 	label string       // state
 	isInt bool         // num
 	i     int64        // num (int), MAC
@@ -50,6 +54,9 @@ type parser struct {
 	src  string
 	toks []token
 	at   int
+	// names are bare words that name a value the caller gives (a
+	// register's old): node "name", read from env.vars.
+	names []string
 }
 
 // Error is a predicate that does not parse or check.
@@ -94,7 +101,7 @@ func lex(s string) ([]token, error) {
 			i = j
 		default:
 			op := ""
-			for _, o := range []string{"==", "!=", "<=", ">=", "&&", "||", "(", ")", "<", ">", "=", "!", "+", "-", "*", "/", "%", "&"} {
+			for _, o := range []string{"==", "!=", "<=", ">=", "&&", "||", "(", ")", "<", ">", "=", "!", "+", "-", "*", "/", "%", "&", "|", ","} {
 				if strings.HasPrefix(s[i:], o) {
 					op = o
 					break
@@ -111,7 +118,11 @@ func lex(s string) ([]token, error) {
 }
 
 // parse parses a predicate.
-func parse(src string) (*node, error) {
+func parse(src string) (*node, error) { return parseNames(src, nil) }
+
+// parseNames parses an expression that may also use the bare words of
+// names.
+func parseNames(src string, names []string) (*node, error) {
 	toks, err := lex(src)
 	if err != nil {
 		return nil, err
@@ -119,7 +130,7 @@ func parse(src string) (*node, error) {
 	if len(toks) == 1 {
 		return nil, errAt(0, "the predicate is empty")
 	}
-	p := &parser{src: src, toks: toks}
+	p := &parser{src: src, toks: toks, names: names}
 	n, err := p.or()
 	if err != nil {
 		return nil, err
@@ -217,7 +228,7 @@ func (p *parser) sum() (*node, error) {
 }
 
 func (p *parser) product() (*node, error) {
-	return p.binary(p.unary, map[string]string{"*": "*", "/": "/", "%": "%", "&": "&"})
+	return p.binary(p.unary, map[string]string{"*": "*", "/": "/", "%": "%", "&": "&", "|": "|"})
 }
 
 func (p *parser) unary() (*node, error) {
@@ -238,6 +249,8 @@ func (p *parser) unary() (*node, error) {
 			return nil, errAt(u.pos, "missing ) at offset %d, for the ( at offset %d", u.pos, t.pos)
 		}
 		return x, nil
+	case t.word && calls[t.text] != nil && p.peek().text == "(":
+		return p.call(t)
 	case t.word:
 		return p.word(t)
 	case t.text == "":
@@ -254,6 +267,10 @@ var keywords = map[string]bool{"and": true, "or": true, "not": true, "in": true}
 // field, a layer, or named state.
 func (p *parser) word(t token) (*node, error) {
 	w, n := t.text, &node{pos: t.pos}
+	if i := slices.Index(p.names, w); i >= 0 {
+		n.op, n.name, n.i = "name", w, int64(i)
+		return n, nil
+	}
 	switch {
 	case keywords[w]:
 		return nil, errAt(t.pos, "unexpected %q at offset %d: a value was expected", w, t.pos)

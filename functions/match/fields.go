@@ -1,6 +1,7 @@
 package match
 
 import (
+	"encoding/binary"
 	"sort"
 
 	"github.com/ffpf-go/ffpf/buffers"
@@ -15,6 +16,9 @@ type env struct {
 	md   *buffers.Meta
 	lt   functions.LinkType
 	h    hdr
+	// vars are the values of the names an expression was parsed with
+	// (parseNames), set by its caller before each evaluation.
+	vars []int64
 }
 
 func (e *env) set(p *buffers.PBuf, slot uint32) {
@@ -38,7 +42,13 @@ type field struct {
 	a    addrFn // an IPv6 address
 	doc  string // for the README test: every field is documented
 	bits int    // of an unsigned field, for address prefixes (32 for IPv4)
+	// sw marks a switch's metadata: a host has none (the field is
+	// missing there), and a function that reads it runs on a switch.
+	sw bool
 }
+
+// onSwitch reads a switch's metadata on a host: it is never there.
+func onSwitch(*env) (int64, bool) { return 0, false }
 
 func tcpField(off, n int) intFn { return l4Field(6, off, n) }
 func udpField(off, n int) intFn { return l4Field(17, off, n) }
@@ -54,8 +64,30 @@ func l4Field(proto uint8, off, n int) intFn {
 	}
 }
 
+// SegwayPort is the UDP port of ez-Segway's messages (SOSR 2017), as
+// ffpf reads them for MAFIA's path-change-latency measurement: after the
+// UDP header, msg (1 byte), ts (1 byte, the logical clock), 6 bytes kept
+// zero, time (8 bytes, big-endian).
+const SegwayPort = 6655
+
+// SegwayLen is the length of an ez-Segway message's header.
+const SegwayLen = 16
+
+// segwayField reads n bytes at off of an ez-Segway message's header.
+func segwayField(off, n int) intFn {
+	return func(e *env) (int64, bool) {
+		h := e.hdr()
+		if o := h.at(17, 2, 2); o < 0 || be16(h.pkt, o) != SegwayPort || h.at(17, 8, SegwayLen) < 0 {
+			return 0, false
+		}
+		return readN(h.pkt, h.at(17, 8+off, n), n), true
+	}
+}
+
 func readN(b []byte, o, n int) int64 {
 	switch n {
+	case 8:
+		return int64(binary.BigEndian.Uint64(b[o:]))
 	case 1:
 		return int64(b[o])
 	case 2:
@@ -116,10 +148,20 @@ var fields = map[string]field{
 	"ipv4.ttl":   {i: ipField(4, 8, 1), doc: "time to live"},
 	"ipv4.len":   {i: ipField(4, 2, 2), doc: "total length field"},
 	"ipv4.tos":   {i: ipField(4, 1, 1), doc: "type of service byte (DSCP and ECN)"},
-	"ipv6.src":   {a: ipv6Addr(8), doc: "source address"},
-	"ipv6.dst":   {a: ipv6Addr(24), doc: "destination address"},
-	"ipv6.nh":    {i: ipField(6, 6, 1), doc: "next header of the fixed header"},
-	"ipv6.hlim":  {i: ipField(6, 7, 1), doc: "hop limit"},
+	"ipv4.id":    {i: ipField(4, 4, 2), doc: "identification"},
+	"ipv4.csum":  {i: ipField(4, 10, 2), doc: "header checksum"},
+	"pkt.inport": {i: onSwitch, sw: true, doc: "on a switch: the port the packet came in by"},
+	"pkt.outport": {i: onSwitch, sw: true,
+		doc: "on a switch: the port it leaves by (forwarding decides it before the functions run)"},
+	"pkt.qdepth":  {i: onSwitch, sw: true, doc: "on a switch: the depth of the egress queue it joins, in packets"},
+	"switch.id":   {i: onSwitch, sw: true, doc: "on a switch: the switch's id (its P4Runtime device id)"},
+	"segway.msg":  {i: segwayField(0, 1), doc: "ez-Segway message type (a UDP datagram to port 6655: SegwayPort)"},
+	"segway.ts":   {i: segwayField(1, 1), doc: "ez-Segway message's logical clock"},
+	"segway.time": {i: segwayField(8, 8), doc: "ez-Segway message's time field (64 bits)"},
+	"ipv6.src":    {a: ipv6Addr(8), doc: "source address"},
+	"ipv6.dst":    {a: ipv6Addr(24), doc: "destination address"},
+	"ipv6.nh":     {i: ipField(6, 6, 1), doc: "next header of the fixed header"},
+	"ipv6.hlim":   {i: ipField(6, 7, 1), doc: "hop limit"},
 	"ip.proto": {i: func(e *env) (int64, bool) {
 		h := e.hdr()
 		return int64(h.proto), h.ver != 0
@@ -161,4 +203,4 @@ func FieldNames() []string {
 
 // protocols are the prefixes of packet fields: a dotted name with another
 // prefix is named state (LABEL.NAME).
-var protocols = map[string]bool{"pkt": true, "eth": true, "vlan": true, "ip": true, "ipv4": true, "ipv6": true, "tcp": true, "udp": true, "icmp": true}
+var protocols = map[string]bool{"segway": true, "switch": true, "pkt": true, "eth": true, "vlan": true, "ip": true, "ipv4": true, "ipv6": true, "tcp": true, "udp": true, "icmp": true}

@@ -27,6 +27,7 @@ import (
 	"math"
 	"math/big"
 	"sort"
+	"strings"
 
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
@@ -74,6 +75,8 @@ type p4c struct {
 	b        *p4gen.Builder
 	l        *p4gen.Layers
 	checking bool // no switch program yet: named state is not looked up
+	// names are the values of the bare names (a register's old).
+	names map[string]p4gen.Expr
 }
 
 func (c *p4c) layers() *p4gen.Layers {
@@ -230,6 +233,14 @@ func (c *p4c) node(n *node) (p4val, error) {
 		return c.in(n)
 	case "==", "!=", "<", "<=", ">", ">=":
 		return c.compare(n)
+	case "call":
+		return c.call(n)
+	case "name":
+		x, ok := c.names[n.name]
+		if !ok {
+			return p4val{}, errAt(n.pos, "%s has no value here", n.name)
+		}
+		return p4val{k: kInt, num: atomForm(n.name, atom{x: x, present: p4gen.True})}, nil
 	}
 	var kids []form
 	for _, k := range n.kids {
@@ -243,6 +254,8 @@ func (c *p4c) node(n *node) (p4val, error) {
 		kids = append(kids, v.num)
 	}
 	switch n.op {
+	case "|":
+		return c.bitOr(n, kids[0], kids[1])
 	case "neg":
 		return p4val{k: kInt, num: constForm(new(big.Rat)).plus(kids[0], big.NewRat(-1, 1))}, nil
 	case "+":
@@ -273,9 +286,21 @@ func (c *p4c) node(n *node) (p4val, error) {
 			}
 			return p4val{k: kInt, num: constForm(new(big.Rat).SetInt64(a & b))}, nil
 		}
+		if !kids[1].isConst() || !kids[1].c.IsInt() || kids[1].c.Sign() <= 0 || !kids[1].c.Num().IsUint64() {
+			return p4val{}, errAt(n.pos, "%v: %s applies on a switch to a value and a positive constant", errP4Arith, n.op)
+		}
+		// A sum is masked once computed (MAFIA's Counter(width=32).set(x
+		// + y) wraps so), in two's complement as in Go; a remainder of
+		// a negative sum is negative in Go, not a mask.
 		a, ok := kids[0].single()
-		if !ok || !kids[1].isConst() || !kids[1].c.IsInt() || kids[1].c.Sign() <= 0 || !kids[1].c.Num().IsUint64() {
-			return p4val{}, errAt(n.pos, "%v: %s applies on a switch to one value and a positive constant", errP4Arith, n.op)
+		if !ok && n.op == "%" {
+			return p4val{}, errAt(n.pos, "%v: %% applies on a switch to one value (a sum may be negative)", errP4Arith)
+		}
+		if !ok {
+			var err error
+			if a, err = c.atomOf(n, kids[0]); err != nil {
+				return p4val{}, err
+			}
 		}
 		k := kids[1].c.Num().Uint64()
 		if n.op == "%" {
@@ -330,6 +355,7 @@ var p4Fields = map[string]struct {
 	"vlan.id":  {"vlan.id", "vlan"},
 	"ipv4.src": {"ipv4.src", "ipv4"}, "ipv4.dst": {"ipv4.dst", "ipv4"}, "ipv4.proto": {"ipv4.proto", "ipv4"},
 	"ipv4.ttl": {"ipv4.ttl", "ipv4"}, "ipv4.len": {"ipv4.len", "ipv4"}, "ipv4.tos": {"ipv4.tos", "ipv4"},
+	"ipv4.id": {"ipv4.id", "ipv4"}, "ipv4.csum": {"ipv4.checksum", "ipv4"},
 	"ipv6.nh": {"ipv6.nh", "ipv6"}, "ipv6.hlim": {"ipv6.hlim", "ipv6"},
 	"tcp.sport": {"l4.sport", "tcp"}, "tcp.dport": {"l4.dport", "tcp"}, "tcp.seq": {"tcp.seq", "tcp"},
 	"tcp.ack": {"tcp.ack", "tcp"}, "tcp.flags": {"tcp.flags", "tcp"}, "tcp.win": {"tcp.win", "tcp"},
@@ -345,6 +371,17 @@ func (c *p4c) field(n *node) (p4val, error) {
 		return p4val{k: kInt, num: atomForm(n.name, atom{x: w64(p4gen.Std("packet_length")), present: p4gen.True})}, nil
 	case "pkt.ts":
 		return p4val{}, errAt(n.pos, "pkt.ts is the packet clock in ns, which a switch does not have (its clock is µs of its own)")
+	case "pkt.inport", "pkt.outport", "pkt.qdepth", "switch.id":
+		return c.switchField(n)
+	case "segway.msg", "segway.ts", "segway.time":
+		// ez-Segway's header: the parser extracts it from a datagram to
+		// its port once a function reads it (p4gen.UseSegway).
+		if c.checking {
+			return p4val{k: kInt, num: atomForm(n.name, atom{x: p4gen.C(0, 64), present: p4gen.True})}, nil
+		}
+		p4gen.UseSegway(c.b.Prog)
+		x, valid := p4gen.SegwayField(strings.TrimPrefix(n.name, "segway."))
+		return p4val{k: kInt, num: atomForm(n.name, atom{x: w64(x), present: valid})}, nil
 	case "ip.proto":
 		return p4val{k: kInt, num: atomForm(n.name, atom{x: w64(l.Proto()), present: p4gen.B(p4gen.Ne, l.Ver, p4gen.C(0, 8))})}, nil
 	case "ipv6.src", "ipv6.dst":

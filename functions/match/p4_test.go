@@ -20,6 +20,7 @@ var p4Preds = []string{
 	"not tcp.dport != 80", "eth.src == 01:00:5e:00:00:01", "0.5 * pkt.len < udp.len + 30", "tcp.seq > tcp.ack",
 	"ipv4 and not ipv4.src in 192.168.0.0/16", "ip and not tcp and not udp", "eth.dst == 02:00:00:11:22:33",
 	"tcp.dport - tcp.sport == 0 - 944", "ipv6.nh == 0 and udp", "ipv4.tos & 0xfc == 0xb8", "vlan and ipv6",
+	"(ipv4.id + ipv4.ttl) & 255 > 100", "(tcp.sport - tcp.dport) & 63 < 32",
 }
 
 // A predicate on a switch passes what it passes in userspace, on every
@@ -48,6 +49,7 @@ func TestP4MatchRefusals(t *testing.T) {
 		"pkt.len * tcp.dport > 5":   "product of two values",
 		"pkt.len / tcp.dport > 5":   "divides by a value",
 		"tcp.win % 100 == 1":        "not a power of two",
+		"(tcp.win + 1) % 64 == 1":   "may be negative",
 		"pkt.ts > 1700000000s":      "packet clock",
 		"pkt.len * 0.333333333 > 1": "",
 	} {

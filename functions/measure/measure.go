@@ -99,6 +99,15 @@ func CheckLinkType(ctx *functions.Context) error {
 	return nil
 }
 
+// CheckKeyedLinkType is CheckLinkType for a class whose key= is optional:
+// without a key it reads no flow key.
+func CheckKeyedLinkType(ctx *functions.Context) error {
+	if ctx.Params.Has("key") {
+		return CheckLinkType(ctx)
+	}
+	return nil
+}
+
 // Bytes says whether value=bytes.
 func Bytes(p functions.Params) bool { return p.Str("value") == "bytes" }
 

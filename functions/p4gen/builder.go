@@ -45,6 +45,16 @@ type Builder struct {
 	// reads its windows (see Window).
 	Window *Window
 
+	// The switch's own values a lowering may read (MAFIA's switch.id,
+	// pkt.output_port, pkt.in_queue_length), when the program that
+	// assembles the functions has them: its id, the port forwarding chose
+	// for the packet (nil: it is chosen after the functions, as a filter
+	// switch chooses its uplink) and the depth of the egress queue the
+	// packet joins (nil in ingress, where v1model does not know it).
+	SwitchID Expr
+	OutPort  Expr
+	QDepth   Expr
+
 	exports map[string]Expr
 }
 

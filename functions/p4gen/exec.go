@@ -118,6 +118,7 @@ type env struct {
 	// rmws counts register accesses at this packet, to enforce one.
 	rmws   map[*Register]bool
 	clones []uint32
+	e2e    []Clone // egress-to-egress clones asked for
 	dig    []DigestMsg
 }
 
@@ -164,7 +165,8 @@ func (s *Switch) Process(a Arrival) (Result, error) {
 		_ = s.parse(c, a.Data)
 		outs = append(outs, out{c, uint64(port), InstanceCloneI2E})
 	}
-	for _, o := range outs {
+	for i := 0; i < len(outs); i++ {
+		o := outs[i]
 		o.e.vals["standard_metadata.egress_port"] = o.port
 		o.e.vals["standard_metadata.egress_spec"] = o.port
 		o.e.vals["standard_metadata.instance_type"] = uint64(o.instance)
@@ -172,6 +174,7 @@ func (s *Switch) Process(a Arrival) (Result, error) {
 		o.e.vals["standard_metadata.deq_qdepth"] = uint64(a.QDepth)
 		o.e.vals["standard_metadata.egress_global_timestamp"] = a.Time & Bit(48).Mask()
 		o.e.rmws = map[*Register]bool{} // egress is a pipeline of its own, per instance
+		o.e.e2e = nil
 		n := len(o.e.dig)
 		if err := s.stmts(o.e, s.Prog.Egress); err != nil {
 			return res, err
@@ -180,7 +183,26 @@ func (s *Switch) Process(a Arrival) (Result, error) {
 		if o.e.vals["standard_metadata.egress_spec"] == DropPort {
 			continue // dropped in egress (mark_to_drop), as bmv2 does
 		}
-		res.Out = append(res.Out, Departure{Port: uint16(o.port), Data: s.deparse(o.e), Instance: o.instance})
+		data := s.deparse(o.e)
+		res.Out = append(res.Out, Departure{Port: uint16(o.port), Data: data, Instance: o.instance})
+		if o.instance != InstanceNormal {
+			continue // a clone makes no clone of its own
+		}
+		// Egress-to-egress clones: the packet as it left, its egress run
+		// again with the preserved metadata.
+		for _, c := range o.e.e2e {
+			port, ok := s.Sessions[c.Session]
+			if !ok {
+				continue
+			}
+			ce := newEnv()
+			arrive(ce, Arrival{Data: data, Port: a.Port, Time: a.Time})
+			_ = s.parse(ce, data)
+			for _, r := range c.Preserve {
+				ce.vals[r.Path] = o.e.vals[r.Path]
+			}
+			outs = append(outs, out{ce, uint64(port), InstanceCloneE2E})
+		}
 	}
 	return res, nil
 }
@@ -467,7 +489,11 @@ func (s *Switch) stmt(e *env, st Stmt) error {
 		}
 		e.dig = append(e.dig, DigestMsg{Type: st.Type, Values: vals})
 	case Clone:
-		e.clones = append(e.clones, st.Session)
+		if st.E2E {
+			e.e2e = append(e.e2e, st)
+		} else {
+			e.clones = append(e.clones, st.Session)
+		}
 	case SetValid:
 		e.valid[st.Header] = st.Valid
 		if st.Valid {

@@ -278,7 +278,21 @@ type Digest struct {
 // Clone sends a copy of the packet, as it leaves ingress, to the clone
 // session (v1model clone(CloneType.I2E, Session)); the flowspace maps its
 // sessions to the uplink or the CPU port.
-type Clone struct{ Session uint32 }
+//
+// With E2E (in egress), the copy is the packet as it leaves egress,
+// rewritten headers and all (v1model clone_preserving_field_list(
+// CloneType.E2E, Session, 1)): its egress runs again, with instance_type
+// InstanceCloneE2E, its ingress port and time the original's, and the
+// metadata fields of Preserve (the field list, @field_list(1)) as the
+// original left them, the others zero. A clone instance makes no clone
+// of its own (the program tests instance_type). MAFIA's copies that go to
+// a collector are made so: the values their tags write, computed for the
+// original, travel in Preserve.
+type Clone struct {
+	Session  uint32
+	E2E      bool
+	Preserve []Ref
+}
 
 // SetValid makes a header valid (with its fields zero) or invalid.
 type SetValid struct {
@@ -637,6 +651,7 @@ const DropPort = 511
 const (
 	InstanceNormal   = 0
 	InstanceCloneI2E = 1
+	InstanceCloneE2E = 2
 )
 
 // Validate checks that the program is well formed: names unique and
@@ -651,6 +666,8 @@ func (p *Program) Validate() error {
 type validator struct {
 	p    *Program
 	refs map[string]int // path → bits (header fields, metadata, standard metadata)
+	// egress is set while the egress control's statements are checked.
+	egress bool
 }
 
 func (v *validator) program() error {
@@ -813,11 +830,13 @@ func (v *validator) program() error {
 			}
 		}
 	}
-	for _, body := range [][]Stmt{v.p.Ingress, v.p.Egress} {
+	for i, body := range [][]Stmt{v.p.Ingress, v.p.Egress} {
+		v.egress = i == 1
 		if err := v.stmts(body, nil, false); err != nil {
 			return err
 		}
 	}
+	v.egress = false
 	in, err := rmwOnce(v.p.Ingress, nil)
 	if err != nil {
 		return err
@@ -981,7 +1000,22 @@ func (v *validator) stmt(s Stmt, params map[string]int, inAction bool) error {
 				return fmt.Errorf("digest %s's %s: %v", s.Type.Name, s.Type.Fields[i].Name, err)
 			}
 		}
-	case Clone, MarkToDrop:
+	case Clone:
+		if s.E2E && !v.egress {
+			return fmt.Errorf("clone to session %d: an egress-to-egress clone is made in egress", s.Session)
+		}
+		if !s.E2E && len(s.Preserve) > 0 {
+			return fmt.Errorf("clone to session %d: only an egress-to-egress clone preserves metadata here", s.Session)
+		}
+		for _, r := range s.Preserve {
+			if !strings.HasPrefix(r.Path, "meta.") {
+				return fmt.Errorf("clone to session %d preserves %s, which is not metadata", s.Session, r.Path)
+			}
+			if err := v.place(r, params); err != nil {
+				return err
+			}
+		}
+	case MarkToDrop:
 	case SetValid:
 		if v.p.Header(s.Header) == nil {
 			return fmt.Errorf("header %s is not declared", s.Header)

@@ -3,6 +3,7 @@ package p4gen
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -164,32 +165,34 @@ type jExpr struct {
 
 // jStmt is every statement kind in one struct, as jExpr.
 type jStmt struct {
-	S       string   `json:"s"`
-	Dst     *jRef    `json:"dst,omitempty"`
-	X       *jExpr   `json:"x,omitempty"`
-	Cond    *jExpr   `json:"cond,omitempty"`
-	Then    []*jStmt `json:"then,omitempty"`
-	Else    []*jStmt `json:"else,omitempty"`
-	Table   string   `json:"table,omitempty"`
-	Action  string   `json:"action,omitempty"`
-	Args    []*jExpr `json:"args,omitempty"`
-	Algo    string   `json:"algo,omitempty"`
-	Base    uint64   `json:"base,omitempty"`
-	Data    []*jExpr `json:"data,omitempty"`
-	Max     uint64   `json:"max,omitempty"`
-	Lo      uint64   `json:"lo,omitempty"`
-	Hi      uint64   `json:"hi,omitempty"`
-	Reg     string   `json:"register,omitempty"`
-	Index   *jExpr   `json:"index,omitempty"`
-	New     *jExpr   `json:"new,omitempty"`
-	OldTo   *jRef    `json:"old_to,omitempty"`
-	NewTo   *jRef    `json:"new_to,omitempty"`
-	Counter string   `json:"counter,omitempty"`
-	Digest  string   `json:"digest,omitempty"`
-	Values  []*jExpr `json:"values,omitempty"`
-	Session uint32   `json:"session,omitempty"`
-	Header  string   `json:"header,omitempty"`
-	Valid   bool     `json:"valid,omitempty"`
+	S        string   `json:"s"`
+	Dst      *jRef    `json:"dst,omitempty"`
+	X        *jExpr   `json:"x,omitempty"`
+	Cond     *jExpr   `json:"cond,omitempty"`
+	Then     []*jStmt `json:"then,omitempty"`
+	Else     []*jStmt `json:"else,omitempty"`
+	Table    string   `json:"table,omitempty"`
+	Action   string   `json:"action,omitempty"`
+	Args     []*jExpr `json:"args,omitempty"`
+	Algo     string   `json:"algo,omitempty"`
+	Base     uint64   `json:"base,omitempty"`
+	Data     []*jExpr `json:"data,omitempty"`
+	Max      uint64   `json:"max,omitempty"`
+	Lo       uint64   `json:"lo,omitempty"`
+	Hi       uint64   `json:"hi,omitempty"`
+	Reg      string   `json:"register,omitempty"`
+	Index    *jExpr   `json:"index,omitempty"`
+	New      *jExpr   `json:"new,omitempty"`
+	OldTo    *jRef    `json:"old_to,omitempty"`
+	NewTo    *jRef    `json:"new_to,omitempty"`
+	Counter  string   `json:"counter,omitempty"`
+	Digest   string   `json:"digest,omitempty"`
+	Values   []*jExpr `json:"values,omitempty"`
+	Session  uint32   `json:"session,omitempty"`
+	E2E      bool     `json:"e2e,omitempty"`
+	Preserve []*jRef  `json:"preserve,omitempty"`
+	Header   string   `json:"header,omitempty"`
+	Valid    bool     `json:"valid,omitempty"`
 }
 
 // MarshalJSON writes p as the model's device config.
@@ -623,7 +626,11 @@ func encStmt(s Stmt) (*jStmt, error) {
 		j.Values, err = encExprs(s.Values)
 		return j, err
 	case Clone:
-		return &jStmt{S: "clone", Session: s.Session}, nil
+		j := &jStmt{S: "clone", Session: s.Session, E2E: s.E2E}
+		for i := range s.Preserve {
+			j.Preserve = append(j.Preserve, encRef(&s.Preserve[i]))
+		}
+		return j, nil
 	case SetValid:
 		return &jStmt{S: "set_valid", Header: s.Header, Valid: s.Valid}, nil
 	case MarkToDrop:
@@ -910,10 +917,17 @@ func (dc *decoder) stmt(j *jStmt) (Stmt, error) {
 		vals, err := dc.exprs(j.Values)
 		return Digest{Type: d, Values: vals}, err
 	case "clone":
-		if err := only("a clone", j, "s", "session"); err != nil {
+		if err := only("a clone", j, "s", "session", "e2e", "preserve"); err != nil {
 			return nil, err
 		}
-		return Clone{Session: j.Session}, nil
+		c := Clone{Session: j.Session, E2E: j.E2E}
+		for _, r := range j.Preserve {
+			if r == nil {
+				return nil, errors.New("a clone preserves no field")
+			}
+			c.Preserve = append(c.Preserve, *decRef(r))
+		}
+		return c, nil
 	case "set_valid":
 		if err := only("a set_valid", j, "s", "header", "valid"); err != nil {
 			return nil, err

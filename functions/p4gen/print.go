@@ -148,8 +148,14 @@ func (pr *printer) program() (*p4.Program, error) {
 		hs.Fields = append(hs.Fields, &p4.FieldDecl{Type: named(h.Type.Name), Name: h.Name})
 	}
 	ms := &p4.StructDecl{Name: MetadataType}
+	preserved := preservedMeta(p)
 	for _, f := range p.Metadata {
-		ms.Fields = append(ms.Fields, &p4.FieldDecl{Type: bitType(f.Bits), Name: f.Name})
+		fd := &p4.FieldDecl{Type: bitType(f.Bits), Name: f.Name}
+		if preserved[f.Name] {
+			// The field list egress-to-egress clones preserve (Clone).
+			fd.Annos = []*p4.Annotation{{Name: "field_list", Args: []p4.Expr{lit(FieldList, 0)}, HasArgs: true}}
+		}
+		ms.Fields = append(ms.Fields, fd)
 	}
 	prog.Decls = append(prog.Decls, hs, ms)
 	for _, d := range p.Digests {
@@ -185,6 +191,37 @@ func (pr *printer) program() (*p4.Program, error) {
 	}
 	prog.Decls = append(prog.Decls, &p4.Instance{Type: named("V1Switch"), Args: blocks, Name: "main"})
 	return prog, nil
+}
+
+// FieldList is the one field list a program's clones preserve
+// (@field_list(1) on its metadata fields).
+const FieldList = 1
+
+// preservedMeta returns the metadata fields (by name, without "meta.")
+// an egress-to-egress clone of the program preserves: every clone
+// preserves the one field list, the union of their Preserve.
+func preservedMeta(p *Program) map[string]bool {
+	out := map[string]bool{}
+	var walk func([]Stmt)
+	walk = func(ss []Stmt) {
+		for _, s := range ss {
+			switch s := s.(type) {
+			case Clone:
+				for _, r := range s.Preserve {
+					out[strings.TrimPrefix(r.Path, "meta.")] = true
+				}
+			case If:
+				walk(s.Then)
+				walk(s.Else)
+			}
+		}
+	}
+	walk(p.Ingress)
+	walk(p.Egress)
+	for _, a := range p.Actions {
+		walk(a.Body)
+	}
+	return out
 }
 
 // names refuses a name that is a P4 keyword ("type"), which p4c would.
@@ -651,7 +688,13 @@ func (pr *printer) stmt(s Stmt) ([]p4.Stmt, error) {
 		return one(&p4.CallStmt{Call: &p4.CallExpr{Fun: name("digest"), TypeArgs: []*p4.TypeRef{named(s.Type.Name)},
 			Args: []p4.Expr{lit(1, 32), &p4.ListExpr{Elems: xs}}}})
 	case Clone:
-		return one(callStmt(name("clone"), pathExpr("CloneType.I2E"), lit(uint64(s.Session), 32)))
+		if !s.E2E {
+			return one(callStmt(name("clone"), pathExpr("CloneType.I2E"), lit(uint64(s.Session), 32)))
+		}
+		if len(s.Preserve) == 0 {
+			return one(callStmt(name("clone"), pathExpr("CloneType.E2E"), lit(uint64(s.Session), 32)))
+		}
+		return one(callStmt(name("clone_preserving_field_list"), pathExpr("CloneType.E2E"), lit(uint64(s.Session), 32), lit(FieldList, 8)))
 	case SetValid:
 		m := "setInvalid"
 		if s.Valid {

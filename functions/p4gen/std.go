@@ -439,6 +439,21 @@ var stdFields = map[string][][2]string{
 	"ipv6.flowlabel": {{"ipv6_vtf", "flow_label"}},
 }
 
+// HdrParts returns the chunk fields a value of the standard headers is
+// made of (Hdr's concatenation), most significant first: what a lowering
+// assigns to write the value (a tag's ipv4.id is id_0 and id_1).
+func HdrParts(name string) []Ref {
+	parts, ok := stdFields[name]
+	if !ok {
+		panic("p4gen: the standard headers have no value " + name)
+	}
+	out := make([]Ref, len(parts))
+	for i, p := range parts {
+		out[i] = F(p[0], p[1])
+	}
+	return out
+}
+
 // Hdr returns a value of the standard headers by its name in stdFields
 // ("ipv4.src", "tcp.flags", "ipv6.src_hi"), and the header whose validity
 // says the packet has it: its last chunk. It panics on another name,

@@ -111,6 +111,7 @@ type Source struct {
 	mapped  bool  // the Reader reads a mapping (set once: Close unmaps it)
 	err     error // from the Reader, returned once the batch is empty
 	done    atomic.Int64
+	filled  bool // Fill was called: the memory records lie in stays
 	closed  atomic.Bool
 	mu      sync.Mutex // a mapping must not vanish under a running Fill
 }
@@ -134,6 +135,38 @@ func NewSource(r *Reader) *Source {
 		}
 	}
 	return s
+}
+
+// Share implements functions.Sharer: before the first Fill, the ring or
+// the slab records are read into moves to shared memory, for a function
+// that reads them in another process in place. A mapped file stays where
+// it is (its mapping is of the file, which other programs can change or
+// cut): its records are copied once on their way there.
+func (s *Source) Share(alloc func(size int) []byte) bool {
+	if s.filled {
+		return false
+	}
+	switch g := s.r.ring; {
+	case g != nil:
+		mem := alloc(len(g.slab))
+		if mem == nil {
+			return false
+		}
+		// The Reader reads on in the slab, from the bytes it holds there.
+		copy(mem, g.slab)
+		g.slab, s.r.buf = mem, mem
+		s.view = buffers.NewPBufView(mem, buffers.MaxBatch)
+		return true
+	case s.slab != nil:
+		mem := alloc(len(s.slab))
+		if mem == nil {
+			return false
+		}
+		s.slab = mem
+		s.view = buffers.NewPBufView(mem, buffers.MaxBatch)
+		return true
+	}
+	return false
 }
 
 // slabBytes is what a batch's copied records take at most before the batch
@@ -188,6 +221,7 @@ func (s *Source) Fill(b *buffers.Batch) (err error) {
 	if s.err != nil {
 		return s.err
 	}
+	s.filled = true
 	n0 := b.N
 	// Refer to records in place only in a batch on our own view; a caller
 	// that gives us its own PBuf gets copies.
@@ -411,4 +445,5 @@ var (
 	_ functions.Progresser  = (*Source)(nil)
 	_ functions.PBufOwner   = (*Source)(nil)
 	_ functions.Interrupter = (*Source)(nil)
+	_ functions.Sharer      = (*Source)(nil)
 )

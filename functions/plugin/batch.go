@@ -42,6 +42,8 @@ const (
 // its window is full.
 var partSize = buffers.MaxBatch
 
+var _ functions.SharedReader = (*function)(nil)
+
 func windowFor(snaplen int) int {
 	if snaplen <= 0 {
 		snaplen = 65535
@@ -63,6 +65,7 @@ type function struct {
 	handlers   []functions.Handler
 	seq        uint64
 	rpcBatches bool
+	copyOnce   bool
 	rpcReq     rpcBatch
 	closed     bool
 
@@ -89,6 +92,11 @@ type part struct {
 	arena    int
 	received bool
 }
+
+// ReadsShared implements functions.SharedReader: the plugin reads
+// packets in shared memory in place, unless every batch goes over gRPC or
+// is copied (Options).
+func (f *function) ReadsShared() bool { return !f.rpcBatches && !f.copyOnce }
 
 // Process implements functions.Function. Once the plugin has failed,
 // every packet counts as dropped; a batch that was in flight when it
@@ -255,6 +263,9 @@ func (f *function) arenaOf(p *buffers.PBuf) (int, uint64, error) {
 }
 
 func (f *function) find(p *buffers.PBuf) (int, uint64, error) {
+	if f.copyOnce {
+		return 0, 0, nil
+	}
 	mem := p.Memory()
 	m, off := shared.Find(mem)
 	if m == nil || off+len(mem) > len(m.Bytes()) {

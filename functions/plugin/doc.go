@@ -20,7 +20,8 @@
 // process boundary through bridges/shm, a batch per round trip, packets
 // copied once into an arena the plugin maps read-only (or referred to in
 // place when the source's packet memory is shared, buffers/shared:
-// zero-copy), entries and class results back on a ring of
+// zero-copy, which the flowspace makes it for the sources that feed a
+// plugin's function, functions.SharedReader), entries and class results back on a ring of
 // their own, and the function's MBuf lives in shared memory, so --json,
 // readers and handlers see the state without a call. The rings' and the
 // state's descriptors cross once per function, over a unix socket the

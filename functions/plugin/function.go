@@ -32,8 +32,9 @@ type proc struct {
 	class    *functions.Class
 	deadline time.Duration
 
-	mu        sync.Mutex // an instantiation: its descriptors, then its RPC
-	token     uint64
+	mu        sync.Mutex        // an instantiation: its descriptors, then its RPC
+	token     uint64            // tags the descriptors that cross the socket
+	made      int               // functions instantiated
 	orderings map[string][]bool // by canonical parameters
 	lens      map[string]int    // by field and canonical parameters
 	states    [][]byte          // the functions' state, mapped until Close
@@ -131,7 +132,7 @@ func (p *proc) instantiate(ctx *functions.Context) (_ functions.Function, err er
 	if err != nil {
 		return nil, err
 	}
-	f := &function{p: p, rpcBatches: p.host.opts.RPCBatches}
+	f := &function{p: p, rpcBatches: p.host.opts.RPCBatches, copyOnce: p.host.opts.CopyOnce}
 	down, err := shm.New(shm.Geometry{Cells: cells, Window: windowFor(ctx.Snaplen)})
 	if err != nil {
 		return nil, err
@@ -185,6 +186,7 @@ func (p *proc) instantiate(ctx *functions.Context) (_ functions.Function, err er
 		return nil, fmt.Errorf("%s: %s", p.class.Name, rep.Err)
 	}
 	f.instance = rep.Instance
+	p.made++
 	for _, h := range rep.Handlers {
 		name := h.Name
 		f.handlers = append(f.handlers, functions.Handler{Name: h.Name, Summary: h.Summary,

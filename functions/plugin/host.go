@@ -33,7 +33,15 @@ type Options struct {
 	// all, instead of shared memory: the baseline the benchmark measures
 	// the bridge against.
 	RPCBatches bool
+	// CopyOnce copies every batch's packets into the ring, even those that
+	// lie in shared memory, and asks no source for shared memory: the
+	// copy-once path, measured beside zero-copy. $FFPF_PLUGIN_COPY, set,
+	// sets it.
+	CopyOnce bool
 }
+
+// envCopyOnce, set, makes every Host copy packets once (Options.CopyOnce).
+const envCopyOnce = "FFPF_PLUGIN_COPY"
 
 // Host runs the plugins of some directories: it started their processes,
 // registered their classes, and runs their functions.
@@ -62,6 +70,9 @@ func userErr(format string, args ...any) error { return &Error{fmt.Sprintf(forma
 func Load(dirs []string, reg *functions.Registry, opts Options) (h *Host, err error) {
 	if opts.Log == nil {
 		opts.Log = os.Stderr
+	}
+	if os.Getenv(envCopyOnce) != "" {
+		opts.CopyOnce = true
 	}
 	h = &Host{opts: opts, reg: reg}
 	defer func() {
@@ -299,7 +310,7 @@ func (h *Host) Instances(class string) int {
 		if p.class != nil && p.class.Name == class {
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			return int(p.token)
+			return p.made
 		}
 	}
 	return 0

@@ -1,12 +1,14 @@
 package sketch
 
 import (
+	"fmt"
 	"math"
 	"sync"
 
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/match"
 	"github.com/ffpf-go/ffpf/functions/measure"
 	"github.com/ffpf-go/ffpf/functions/record"
 )
@@ -34,7 +36,7 @@ var cmsClass = &functions.Class{
 	MinInputs: 1, MaxInputs: -1,
 	Params: []functions.Param{
 		measure.KeyParam("5tuple"),
-		measure.ValueParam,
+		cmsValueParam,
 		{Name: "width", Type: functions.Int, Default: "2719", Summary: "counters per row: ε = e/width (2719: ε ≈ 0.001)",
 			Check: intRange("width", 1, 1<<24)},
 		{Name: "depth", Type: functions.Int, Default: "5", Summary: "rows: δ = e^-depth (5: δ ≈ 0.0067)",
@@ -54,6 +56,24 @@ var cmsClass = &functions.Class{
 	New:         func(ctx *functions.Context) (functions.Function, error) { return NewCMS(ctx) },
 }
 
+// cmsValueParam is cms's value=: measure's packets or bytes, or a number
+// of each packet (an expression of match's language: a header field,
+// ipv4.id, that hops sum into, MAFIA's top-k congested flows).
+var cmsValueParam = functions.Param{Name: "value", Type: functions.String, Default: "packets",
+	Summary: "what a packet adds: 1 (packets), its wire length (bytes), or a number of its own (an expression of match's language: ipv4.id); a packet without the fields it reads adds 0",
+	Check: func(v functions.Value) error {
+		if v.Str == "packets" || v.Str == "bytes" {
+			return nil
+		}
+		return match.CheckExpr(v.Str, false)
+	}}
+
+// valueExpr reports whether value= is an expression (not packets or bytes).
+func valueExpr(p functions.Params) bool {
+	v := p.Str("value")
+	return v != "packets" && v != "bytes"
+}
+
 // CMS is the cms class: a count-min sketch over the packets' keys. With
 // report=K it tracks the K keys with the largest estimates as they are
 // updated (a key's estimate only grows within a window), and reports them
@@ -70,7 +90,8 @@ type CMS struct {
 	mode    sync.Mutex
 	s       *CountMin
 	bytes   bool
-	total   int // offset
+	value   *match.Expr // value= an expression
+	total   int         // offset
 	top     *TopK[flowkey.Key]
 	entries []Entry[flowkey.Key]
 	// On a switch: the key as the switch reads it, and its positions.
@@ -98,6 +119,11 @@ func NewCMS(ctx *functions.Context) (*CMS, error) {
 		s.Track(measure.NewTouched(s.Len(), ctx))
 	}
 	c := &CMS{keyed: k, s: s, bytes: measure.Bytes(ctx.Params), total: functions.FieldOf(k.m, "total").Offset}
+	if valueExpr(ctx.Params) {
+		if c.value, err = match.NewExpr(ctx, ctx.Params.Str("value"), false); err != nil {
+			return nil, err
+		}
+	}
 	if ctx.Target == functions.TargetP4 {
 		c.p4, c.p4bits, c.pos = &p4Key{sp: k.sp, lt: k.lt}, bits, make([]uint32, d)
 	}
@@ -131,6 +157,10 @@ func (c *CMS) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
 			continue
 		}
 		v := measure.ValueOf(p.Meta(e.Slot), c.bytes)
+		if c.value != nil {
+			x, _ := c.value.Int(p, e.Slot)
+			v = uint64(x)
+		}
 		sum += v
 		est := c.s.Add(h, v)
 		if c.top != nil && est >= c.top.Threshold() { // below, Offer would do nothing
@@ -180,12 +210,39 @@ func (c *CMS) Summary() map[string]any {
 // ReadNames implements functions.Readable.
 func (c *CMS) ReadNames() []string { return cmsReads(functions.Params{}) }
 
-func cmsReads(functions.Params) []string { return []string{"min", "total"} }
+func cmsReads(functions.Params) []string { return []string{"min", "max", "sum", "avg", "total"} }
 
 // Read implements functions.Readable: min, the estimate for the packet's
-// key (0 for a packet without one); total, N.
+// key (0 for a packet without one); max, sum and avg, the other
+// aggregates over the key's counters (MAFIA's); total, N.
 func (c *CMS) Read(name string) (functions.Reader, error) {
 	switch name {
+	case "max", "sum", "avg":
+		if c.p4 != nil {
+			return nil, fmt.Errorf("cms on a switch keeps min of a key's counters for its readers, not %s", name)
+		}
+		c.mode.Lock()
+		c.s.SetWrites(Shared)
+		c.mode.Unlock()
+		var k flowkey.Key
+		cells := make([]uint64, c.s.Depth())
+		return func(p *buffers.PBuf, slot uint32) float64 {
+			if !c.sp.Extract(c.lt, p.Data(slot), &k) {
+				return 0
+			}
+			c.s.Cells(c.sp.Hash(&k, seed), cells)
+			var mx, sum uint64
+			for _, x := range cells {
+				mx, sum = max(mx, x), sum+x
+			}
+			switch name {
+			case "max":
+				return float64(mx)
+			case "sum":
+				return float64(sum)
+			}
+			return float64(sum) / float64(len(cells))
+		}, nil
 	case "min":
 		c.mode.Lock()
 		c.s.SetWrites(Shared)

@@ -155,6 +155,17 @@ func (s *CountMin) Estimate(h uint64) uint64 {
 	return est
 }
 
+// Cells returns the counters of the key hashed to h, one per row, into
+// out (of Depth() elements): MAFIA's aggregates over a key's hash set
+// (min, max, sum, avg) are computed from them.
+func (s *CountMin) Cells(h uint64, out []uint64) {
+	base := uint32(0)
+	for i := uint32(0); i < s.depth; i++ {
+		out[i] = atomic.LoadUint64(&s.c[base+flowkey.Index(h, i, s.width)])
+		base += s.width
+	}
+}
+
 // Reset zeroes counters [from, to) of the memory: all of them at once, or a
 // part per packet in an incremental reset.
 func (s *CountMin) Reset(from, to int) { zero64(s.c[from:to]) }

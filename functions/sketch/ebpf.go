@@ -260,6 +260,9 @@ func cmsRuns(p functions.Params) error {
 	if measure.Reports(p) {
 		return errCMSReport
 	}
+	if valueExpr(p) {
+		return errors.New("a cms whose value= is a packet's number runs in userspace (or on a switch)")
+	}
 	return nil
 }
 

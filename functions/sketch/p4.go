@@ -20,6 +20,7 @@ import (
 	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/flowkey"
+	"github.com/ffpf-go/ffpf/functions/match"
 	"github.com/ffpf-go/ffpf/functions/measure"
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
@@ -103,6 +104,7 @@ type p4CMS struct {
 	depth, width int
 	bits         int
 	bytes        bool
+	value        string // value= a number of the packet (an expression), or ""
 }
 
 func (c *p4CMS) Lower(b *p4gen.Builder) error {
@@ -116,7 +118,20 @@ func (c *p4CMS) Lower(b *p4gen.Builder) error {
 	if c.bytes {
 		packets, bytes = "", "total"
 	}
-	total := s.Count("total", packets, bytes)
+	v := valueOf(c.bytes)
+	var total *measure.P4Count
+	var sum *measure.P4Reg // the total of value= an expression: a counter counts packets and bytes only
+	if c.value != "" {
+		x, present, err := match.P4Value(b, c.value, nil)
+		if err != nil {
+			return err
+		}
+		vm := b.Meta("v", 64)
+		b.Add(p4gen.Assign{Dst: vm, X: p4gen.Mux{Cond: present, Then: x, Else: p4gen.C(0, 64)}})
+		v, sum = vm, s.Register("total", 64, 1, "total", 0)
+	} else {
+		total = s.Count("total", packets, bytes)
+	}
 	rows := make([]*measure.P4Reg, c.depth)
 	cells := make([]p4gen.Ref, c.depth)
 	for r := range rows {
@@ -125,14 +140,18 @@ func (c *p4CMS) Lower(b *p4gen.Builder) error {
 	}
 	h1, h2 := k.Hashes(b)
 	pos := flowkey.Positions(b, h1, h2, "pos", c.depth, c.bits)
-	v := valueOf(c.bytes)
 	var zero []p4gen.Stmt
 	for _, cell := range cells {
 		zero = append(zero, p4gen.Assign{Dst: cell, X: p4gen.C(0, 64)})
 	}
 	b.Add(zero...)
 	s.Lower(func(h int) []p4gen.Stmt {
-		then := total.Add(h)
+		var then []p4gen.Stmt
+		if sum != nil {
+			then = append(then, sum.RMW(h, p4gen.RMW{Index: p4gen.C(0, 32), New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v)}))
+		} else {
+			then = total.Add(h)
+		}
 		for r := range rows {
 			then = append(then, rows[r].RMW(h, p4gen.RMW{Index: pos[r], New: p4gen.B(p4gen.Add, p4gen.Old{Bits: 64}, v), NewTo: &cells[r]}))
 		}
@@ -180,7 +199,14 @@ func p4CMSCode(ctx *functions.Context) (p4gen.Function, error) {
 	}
 	d, _ := cmsDims(ctx.Params)
 	w, bits := p4Width(ctx.Params)
-	return &p4CMS{params: ctx.Params, sp: measure.Spec(ctx.Params), depth: d, width: w, bits: bits, bytes: measure.Bytes(ctx.Params)}, nil
+	c := &p4CMS{params: ctx.Params, sp: measure.Spec(ctx.Params), depth: d, width: w, bits: bits, bytes: measure.Bytes(ctx.Params)}
+	if valueExpr(ctx.Params) {
+		if err := match.P4Check(ctx.Params.Str("value"), false); err != nil {
+			return nil, err
+		}
+		c.value = ctx.Params.Str("value")
+	}
+	return c, nil
 }
 
 // p4HLL is hll on a switch: a register of 2^p one-byte registers; crc32
@@ -259,6 +285,10 @@ func (c *CMS) processP4(b *buffers.Batch) {
 			continue
 		}
 		v := measure.ValueOf(p.Meta(e.Slot), c.bytes)
+		if c.value != nil {
+			x, _ := c.value.Int(p, e.Slot)
+			v = uint64(x)
+		}
 		sum += v
 		positions(c.pos, h1, h2, c.p4bits)
 		c.s.AddRows(c.pos, v)

@@ -209,3 +209,41 @@ func TestP4BloomEqualsGoAndHoldsItsBound(t *testing.T) {
 		t.Logf("%s: %d keys; %d false positives of %d (theory %.4f)", expr, len(counts), fp, tested, want)
 	}
 }
+
+// store on a switch keeps the cells its Go half computes with the
+// switch's positions, passes what it passes (pass=new: a change, pass=old:
+// none), and counts the same changes, missing and nokey.
+func TestP4StoreEqualsGo(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 6, Packets: 5000, Malformed: 0.05, VLAN: 0.1, IPv6: 0.3, Flows: 300})
+	ps = append(ps, p4test.Packets(p4test.Cuts(p4test.Adversarial()[:40]))...)
+	for _, expr := range []string{"(store,value=\"ipv4.id & 8\",pass=new)", "(store,key=dstip,value=ipv4.ttl,width=64,depth=2,pass=old)", "(store,key=srcport,value=ipv4.tos)"} {
+		fn := p4test.Parse(t, expr)
+		r := p4test.Run(t, fn, ps)
+		r.SameModel(t)
+		r.SameModelPasses(t, ps)
+		if fn.Params.Str("pass") == "all" {
+			r.SamePasses(t, ps)
+		}
+		p4s, model := r.P4.(functions.Summarizer).Summary(), r.Model.(functions.Summarizer).Summary()
+		for _, f := range []string{"changes", "missing", "nokey"} {
+			if fmt.Sprint(p4s[f]) != fmt.Sprint(model[f]) {
+				t.Errorf("%s: %s is %v on the switch, %v in its Go half", expr, f, p4s[f], model[f])
+			}
+		}
+		t.Logf("%s: %v changes", expr, p4s["changes"])
+	}
+}
+
+// cms value= an expression on a switch adds the same numbers to the same
+// rows as its Go half, and totals them as userspace does.
+func TestP4CMSValueExpr(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 7, Packets: 4000, Malformed: 0.05, VLAN: 0.1, IPv6: 0.3, Flows: 500})
+	fn := p4test.Parse(t, "(cms,key=5tuple,value=ipv4.ttl,width=128,depth=2)")
+	r := p4test.Run(t, fn, ps)
+	r.SameModel(t)
+	r.SamePasses(t, ps)
+	p4s, user := r.P4.(functions.Summarizer).Summary(), r.User.(functions.Summarizer).Summary()
+	if p4s["total"] != user["total"] || p4s["total"] == uint64(0) {
+		t.Errorf("total %v on the switch, %v in userspace", p4s["total"], user["total"])
+	}
+}

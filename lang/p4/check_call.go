@@ -336,12 +336,19 @@ func (c *checker) externCall(s *scope, ce *CallExpr, f *Name) {
 				c.errorf(ce.Args[1].Position(), "digest<%s> of a %s", st.Name, t.Name)
 			}
 		}
-	case "clone":
-		if !c.nargs(ce, 2) {
+	case "clone", "clone_preserving_field_list":
+		n := 2
+		if f.Name == "clone_preserving_field_list" {
+			n = 3
+		}
+		if !c.nargs(ce, n) {
 			return
 		}
 		kind := c.enumArg(s, ce.Args[0], cloneTypeT, "clone's type")
 		c.want(s, ce.Args[1], bitT(32), "clone's session")
+		if n == 3 {
+			c.want(s, ce.Args[2], bitT(8), "the field list's index")
+		}
 		switch {
 		case kind == "I2E" && c.role != "ingress":
 			c.errorf(ce.Args[0].Position(), "clone(CloneType.I2E) in the %s control: an ingress-to-egress clone is made in ingress", orName(c.role, "unnamed"))

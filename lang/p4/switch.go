@@ -164,8 +164,16 @@ type env struct {
 	bit     int // the parser's offset in data, in bits
 	payload []byte
 	clones  []uint32
+	e2e     []e2eClone // egress-to-egress clones asked for
 	dig     []DigestMsg
 	role    string
+}
+
+// e2eClone is an egress-to-egress clone: its session and the field list
+// it preserves (-1: none).
+type e2eClone struct {
+	session uint32
+	list    int64
 }
 
 func newEnv() *env {
@@ -219,7 +227,9 @@ func (sw *Switch) Process(a Arrival) (Result, error) {
 		}
 		outs = append(outs, out{c, uint64(port), 1})
 	}
-	for _, o := range outs {
+	for i := 0; i < len(outs); i++ {
+		o := outs[i]
+		o.e.e2e = nil
 		o.e.vals["std.egress_port"] = o.port
 		o.e.vals["std.egress_spec"] = o.port
 		o.e.vals["std.instance_type"] = uint64(o.instance)
@@ -244,8 +254,53 @@ func (sw *Switch) Process(a Arrival) (Result, error) {
 			return res, err
 		}
 		res.Out = append(res.Out, Departure{Port: uint16(o.port), Data: data, Instance: o.instance})
+		if o.instance != 0 {
+			continue // a clone makes no clone of its own
+		}
+		// Egress-to-egress clones: the packet as it left, its egress run
+		// again with the metadata of the field list.
+		for _, c := range o.e.e2e {
+			port, ok := sw.Sessions[c.session]
+			if !ok {
+				continue
+			}
+			ce := newEnv()
+			if err := sw.parse(ce, Arrival{Data: data, Port: a.Port, Time: a.Time}); err != nil {
+				var pe errParser
+				if !errors.As(err, &pe) {
+					return res, err
+				}
+			}
+			for _, f := range sw.fieldList(c.list) {
+				ce.vals["meta."+f] = o.e.vals["meta."+f]
+			}
+			outs = append(outs, out{ce, uint64(port), 2})
+		}
 	}
 	return res, nil
+}
+
+// fieldList returns the metadata fields annotated @field_list(list).
+func (sw *Switch) fieldList(list int64) []string {
+	if list < 0 || sw.C.Meta == nil {
+		return nil
+	}
+	sd, ok := sw.C.Meta.Decl.(*StructDecl)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, f := range sd.Fields {
+		for _, a := range f.Annos {
+			if a.Name != "field_list" || len(a.Args) != 1 {
+				continue
+			}
+			if l, ok := a.Args[0].(*IntLit); ok && int64(l.Value) == list {
+				out = append(out, f.Name)
+			}
+		}
+	}
+	return out
 }
 
 func (sw *Switch) control(e *env, d *ControlDecl, role string) error {
@@ -768,13 +823,25 @@ func (sw *Switch) extern(e *env, ce *CallExpr, name string) error {
 			vals[i] &= sw.mask(el)
 		}
 		e.dig = append(e.dig, DigestMsg{Type: ce.TypeArgs[0].Name, Values: vals})
-	case "clone":
-		if cloneTypeT.Members[sw.C.Consts[ce.Args[0]]] != "I2E" {
-			return fmt.Errorf("%s: the interpreter makes ingress-to-egress clones only", at)
-		}
+	case "clone", "clone_preserving_field_list":
 		s, err := sw.eval(e, ce.Args[1])
 		if err != nil {
 			return err
+		}
+		if cloneTypeT.Members[sw.C.Consts[ce.Args[0]]] == "E2E" {
+			list := int64(-1)
+			if len(ce.Args) == 3 {
+				l, err := sw.eval(e, ce.Args[2])
+				if err != nil {
+					return err
+				}
+				list = int64(l)
+			}
+			e.e2e = append(e.e2e, e2eClone{uint32(s), list})
+			return nil
+		}
+		if len(ce.Args) == 3 {
+			return fmt.Errorf("%s: the interpreter preserves fields in egress-to-egress clones only", at)
 		}
 		e.clones = append(e.clones, uint32(s))
 	case "mark_to_drop":

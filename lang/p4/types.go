@@ -135,5 +135,5 @@ var (
 	packetOutT = &Type{Kind: KExtern, Name: "packet_out"}
 	matchKinds = []string{"exact", "ternary", "lpm", "range", "optional", "selector"}
 	// externFuncs are v1model's extern functions.
-	externFuncs = []string{"hash", "random", "digest", "clone", "mark_to_drop", "update_checksum", "verify_checksum"}
+	externFuncs = []string{"hash", "random", "digest", "clone", "clone_preserving_field_list", "mark_to_drop", "update_checksum", "verify_checksum"}
 )

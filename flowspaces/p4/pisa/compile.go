@@ -30,6 +30,7 @@ type pkt struct {
 	vbits   []uint64 // the headers that are valid, a bit per header index
 	old     uint64   // the register cell an RMW is updating
 	clones  []uint32
+	e2e     []e2eReq // egress-to-egress clones asked for
 	err     error
 	// dirty: a header field or a header's validity was written; ordered:
 	// the parser extracted headers in the deparser's order. When the one
@@ -38,6 +39,13 @@ type pkt struct {
 	dirty   bool
 	ordered bool
 	lastPos int
+}
+
+// e2eReq is an egress-to-egress clone a packet asked for: the session,
+// and the slots of the metadata it preserves.
+type e2eReq struct {
+	session  uint32
+	preserve []int
 }
 
 // action is a compiled action: its parameters' slots and its body.
@@ -558,6 +566,17 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		}, nil
 	case p4gen.Clone:
 		sess := s.Session
+		if s.E2E {
+			req := e2eReq{session: sess}
+			for _, r := range s.Preserve {
+				i, err := c.slot(r, sc)
+				if err != nil {
+					return nil, err
+				}
+				req.preserve = append(req.preserve, i)
+			}
+			return func(p *pkt) { p.e2e = append(p.e2e, req) }, nil
+		}
 		return func(p *pkt) { p.clones = append(p.clones, sess) }, nil
 	case p4gen.SetValid:
 		h := c.m.header(s.Header)

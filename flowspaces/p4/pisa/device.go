@@ -32,6 +32,11 @@ type Device struct {
 	Out      func(port uint16, frame []byte)
 	PacketIn func(frame []byte)
 	Digest   func(t *p4gen.DigestType, values []uint64)
+	// OutAt, when set, receives what Out would, with the time (µs) the
+	// frame left: its queue's departure, or its arrival when the port
+	// has no queue (a network of devices delivers it to the next one
+	// then).
+	OutAt func(port uint16, frame []byte, at uint64)
 
 	stats DeviceStats
 }
@@ -168,6 +173,22 @@ func (d *Device) Advance(now uint64) {
 	d.drain(float64(now))
 }
 
+// Next returns the time (µs) of the earliest departure queued; false
+// when no packet waits. A network of devices advances each to it in
+// turn, so that a packet leaves one and enters the next in time order.
+func (d *Device) Next() (uint64, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var at uint64
+	found := false
+	for _, q := range d.queues {
+		if q.n > 0 && (!found || q.entries[q.head].deq < at) {
+			at, found = q.entries[q.head].deq, true
+		}
+	}
+	return at, found
+}
+
 // Flush sends everything queued, each at its time.
 func (d *Device) Flush() {
 	d.mu.Lock()
@@ -275,7 +296,10 @@ func (d *Device) egress(m *Model, p *pkt, port uint16, instance uint32, q egress
 			continue
 		}
 		d.stats.Out++
-		if d.Out != nil {
+		switch {
+		case d.OutAt != nil:
+			d.OutAt(o.Port, o.Data, q.now)
+		case d.Out != nil:
 			d.Out(o.Port, o.Data)
 		}
 	}

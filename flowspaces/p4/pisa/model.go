@@ -56,6 +56,7 @@ type Model struct {
 
 	// per packet
 	pk, ck   pkt      // the packet, and a clone being made
+	ek       pkt      // an egress-to-egress clone being made
 	keys     []uint64 // parser select values
 	scratch  []byte
 	digs     []digestRec
@@ -232,7 +233,7 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 			m.varHeaders = append(m.varHeaders, h.index)
 		}
 	}
-	m.pk, m.ck = m.newPkt(), m.newPkt()
+	m.pk, m.ck, m.ek = m.newPkt(), m.newPkt(), m.newPkt()
 	return m, nil
 }
 
@@ -250,7 +251,7 @@ func ownField(path string, hs []string) bool {
 func (m *Model) newPkt() pkt {
 	return pkt{v: make([]uint64, m.nslots), vbits: make([]uint64, (len(m.headers)+63)/64),
 		hdrAt: make([]int32, len(m.headers)), varOff: make([]int32, len(m.headers)), visits: make([]visit, 0, 16),
-		varLen: make([]int32, len(m.headers)), varSet: make([]int32, 0, len(m.varHeaders)), clones: make([]uint32, 0, 8)}
+		varLen: make([]int32, len(m.headers)), varSet: make([]int32, 0, len(m.varHeaders)), clones: make([]uint32, 0, 8), e2e: make([]e2eReq, 0, 4)}
 }
 
 func (m *Model) header(name string) *header { return m.byName[name] }
@@ -463,6 +464,7 @@ func (m *Model) egressOf(p *pkt, port uint16, instance uint32, q egressMeta) err
 	p.v[m.sEnqTS] = uint64(q.enqTS)
 	p.v[m.sDeqDelta] = uint64(q.deqDelta)
 	p.v[m.sEgressTS] = q.now & p4gen.Bit(48).Mask()
+	p.e2e = p.e2e[:0]
 	run(m.egress, p)
 	if p.err != nil {
 		return p.err
@@ -476,5 +478,25 @@ func (m *Model) egressOf(p *pkt, port uint16, instance uint32, q egressMeta) err
 	}
 	m.outBufs[n] = m.deparse(p, m.outBufs[n])
 	m.res.Out = append(m.res.Out, p4gen.Departure{Port: port, Data: m.outBufs[n], Instance: instance})
+	if instance != p4gen.InstanceNormal {
+		return nil // a clone makes no clone of its own
+	}
+	// Egress-to-egress clones: the packet as it left, its egress run
+	// again with the preserved metadata (p4gen.Clone).
+	for _, req := range p.e2e {
+		cport, ok := m.sessions[req.session]
+		if !ok {
+			continue
+		}
+		c := &m.ek
+		m.arrive(c, p4gen.Arrival{Data: m.outBufs[n], Port: uint16(p.v[m.sIngressPort]), Time: p.v[m.sIngressTS]}, true)
+		_ = m.parse(c)
+		for _, i := range req.preserve {
+			c.v[i] = p.v[i]
+		}
+		if err := m.egressOf(c, cport, p4gen.InstanceCloneE2E, q); err != nil {
+			return err
+		}
+	}
 	return nil
 }

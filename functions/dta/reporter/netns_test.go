@@ -52,12 +52,12 @@ func TestFullBuffer(t *testing.T) {
 					r.Process(packets(t, buffers.MaxBatch))
 				}
 				sent, unsent := stateOf(r, "sent"), stateOf(r, "unsent")
-				t.Logf("sent %d unsent %d in %d calls; last error %v", sent, unsent, stateOf(r, "sendcalls"), r.snd.lastErr)
+				t.Logf("sent %d unsent %d in %d calls; last error %v", sent, unsent, stateOf(r, "sendcalls"), r.snd.LastErr)
 				if sent+unsent != batches*buffers.MaxBatch || unsent == 0 || sent == 0 {
 					t.Fatalf("sent %d + unsent %d of %d", sent, unsent, batches*buffers.MaxBatch)
 				}
-				if !errors.Is(r.snd.lastErr, c.errno) {
-					t.Fatalf("last error %v, want %v", r.snd.lastErr, c.errno)
+				if !errors.Is(r.snd.LastErr, c.errno) {
+					t.Fatalf("last error %v, want %v", r.snd.LastErr, c.errno)
 				}
 			})
 		})

@@ -29,6 +29,7 @@ import (
 	"github.com/ffpf-go/ffpf/functions/dta/wire"
 	"github.com/ffpf-go/ffpf/functions/match"
 	"github.com/ffpf-go/ffpf/functions/record"
+	"github.com/ffpf-go/ffpf/internal/udpsend"
 )
 
 var state = &functions.State{Fields: []functions.StateField{
@@ -177,7 +178,7 @@ type Reporter struct {
 	reports, nofield, saturated      int // offsets in m
 	sent, unsent, refused, sendcalls int
 	fr                               *framer
-	snd                              *sender
+	snd                              *udpsend.Sender
 	out                              *buffers.Batch
 	emit                             func(*buffers.Batch)
 	nReports, nNofield, nSaturated   uint64
@@ -230,11 +231,11 @@ func New(ctx *functions.Context) (*Reporter, error) {
 	src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), SrcPort)
 	dst := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), wire.Port)
 	if p.Has("to") {
-		if r.snd, err = dial(p.Str("to")); err != nil {
+		if r.snd, err = udpsend.Dial(p.Str("to")); err != nil {
 			return nil, err
 		}
-		src = r.snd.local
-		dst = r.snd.conn.RemoteAddr().(interface{ AddrPort() netip.AddrPort }).AddrPort()
+		src = r.snd.Local
+		dst = r.snd.Remote()
 		if !src.Addr().Is4() || !dst.Addr().Is4() {
 			src = netip.AddrPortFrom(netip.AddrFrom4(src.Addr().As4()), src.Port())
 			dst = netip.AddrPortFrom(netip.AddrFrom4(dst.Addr().As4()), dst.Port())
@@ -344,7 +345,7 @@ func (r *Reporter) Process(b *buffers.Batch) {
 func (r *Reporter) flush() {
 	if r.out.N > 0 {
 		if r.snd != nil {
-			r.snd.send(r.out)
+			r.snd.Send(r.out, payload)
 		}
 		if r.emit != nil {
 			r.emit(r.out)
@@ -366,10 +367,10 @@ func (r *Reporter) publish() {
 	add(r.nofield, &r.nNofield)
 	add(r.saturated, &r.nSaturated)
 	if s := r.snd; s != nil {
-		add(r.sent, &s.sent)
-		add(r.unsent, &s.unsent)
-		add(r.refused, &s.refused)
-		add(r.sendcalls, &s.calls)
+		add(r.sent, &s.Sent)
+		add(r.unsent, &s.Unsent)
+		add(r.refused, &s.Refused)
+		add(r.sendcalls, &s.Calls)
 	}
 }
 
@@ -377,7 +378,7 @@ func (r *Reporter) publish() {
 // last batch are counted.
 func (r *Reporter) Flush(int64) {
 	if r.snd != nil {
-		r.snd.drain()
+		r.snd.Drain()
 	}
 	r.publish()
 }
@@ -387,7 +388,7 @@ func (r *Reporter) Close() error {
 	if r.snd == nil {
 		return nil
 	}
-	return r.snd.close()
+	return r.snd.Close()
 }
 
 var (

@@ -3,6 +3,7 @@ package reporter
 import (
 	"bytes"
 	"fmt"
+	"github.com/ffpf-go/ffpf/internal/udpsend"
 	"net"
 	"strings"
 	"testing"
@@ -211,7 +212,7 @@ func TestSendErrors(t *testing.T) {
 	} {
 		r := newReporter(t, functions.LinkEthernet, "op=keywrite,key=1,data=2,to="+rx.LocalAddr().String())
 		f := &fake{take: c.take, errno: c.errno}
-		r.snd.sendmmsg = f.sendmmsg
+		r.snd.Sendmmsg = f.sendmmsg
 		r.Process(packets(t, 64))
 		got := fmt.Sprint(stateOf(r, "sent"), stateOf(r, "unsent"), stateOf(r, "refused"), stateOf(r, "sendcalls"))
 		if want := fmt.Sprint(c.sent, c.unsent, c.refused, c.calls); got != want {
@@ -220,9 +221,9 @@ func TestSendErrors(t *testing.T) {
 	}
 	// A storm of refusals is bounded.
 	r := newReporter(t, functions.LinkEthernet, "op=keywrite,key=1,data=2,to="+rx.LocalAddr().String())
-	r.snd.sendmmsg = func(uintptr, []unix.Mmsghdr) (int, unix.Errno) { return -1, unix.ECONNREFUSED }
+	r.snd.Sendmmsg = func(uintptr, []unix.Mmsghdr) (int, unix.Errno) { return -1, unix.ECONNREFUSED }
 	r.Process(packets(t, 8))
-	if stateOf(r, "unsent") != 8 || stateOf(r, "sendcalls") != maxRetries+1 {
+	if stateOf(r, "unsent") != 8 || stateOf(r, "sendcalls") != udpsend.MaxRetries+1 {
 		t.Errorf("refusal storm: %v", r.m.Snapshot())
 	}
 }

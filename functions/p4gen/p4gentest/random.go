@@ -109,6 +109,7 @@ func Random(rng *rand.Rand) Case {
 	for range 3 + rng.IntN(6) {
 		g.p.Ingress = append(g.p.Ingress, g.stmt(3, true))
 	}
+	g.egress = true
 	for range rng.IntN(3) {
 		g.p.Egress = append(g.p.Egress, g.stmt(2, false))
 	}
@@ -126,7 +127,8 @@ type gen struct {
 	params []p4gen.Field // of the action being made
 	tables []*p4gen.Table
 	regs   []*p4gen.Register
-	old    int // bits of the register an RMW's expressions are in, or 0
+	old    int  // bits of the register an RMW's expressions are in, or 0
+	egress bool // making egress's statements
 }
 
 func (g *gen) header() string { return g.p.Headers[g.rng.IntN(len(g.p.Headers))].Name }
@@ -262,6 +264,14 @@ func (g *gen) simple(depth int) p4gen.Stmt {
 	case 3:
 		if g.rng.IntN(3) == 0 {
 			return p4gen.MarkToDrop{}
+		}
+		if g.egress && len(g.metas) > 0 && g.rng.IntN(2) == 0 {
+			// An egress-to-egress clone preserving some metadata.
+			c := p4gen.Clone{Session: uint32(g.rng.IntN(3)), E2E: true}
+			for range g.rng.IntN(3) {
+				c.Preserve = append(c.Preserve, g.metas[g.rng.IntN(len(g.metas))])
+			}
+			return c
 		}
 		return p4gen.Clone{Session: uint32(g.rng.IntN(3))}
 	case 4:

@@ -1,4 +1,11 @@
-package reporter
+// Package udpsend sends the packets of a batch as UDP datagrams from a
+// connected socket, a batch per sendmmsg(2) call, and accounts for each:
+// taken by the kernel, refused by it, or refused afterwards by the
+// receiver (an ICMP notice on the socket's error queue). A DTA reporter's
+// reports and export's packets to a collector go out through it. The
+// sharp edge: the datapath never waits on the socket, so a datagram the
+// kernel does not take at once is counted as unsent, not kept.
+package udpsend
 
 import (
 	"errors"
@@ -13,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sender sends reports as UDP datagrams from a connected socket, a batch
+// Sender sends datagrams from a connected socket, a batch
 // per sendmmsg(2) call. The socket is non-blocking and the datapath never
 // waits on it: a datagram the kernel does not take (a full send buffer, a
 // full device queue) is counted as unsent, not kept for later.
@@ -23,10 +30,11 @@ import (
 // is not there sends back, one per lost report, read after every batch.
 // IP_RECVERR also makes a datagram the device queue drops fail with
 // ENOBUFS instead of vanishing, as UDP otherwise lets it.
-type sender struct {
-	conn  *net.UDPConn
-	rc    syscall.RawConn
-	local netip.AddrPort
+type Sender struct {
+	conn *net.UDPConn
+	rc   syscall.RawConn
+	// Local is the socket's address.
+	Local netip.AddrPort
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
 
@@ -44,20 +52,24 @@ type sender struct {
 		oob  [128]byte
 	}
 
-	// sendmmsg is the system call; a test replaces it to make the kernel
+	// Sendmmsg is the system call; a test replaces it to make the kernel
 	// refuse datagrams.
-	sendmmsg func(fd uintptr, hdrs []unix.Mmsghdr) (int, unix.Errno)
+	Sendmmsg func(fd uintptr, hdrs []unix.Mmsghdr) (int, unix.Errno)
 
-	// Counts, added to the function's state by the caller.
-	sent, unsent, refused, calls uint64
-	lastErr                      error
+	// Counts, which the caller adds to its function's state: datagrams
+	// the kernel took, those it did not, the receiver's ICMP notices, and
+	// sendmmsg calls; the last error met.
+	Sent, Unsent, Refused, Calls uint64
+	LastErr                      error
 }
 
-// maxRetries bounds the calls one batch may take after refusals, so that a
+// MaxRetries bounds the calls one batch may take after refusals, so that a
 // storm of ICMP errors cannot hold the datapath.
-const maxRetries = 2 * buffers.MaxBatch
+const MaxRetries = 2 * buffers.MaxBatch
 
-func dial(to string) (*sender, error) {
+// Dial connects a socket to to, HOST:PORT (IPv4); its errors name it
+// "to=…".
+func Dial(to string) (*Sender, error) {
 	ua, err := net.ResolveUDPAddr("udp4", to)
 	if err != nil {
 		return nil, fmt.Errorf("to=%s: %v", to, err)
@@ -71,15 +83,15 @@ func dial(to string) (*sender, error) {
 		conn.Close()
 		return nil, err
 	}
-	s := &sender{conn: conn, rc: rc, local: conn.LocalAddr().(*net.UDPAddr).AddrPort(),
+	s := &Sender{conn: conn, rc: rc, Local: conn.LocalAddr().(*net.UDPAddr).AddrPort(),
 		hdrs: make([]unix.Mmsghdr, buffers.MaxBatch), iovs: make([]unix.Iovec, buffers.MaxBatch),
-		sendmmsg: sendmmsg}
+		Sendmmsg: sendmmsg}
 	for i := range s.hdrs {
 		s.hdrs[i].Hdr.Iov = &s.iovs[i]
 		s.hdrs[i].Hdr.SetIovlen(1)
 	}
 	s.write = func(fd uintptr) bool {
-		s.k, s.errno = s.sendmmsg(fd, s.hdrs[s.lo:s.hi])
+		s.k, s.errno = s.Sendmmsg(fd, s.hdrs[s.lo:s.hi])
 		return true // never wait for room: a full buffer is counted
 	}
 	s.eq.hdr.Iov = &s.eq.iov
@@ -113,8 +125,11 @@ func dial(to string) (*sender, error) {
 // of notices.
 const errQueueBytes = 4 << 20
 
-// drain reads the error queue, counting the ICMP notices in it.
-func (s *sender) drain() {
+// Remote is the address the socket sends to.
+func (s *Sender) Remote() netip.AddrPort { return s.conn.RemoteAddr().(*net.UDPAddr).AddrPort() }
+
+// Drain reads the error queue, counting the ICMP notices in it.
+func (s *Sender) Drain() {
 	for range 4 * buffers.MaxBatch {
 		if err := s.rc.Read(s.readErr); err != nil || s.errno != 0 {
 			return // EAGAIN: empty
@@ -129,7 +144,7 @@ func (s *sender) drain() {
 				int(h.Len) >= unix.SizeofCmsghdr+int(unsafe.Sizeof(unix.SockExtendedErr{})) {
 				ee := (*unix.SockExtendedErr)(unsafe.Pointer(&b[unix.SizeofCmsghdr]))
 				if ee.Origin == unix.SO_EE_ORIGIN_ICMP {
-					s.refused++
+					s.Refused++
 				}
 			}
 			b = b[min(len(b), cmsgAlign(int(h.Len))):]
@@ -155,24 +170,24 @@ func refusal(e unix.Errno) bool {
 	return false
 }
 
-// send sends the reports of the frames in the batch.
-func (s *sender) send(b *buffers.Batch) {
+// Send sends body(packet) of each packet in the batch as a datagram.
+func (s *Sender) Send(b *buffers.Batch, body func(packet []byte) []byte) {
 	n := b.N
 	if n == 0 {
 		return
 	}
 	for i, e := range b.E[:n] {
-		p := payload(b.PBuf.Data(e.Slot))
+		p := body(b.PBuf.Data(e.Slot))
 		s.iovs[i].Base = &p[0]
 		s.iovs[i].SetLen(len(p))
 	}
 	lo, retries := 0, 0
 	for lo < n {
 		s.lo, s.hi = lo, n
-		s.calls++
+		s.Calls++
 		if err := s.rc.Write(s.write); err != nil { // the socket is closed
-			s.unsent += uint64(n - lo)
-			s.lastErr = err
+			s.Unsent += uint64(n - lo)
+			s.LastErr = err
 			break
 		}
 		if s.errno == 0 && s.k > 0 {
@@ -180,27 +195,28 @@ func (s *sender) send(b *buffers.Batch) {
 			// next call meets it again, or it was the pending notice of
 			// an earlier datagram (counted from the error queue).
 			lo += s.k
-			s.sent += uint64(s.k)
+			s.Sent += uint64(s.k)
 			continue
 		}
-		if refusal(s.errno) && retries < maxRetries {
+		if refusal(s.errno) && retries < MaxRetries {
 			// The notice of an earlier datagram; this one was not sent.
 			retries++
 			continue
 		}
-		s.unsent += uint64(n - lo)
+		s.Unsent += uint64(n - lo)
 		if s.errno != 0 {
-			s.lastErr = s.errno
+			s.LastErr = s.errno
 		} else {
-			s.lastErr = errors.New("sendmmsg sent nothing")
+			s.LastErr = errors.New("sendmmsg sent nothing")
 		}
 		break
 	}
-	s.drain()
+	s.Drain()
 	for i := range s.iovs[:n] {
 		s.iovs[i].Base = nil // hold no pointer into the PBuf
 	}
 	runtime.KeepAlive(b)
 }
 
-func (s *sender) close() error { return s.conn.Close() }
+// Close closes the socket.
+func (s *Sender) Close() error { return s.conn.Close() }

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ffpf-go/ffpf/functions"
+	"github.com/ffpf-go/ffpf/functions/flowkey"
+)
+
+// ffpf mafia check: a use case prints the request it becomes; the
+// issue's four errors (a Bloom test used as a number, an undeclared state
+// variable, a stream never consumed, a + whose branches write the same
+// state) are exit 2, one line FILE:LINE:COL, the line and a caret under
+// the column, a suggestion where one is near.
+func TestMafiaCheckErrors(t *testing.T) {
+	r := ffpf(t, "mafia", "check", "../../examples/mafia/heavy-hitters.mafia")
+	if r.code != 0 || !strings.Contains(r.stdout, "nbytes:(cms,key=5tuple,width=256,depth=4,value=bytes)") {
+		t.Fatalf("heavy-hitters: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	udp := filepath.Join(t.TempDir(), "udp.mafia")
+	if err := os.WriteFile(udp, []byte("pkts >> duplicate(d)\nd >> collect(\"udp:127.0.0.1:9999\")\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := ffpf(t, "mafia", "check", udp); r.code != 0 || !strings.Contains(r.stdout, `(export,to="127.0.0.1:9999")`) {
+		t.Errorf("collect to UDP: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	const decl = "flowid = Key(ip.src, ip.dst, tcp.src, tcp.dst, ip.proto)\n" +
+		"hh = BloomFilter(alg=\"membership\", key=flowid, nhash=4, size=64)\n" +
+		"n = Sketch(alg=\"count-min\", key=flowid, nhash=4, size=256)\n" +
+		"c = HashMap(key=flowid, size=1024, type=Counter(width=32))\n"
+	dir := t.TempDir()
+	for i, tc := range []struct{ step, at, msg string }{
+		{"pkts >> match(hh.test() + 1 > 2)", ":5:15:", "a truth value (a Bloom test), used as a number"},
+		{"pkts >> n.set(n + 1) >> match(nn.min() > 1)", ":5:31:", "not declared (did you mean n?)"},
+		{"pkts >> n.set(n + pkt.size) >> match(n.min() > 5) >> duplicate(alarms)", ":5:64:", "stream alarms is never consumed"},
+		{"pkts >> (c.set(c + 1) + c.set(c + pkt.size))", ":5:25:", "both write c"},
+	} {
+		f := filepath.Join(dir, "p"+string(rune('a'+i))+".mafia")
+		if err := os.WriteFile(f, []byte(decl+tc.step+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := ffpf(t, "mafia", "check", f)
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if r.code != 2 || !strings.Contains(lines[0], f+tc.at) || !strings.Contains(lines[0], tc.msg) {
+			t.Errorf("%s: exit %d, want 2 and %s%s …%s…:\n%s", tc.step, r.code, f, tc.at, tc.msg, r.stderr)
+			continue
+		}
+		if len(lines) != 3 || strings.TrimSpace(lines[1]) != tc.step || strings.TrimSpace(lines[2]) != "^" {
+			t.Errorf("%s: no line and caret:\n%s", tc.step, r.stderr)
+			continue
+		}
+		c, err := strconv.Atoi(strings.Split(tc.at, ":")[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Index(lines[2], "^") - strings.Index(lines[1], "pkts"); got != c-1 {
+			t.Errorf("%s: the caret is under column %d, want %d", tc.step, got+1, c)
+		}
+	}
+}
+
+// The same programs in userspace (ffpf run --mafia), their HashMaps
+// given room for every flow of the trace (size=65536; the files' 1024
+// drop flows there as on a switch, whose test, examples/mafia
+// TestSwitch*, simulates its slots): the samples and the packets past a
+// threshold are exactly those of the definition, and no packet's key
+// found the table full.
+func TestMafiaRunUserspace(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.pcap")
+	if r := ffpf(t, "gen", "-o", trace, "--packets", "20000", "--flows", "200", "--seed", "11"); r.code != 0 {
+		t.Fatalf("gen: %s", r.stderr)
+	}
+	sp, err := flowkey.Parse("5tuple")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := pcapFrames(t, trace)
+	for _, tc := range []struct {
+		file, out string
+		want      func(n, bytes uint64) bool
+	}{
+		{"deterministic-sampling.mafia", "samples.pcap", func(n, _ uint64) bool { return n%64 > 10 && n%64 <= 15 }},
+		{"counter-thresholds.mafia", "exceeded.pcap", func(n, b uint64) bool { return n > 100 || b > 64*1024 }},
+	} {
+		src, err := os.ReadFile(filepath.Join("../../examples/mafia", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog := filepath.Join(dir, tc.file)
+		if err := os.WriteFile(prog, bytes.ReplaceAll(src, []byte("size=1024"), []byte("size=65536")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, ffpfBin, dir, nil, nil, "run", "--json", "--mafia", prog, "-r", trace)
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.file, r.code, r.stderr)
+		}
+		var run struct {
+			Functions []struct {
+				ID    string         `json:"id"`
+				State map[string]any `json:"state"`
+			} `json:"functions"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		counters := 0
+		for _, f := range run.Functions {
+			if strings.HasPrefix(f.ID, "counter") {
+				counters++
+				if d, ok := f.State["dropped"].(float64); !ok || d != 0 {
+					t.Fatalf("%s: %s dropped keys: %v", tc.file, f.ID, f.State)
+				}
+			}
+		}
+		if counters == 0 {
+			t.Fatalf("%s: no counter in %s", tc.file, r.stdout)
+		}
+		n, b := map[flowkey.Key]uint64{}, map[flowkey.Key]uint64{}
+		var want [][]byte
+		for _, f := range frames {
+			var k flowkey.Key
+			if !sp.Extract(functions.LinkEthernet, f, &k) {
+				continue
+			}
+			n[k]++
+			b[k] += uint64(len(f))
+			if tc.want(n[k], b[k]) {
+				want = append(want, f)
+			}
+		}
+		got := pcapFrames(t, filepath.Join(dir, tc.out))
+		if len(got) != len(want) || len(want) == 0 {
+			t.Fatalf("%s: %d packets in %s, the definition gives %d", tc.file, len(got), tc.out, len(want))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("%s: packet %d of %s is not the definition's", tc.file, i, tc.out)
+			}
+		}
+	}
+}
