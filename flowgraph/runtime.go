@@ -110,8 +110,8 @@ type Function struct {
 	// reader of its state could not run beside it (see raise).
 	floor    flowspaces.Path
 	hasFloor bool
-	refs  int
-	live  bool // instantiated (guarded by Runtime.mu)
+	refs     int
+	live     bool // instantiated (guarded by Runtime.mu)
 	// ready is live for readers that do not hold Runtime.mu (State,
 	// Progress): node.Function and node.Source are set before it is.
 	ready atomic.Bool
