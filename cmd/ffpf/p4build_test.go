@@ -115,6 +115,10 @@ func TestP4BuildMafiaSplit(t *testing.T) {
 	if len(doc.Switches) != 1 || !slices.Equal(doc.Switches[0].Resources.Functions, []string{"dev#1", "match#1"}) {
 		t.Fatalf("the switch's share: %s", r.stdout)
 	}
+	// Without -i no packet enters the switch: refused, naming the flag.
+	if r := ffpf(t, "p4", "build", "--mafia", "../../examples/mafia/heavy-hitters.mafia", "--hierarchy", torYAML, "-o", dir); r.code != 2 || !strings.Contains(r.stderr, "-i swp1") {
+		t.Fatalf("without -i: exit %d: %s", r.code, r.stderr)
+	}
 	r = ffpf(t, "place", "--mafia", "../../examples/mafia/heavy-hitters.mafia", "--hierarchy", torYAML, "-i", "swp1")
 	if r.code != 0 {
 		t.Fatalf("place: exit %d: %s", r.code, r.stderr)
