@@ -101,12 +101,7 @@ func TestMafiaRunUserspace(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("%s: exit %d: %s", tc.file, r.code, r.stderr)
 		}
-		var run struct {
-			Functions []struct {
-				ID    string         `json:"id"`
-				State map[string]any `json:"state"`
-			} `json:"functions"`
-		}
+		var run runJSON
 		if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
 			t.Fatalf("%s: %v", tc.file, err)
 		}
@@ -173,12 +168,7 @@ func TestMafiaRunInputPort(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("PORT = %s: exit %d: %s", port, r.code, r.stderr)
 		}
-		var run struct {
-			Functions []struct {
-				ID    string         `json:"id"`
-				State map[string]any `json:"state"`
-			} `json:"functions"`
-		}
+		var run runJSON
 		if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
 			t.Fatal(err)
 		}
