@@ -56,6 +56,9 @@ func (rt *Runtime) place(f *Function) error {
 	n.Ctx.Flowspace = q.Placed.Name()
 	f.PassedOver = q.Trail
 	f.Reason = fmt.Sprintf("lowest flowspace with class %s %s", n.Class.Name, rt.where(n, q, start))
+	if f.hasFloor {
+		f.Reason += fmt.Sprintf(", raised to %s: a function that reads its state cannot run below", q.Placed.Name())
+	}
 	return nil
 }
 
