@@ -2,6 +2,7 @@ package flowgraph
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ffpf-go/ffpf/flowspaces"
@@ -28,6 +29,9 @@ func (rt *Runtime) place(f *Function) error {
 		for _, w := range n.Reads { // never beneath the state it reads
 			paths = append(paths, w.Path)
 		}
+		if f.hasFloor {
+			paths = append(paths, f.floor)
+		}
 		q.Path = flowspaces.Merge(paths...)
 	}
 	start := q.Path
@@ -44,14 +48,17 @@ func (rt *Runtime) place(f *Function) error {
 			if len(q.Trail) > 0 {
 				why = " (" + refusals(q.Trail) + ")"
 			}
-			return fmt.Errorf("cannot place %s: it reads the state of %s, which runs in %s, and a function runs in the flowspace of the state it reads; %s runs in %s (lowest that can run it)%s",
-				n.ID, w.ID, w.Flowspace.Name(), n.ID, q.Placed.Name(), why)
+			return &stateBelow{w: w, at: q.Path, msg: fmt.Sprintf("cannot place %s: it reads the state of %s, which runs in %s, and a function runs in the flowspace of the state it reads; %s runs in %s (lowest that can run it)%s",
+				n.ID, w.ID, w.Flowspace.Name(), n.ID, q.Placed.Name(), why)}
 		}
 	}
 	n.Flowspace, n.Path = q.Placed, q.Path
 	n.Ctx.Flowspace = q.Placed.Name()
 	f.PassedOver = q.Trail
 	f.Reason = fmt.Sprintf("lowest flowspace with class %s %s", n.Class.Name, rt.where(n, q, start))
+	if f.hasFloor {
+		f.Reason += fmt.Sprintf(", raised to %s: a function that reads its state cannot run below", q.Placed.Name())
+	}
 	return nil
 }
 
@@ -83,4 +90,52 @@ func refusals(rs []flowspaces.Refusal) string {
 		s[i] = r.Flowspace.Name() + ": " + r.Reason.Error()
 	}
 	return strings.Join(s, "; ")
+}
+
+// stateBelow is rule 4's refusal: the state w a function reads runs
+// below the lowest flowspace that can run the function (at).
+type stateBelow struct {
+	w   *flowspaces.Node
+	at  flowspaces.Path
+	msg string
+}
+
+func (e *stateBelow) Error() string { return e.msg }
+
+// placeRaising places f; when f cannot run beside a state it reads
+// because the state's flowspace cannot hold f (a switch out of stages),
+// the state goes up to f's flowspace with its dependants, FFPF's rule
+// for what does not fit, and what does not depend on it stays below.
+// Only functions of this request (added, in order) move; a state that
+// runs already for another request stays, and the refusal is f's.
+func (rt *Runtime) placeRaising(f *Function, added []*Function) error {
+	for range len(added) + 1 {
+		err := rt.place(f)
+		sb, ok := err.(*stateBelow)
+		if !ok {
+			return err
+		}
+		i := slices.IndexFunc(added, func(g *Function) bool { return g.node == sb.w })
+		if i < 0 || added[i].hasFloor && added[i].floor == sb.at {
+			return err
+		}
+		added[i].floor, added[i].hasFloor = sb.at, true
+		// Re-place the state and, in order, every later function of the
+		// request that depends on it (its inputs' paths lift it).
+		moved := map[*flowspaces.Node]bool{sb.w: true}
+		for _, g := range added[i:] {
+			dep := g.node == sb.w
+			for _, in := range append(slices.Clone(g.node.Inputs), g.node.Reads...) {
+				dep = dep || moved[in]
+			}
+			if !dep {
+				continue
+			}
+			moved[g.node] = true
+			if err := rt.place(g); err != nil {
+				return err
+			}
+		}
+	}
+	return rt.place(f)
 }

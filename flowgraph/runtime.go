@@ -106,8 +106,12 @@ type Function struct {
 	key   string // identity (see identity)
 	group string
 	node  *flowspaces.Node
-	refs  int
-	live  bool // instantiated (guarded by Runtime.mu)
+	// floor, when set, is a flowspace placement must not go below: a
+	// reader of its state could not run beside it (see raise).
+	floor    flowspaces.Path
+	hasFloor bool
+	refs     int
+	live     bool // instantiated (guarded by Runtime.mu)
 	// ready is live for readers that do not hold Runtime.mu (State,
 	// Progress): node.Function and node.Source are set before it is.
 	ready atomic.Bool
@@ -302,7 +306,7 @@ func (rt *Runtime) overlay(expr string, ast *lang.Request, bound map[*lang.Func]
 				return w.Function, true
 			}
 		}
-		if err := rt.place(f); err != nil {
+		if err := rt.placeRaising(f, added); err != nil {
 			return nil, &lang.Error{Pos: n.pos, Msg: err.Error(), Src: expr}
 		}
 		fresh[n.key] = f

@@ -25,8 +25,9 @@ Checks each MAFIA program (syntax, declarations, types, streams, where each
 state is updated and read) and prints the ffpf request it becomes, one line
 (a program with sections: one line per role, after "# at ROLE:"). Each
 request's functions are checked as ffpf check checks them, but not placed:
-a program may read a switch's metadata (pkt.input_port, switch.id), which
-only a switch has. An error is FILE:LINE:COLUMN, one sentence and the line
+a program may read a switch's metadata (pkt.output_port, queue lengths,
+switch.id), which only a switch has (pkt.input_port a host has too: the
+source's position among its sources, from 1). An error is FILE:LINE:COLUMN, one sentence and the line
 with a caret (exit status 2). A FILE must be a regular file of at most
 1 MiB.`
 

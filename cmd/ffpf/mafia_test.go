@@ -101,12 +101,7 @@ func TestMafiaRunUserspace(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("%s: exit %d: %s", tc.file, r.code, r.stderr)
 		}
-		var run struct {
-			Functions []struct {
-				ID    string         `json:"id"`
-				State map[string]any `json:"state"`
-			} `json:"functions"`
-		}
+		var run runJSON
 		if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
 			t.Fatalf("%s: %v", tc.file, err)
 		}
@@ -142,6 +137,74 @@ func TestMafiaRunUserspace(t *testing.T) {
 		for i := range got {
 			if !bytes.Equal(got[i], want[i]) {
 				t.Fatalf("%s: packet %d of %s is not the definition's", tc.file, i, tc.out)
+			}
+		}
+	}
+}
+
+// TestMafiaRunInputPort: the issue's own example, heavy hitters in
+// userspace. pkt.input_port is the source's position from 1, so every
+// packet of the one -r file came in by port 1 (as the trace enters a
+// switch by port 1 in examples/mafia): the total counts every packet and
+// the alarms are packets of the trace; with PORT = 2 none passes.
+func TestMafiaRunInputPort(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.pcap")
+	if r := ffpf(t, "gen", "-o", trace, "--packets", "5000", "--flows", "50", "--seed", "5"); r.code != 0 {
+		t.Fatalf("gen: %s", r.stderr)
+	}
+	frames := pcapFrames(t, trace)
+	src, err := os.ReadFile("../../examples/mafia/heavy-hitters.mafia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, port := range []string{"1", "2"} {
+		prog := filepath.Join(dir, "hh"+port+".mafia")
+		if err := os.WriteFile(prog, bytes.Replace(src, []byte("PORT = 1"), []byte("PORT = "+port), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, "alarms.pcap"))
+		r := runCLI(t, ffpfBin, dir, nil, nil, "run", "--json", "--mafia", prog, "-r", trace)
+		if r.code != 0 {
+			t.Fatalf("PORT = %s: exit %d: %s", port, r.code, r.stderr)
+		}
+		var run runJSON
+		if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
+			t.Fatal(err)
+		}
+		want := 0.0
+		if port == "1" {
+			want = float64(len(frames))
+		}
+		found := false
+		for _, f := range run.Functions {
+			if strings.HasPrefix(f.ID, "counter") {
+				found = true
+				if f.State["packets"] != want {
+					t.Fatalf("PORT = %s: total counted %v packets, want %v", port, f.State["packets"], want)
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("no counter in %s", r.stdout)
+		}
+		alarms := pcapFrames(t, filepath.Join(dir, "alarms.pcap"))
+		if port == "2" {
+			if len(alarms) != 0 {
+				t.Fatalf("PORT = 2: %d alarms", len(alarms))
+			}
+			continue
+		}
+		if len(alarms) == 0 {
+			t.Fatal("PORT = 1: no alarm")
+		}
+		in := map[int]bool{}
+		for _, f := range frames {
+			in[len(f)] = true
+		}
+		for i, a := range alarms {
+			if !in[len(a)] {
+				t.Fatalf("alarm %d (%d bytes) is no packet of the trace", i, len(a))
 			}
 		}
 	}

@@ -88,6 +88,9 @@ func cmdP4Build(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(shares) == 0 && o.iface == "" && o.file == "" {
+		return &exitError{2, fmt.Errorf("nothing runs on a switch: the expressions have no source, and a switch runs only functions of packets that enter at one of its interfaces (-i, e.g. -i swp1 for examples/hierarchy/tor.yaml)")}
+	}
 	if len(shares) == 0 {
 		return &exitError{2, fmt.Errorf("nothing runs on a switch: the hierarchy %s has none, or no function of the expressions could be placed on one (see 'ffpf place')", o.hierarchy)}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,5 +88,45 @@ func TestP4Build(t *testing.T) {
 	r = ffpf(t, "p4", "build", "--hierarchy", "../../examples/hierarchy/two-nics.yaml", "-i", "eth0", "-o", dir, expr)
 	if r.code != 2 || !strings.Contains(r.stderr, "nothing runs on a switch") {
 		t.Errorf("a hierarchy without a switch: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// TestP4BuildMafiaSplit: the issue's heavy hitters on tor.yaml's
+// 12-stage switch. The second match does not fit beside the count-min
+// whose state it reads, so the sketch and the total go up with their
+// dependants and the first match stays on the switch (FFPF's rule for
+// what does not fit); before, the build was refused (exit 2).
+func TestP4BuildMafiaSplit(t *testing.T) {
+	dir := t.TempDir()
+	r := ffpf(t, "p4", "build", "--mafia", "../../examples/mafia/heavy-hitters.mafia", "--hierarchy", torYAML, "-i", "swp1", "-o", dir, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var doc struct {
+		Switches []struct {
+			Resources struct {
+				Functions []string `json:"functions"`
+			} `json:"resources"`
+		} `json:"switches"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if len(doc.Switches) != 1 || !slices.Equal(doc.Switches[0].Resources.Functions, []string{"dev#1", "match#1"}) {
+		t.Fatalf("the switch's share: %s", r.stdout)
+	}
+	// Without -i no packet enters the switch: refused, naming the flag.
+	if r := ffpf(t, "p4", "build", "--mafia", "../../examples/mafia/heavy-hitters.mafia", "--hierarchy", torYAML, "-o", dir); r.code != 2 || !strings.Contains(r.stderr, "-i swp1") {
+		t.Fatalf("without -i: exit %d: %s", r.code, r.stderr)
+	}
+	r = ffpf(t, "place", "--mafia", "../../examples/mafia/heavy-hitters.mafia", "--hierarchy", torYAML, "-i", "swp1")
+	if r.code != 0 {
+		t.Fatalf("place: exit %d: %s", r.code, r.stderr)
+	}
+	for _, up := range []string{"counter#1 (total)", "cms#1 (nbytes)", "match#2", "bloom#1 (hh)"} {
+		i := strings.Index(r.stdout, up)
+		if i < 0 || i > strings.Index(r.stdout, "└── kernel") {
+			t.Fatalf("%s is not in user: %s", up, r.stdout)
+		}
 	}
 }

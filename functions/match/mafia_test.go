@@ -44,7 +44,7 @@ func TestMAFIAOperators(t *testing.T) {
 		{"(ipv4.tos & 0x1) == 0x1", false},
 		{"max(ipv4.ttl, 100) == 100 and min(ipv4.ttl, 100) == 64", true},
 		{"max(ipv4.ttl + 1, 3) == 65", true},
-		{"pkt.inport == 0 or pkt.inport != 0", false}, // a host has no switch's metadata
+		{"pkt.inport == 1", true}, // a host's first source is port 1, as a switch's first port
 		{"not switch.id == 1", true},
 		{"segway.msg == 0 or segway.msg != 0", false}, // not an ez-Segway message
 	} {
@@ -56,6 +56,12 @@ func TestMAFIAOperators(t *testing.T) {
 		if got := m.Eval(pb, 0); got != tc.want {
 			t.Errorf("%s: %v", tc.pred, got)
 		}
+	}
+	// The third source's packets came in by port 3.
+	b3 := buffers.NewBatch(pb, 0, 1, 2)
+	b3.Append(f, uint32(len(f)), 1)
+	if m, err := Compile("pkt.inport == 3", functions.LinkEthernet); err != nil || !m.Eval(pb, 0) {
+		t.Errorf("pkt.inport of source 2: not port 3 (%v)", err)
 	}
 	for _, bad := range []string{"max(1)", "bloom(12, 2, ipv4.id)", "bloom(16, 0, ipv4.id)", "bloom(16, 2)", "min(1, 2, 3)", "1 | 0.5 > 0"} {
 		if _, err := Compile(bad, functions.LinkEthernet); err == nil {
