@@ -292,6 +292,9 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f := c.slotBinary(x, sc, l, r); f != nil {
+		return f, nil
+	}
 	switch x.Op {
 	case p4gen.Add:
 		return func(p *pkt) uint64 { return (l(p) + r(p)) & m }, nil
@@ -736,3 +739,74 @@ func getBits(b []byte, off, n int) uint64 {
 }
 
 var errTooShort = errors.New(p4gen.ErrPacketTooShort.Error())
+
+// slotBinary compiles x, an arithmetic or comparison of two variable
+// operands (compiled l and r) one or both of which are fields, reading
+// the fields from their slots: one or two closure calls fewer (the
+// sketches' sums and their comparisons of counts). It returns nil for
+// another x.
+func (c *compiler) slotBinary(x p4gen.Binary, sc *scope, l, r expr) expr {
+	m := x.L.Type().Mask()
+	ls, lok := c.refSlot(x.L, sc)
+	rs, rok := c.refSlot(x.R, sc)
+	switch {
+	case lok && rok:
+		switch x.Op {
+		case p4gen.Add:
+			return func(p *pkt) uint64 { return (p.v[ls] + p.v[rs]) & m }
+		case p4gen.Sub:
+			return func(p *pkt) uint64 { return (p.v[ls] - p.v[rs]) & m }
+		case p4gen.Eq:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] == p.v[rs]) }
+		case p4gen.Ne:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] != p.v[rs]) }
+		case p4gen.Lt:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] < p.v[rs]) }
+		case p4gen.Le:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] <= p.v[rs]) }
+		case p4gen.Gt:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] > p.v[rs]) }
+		case p4gen.Ge:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] >= p.v[rs]) }
+		}
+	case lok:
+		switch x.Op {
+		case p4gen.Add:
+			return func(p *pkt) uint64 { return (p.v[ls] + r(p)) & m }
+		case p4gen.Sub:
+			return func(p *pkt) uint64 { return (p.v[ls] - r(p)) & m }
+		case p4gen.Eq:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] == r(p)) }
+		case p4gen.Ne:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] != r(p)) }
+		case p4gen.Lt:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] < r(p)) }
+		case p4gen.Le:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] <= r(p)) }
+		case p4gen.Gt:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] > r(p)) }
+		case p4gen.Ge:
+			return func(p *pkt) uint64 { return b2u(p.v[ls] >= r(p)) }
+		}
+	case rok:
+		switch x.Op {
+		case p4gen.Add:
+			return func(p *pkt) uint64 { return (l(p) + p.v[rs]) & m }
+		case p4gen.Sub:
+			return func(p *pkt) uint64 { return (l(p) - p.v[rs]) & m }
+		case p4gen.Eq:
+			return func(p *pkt) uint64 { return b2u(l(p) == p.v[rs]) }
+		case p4gen.Ne:
+			return func(p *pkt) uint64 { return b2u(l(p) != p.v[rs]) }
+		case p4gen.Lt:
+			return func(p *pkt) uint64 { return b2u(l(p) < p.v[rs]) }
+		case p4gen.Le:
+			return func(p *pkt) uint64 { return b2u(l(p) <= p.v[rs]) }
+		case p4gen.Gt:
+			return func(p *pkt) uint64 { return b2u(l(p) > p.v[rs]) }
+		case p4gen.Ge:
+			return func(p *pkt) uint64 { return b2u(l(p) >= p.v[rs]) }
+		}
+	}
+	return nil
+}

@@ -21,8 +21,12 @@
 // folded), and a variant zeroes only the metadata its ingress may read
 // before writing it. Expressions that only move bits (casts, slices,
 // constant shifts and masks, ors: a key built from header chunks) are
-// one closure of shifted, masked fields (fuse.go); a sketch's
-// read-modify-write (a count, a maximum) indexed by a field is one
+// one closure of shifted, masked fields (fuse.go); an arithmetic or
+// comparison reads an operand that is a field from its slot (no call
+// for it); a table whose keys (none a range) fit one word matches its
+// entries as one mask and value each, in lookup order (table.go:
+// ffpf_walk's 25 one-bit keys read from their slots and packed, one
+// compare an entry); a sketch's read-modify-write (a count, a maximum) indexed by a field is one
 // closure with no call; a hash unit writes its constants into its
 // buffer at load and, per packet, only what varies, once for
 // consecutive hashes of the same data (hash.go: CRC-16 eight bytes a

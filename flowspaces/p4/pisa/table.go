@@ -24,9 +24,14 @@ type table struct {
 	def     *action
 	defArgs []uint64
 	vals    []uint64 // the packet's key values
-	// masked: for a table of one ternary or LPM key, its entries in
-	// lookup order as a mask and the value under it.
+	// masked: for a table whose keys are none a range and fit one word
+	// together (each at its shift in it), its entries in lookup order as
+	// a mask and the value under it, so that an entry is one compare.
 	masked []maskedEntry
+	packed bool
+	slots  []int // each key's slot when it is a field, else -1
+	shifts []uint
+	tmasks []uint64 // each key's type mask
 }
 
 type maskedEntry struct {
@@ -56,6 +61,19 @@ func (c *compiler) table(t *p4gen.Table) (*table, error) {
 		tb.exact = tb.exact && k.Match == p4gen.Exact
 	}
 	tb.vals = make([]uint64, len(t.Keys))
+	width := 0
+	tb.packed = !tb.exact
+	for _, k := range t.Keys {
+		slot, ok := c.refSlot(k.X, nil)
+		if !ok {
+			slot = -1
+		}
+		tb.slots, tb.shifts = append(tb.slots, slot), append(tb.shifts, uint(width))
+		tb.tmasks = append(tb.tmasks, k.X.Type().Mask())
+		width += max(1, k.X.Type().Bits)
+		tb.packed = tb.packed && k.Match != p4gen.Range
+	}
+	tb.packed = tb.packed && width <= 64
 	for _, a := range append(slices.Clone(t.Actions), t.Default) {
 		ca, err := c.action(a)
 		if err != nil {
@@ -142,13 +160,28 @@ func (tb *table) set(es []p4gen.Entry) error {
 		return 0
 	})
 	tb.masked = tb.masked[:0]
-	if k := tb.t.Keys; len(k) == 1 && (k[0].Match == p4gen.Ternary || k[0].Match == p4gen.LPM) {
+	if tb.packed {
 		for _, i := range tb.order {
-			e := &entries[i]
-			tb.masked = append(tb.masked, maskedEntry{mask: e.masks[0], val: e.e.Match[0].Value & e.masks[0], entry: i})
+			tb.masked = append(tb.masked, tb.pack(&entries[i], i))
 		}
 	}
 	return nil
+}
+
+// pack is entry e (number i) of a packed table as one mask and value.
+func (tb *table) pack(e *centry, i int32) maskedEntry {
+	me := maskedEntry{entry: i}
+	for j, m := range e.e.Match {
+		tm := tb.tmasks[j]
+		// A value the key cannot hold (bits past its width, under the
+		// mask for a ternary or LPM key) is never matched.
+		if out := m.Value &^ tm; tb.t.Keys[j].Match == p4gen.Exact && out != 0 || m.Value&e.masks[j]&^tm != 0 {
+			return maskedEntry{mask: 0, val: 1, entry: i}
+		}
+		me.mask |= e.masks[j] & tm << (tb.shifts[j] & 63)
+		me.val |= m.Value & e.masks[j] & tm << (tb.shifts[j] & 63)
+	}
+	return me
 }
 
 func (tb *table) hashOf(ms []p4gen.Match) uint64 {
@@ -167,10 +200,38 @@ func mix(h, v uint64) uint64 {
 
 // lookup returns the action to run for the packet, and its arguments.
 func (tb *table) lookup(p *pkt) (*action, []uint64) {
+	if tb.packed {
+		// The loop of a select's packed keys (parse): written out in
+		// both, since a function of it is not inlined (70 instructions
+		// a packet more on BenchmarkModel).
+		var key uint64
+		for i, k := range tb.keys {
+			var v uint64
+			if sl := tb.slots[i]; sl >= 0 {
+				v = p.v[sl]
+			} else {
+				v = k(p)
+			}
+			key |= v & tb.tmasks[i] << (tb.shifts[i] & 63)
+		}
+		return tb.findPacked(key)
+	}
 	for i, k := range tb.keys {
 		tb.vals[i] = k(p)
 	}
 	return tb.find(tb.vals)
+}
+
+// findPacked returns the action to run for the key values packed in
+// key, in a packed table.
+func (tb *table) findPacked(key uint64) (*action, []uint64) {
+	for i := range tb.masked {
+		if me := &tb.masked[i]; key&me.mask == me.val {
+			e := &tb.entries[me.entry]
+			return e.act, e.args
+		}
+	}
+	return tb.def, tb.defArgs
 }
 
 // find returns the action to run for key values vals, and its arguments.
@@ -198,15 +259,12 @@ func (tb *table) find(vals []uint64) (*action, []uint64) {
 		}
 		return best.act, best.args
 	}
-	if tb.masked != nil {
-		v := vals[0]
-		for i := range tb.masked {
-			if me := &tb.masked[i]; v&me.mask == me.val {
-				e := &tb.entries[me.entry]
-				return e.act, e.args
-			}
+	if tb.packed {
+		var key uint64
+		for i, v := range vals {
+			key |= v & tb.tmasks[i] << (tb.shifts[i] & 63)
 		}
-		return tb.def, tb.defArgs
+		return tb.findPacked(key)
 	}
 next:
 	for _, i := range tb.order {
