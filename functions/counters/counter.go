@@ -290,17 +290,8 @@ func (c *Counter) Read(name string) (functions.Reader, error) {
 			}
 			return func(*buffers.PBuf, uint32) float64 { return float64(c.m.Load64(off)) }, nil
 		}
-		var k flowkey.Key // the reader's own: it runs under the reader's lock
-		return func(p *buffers.PBuf, slot uint32) float64 {
-			if !c.sp.Extract(c.lt, p.Data(slot), &k) {
-				return 0
-			}
-			value, _ := c.tab.find(&k, false)
-			if value == nil {
-				return 0
-			}
-			return float64(atomic.LoadUint64(value))
-		}, nil
+		get := keyedReader(c.tab, c.sp, c.lt)
+		return func(p *buffers.PBuf, slot uint32) float64 { return float64(get(p, slot)) }, nil
 	}
 	return nil, fmt.Errorf("counter has no %q to read (it has packets, bytes, value)", name)
 }

@@ -262,17 +262,8 @@ func (r *Register) ReadInt(name string) (functions.IntReader, error) {
 		if r.sp == nil {
 			return func(*buffers.PBuf, uint32) int64 { return int64(atomic.LoadUint64(r.cell)) }, nil
 		}
-		var k flowkey.Key // the reader's own: it runs under the reader's lock
-		return func(p *buffers.PBuf, slot uint32) int64 {
-			if !r.sp.Extract(r.lt, p.Data(slot), &k) {
-				return 0
-			}
-			cell, _ := r.tab.find(&k, false)
-			if cell == nil {
-				return 0
-			}
-			return int64(atomic.LoadUint64(cell))
-		}, nil
+		get := keyedReader(r.tab, r.sp, r.lt)
+		return func(p *buffers.PBuf, slot uint32) int64 { return int64(get(p, slot)) }, nil
 	}
 	return nil, fmt.Errorf("register has no %q to read (it has value, old)", name)
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/ffpf-go/ffpf/buffers"
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/flowkey"
 	"github.com/ffpf-go/ffpf/functions/measure"
@@ -17,6 +18,23 @@ type table interface {
 	// each calls f for every key stored, with its value.
 	each(f func(k *flowkey.Key, v uint64))
 	clear()
+}
+
+// keyedReader reads t's value for each packet's own key (0: no key, or
+// absent); k is the reader's own key buffer, so that it runs under the
+// reader's lock with no allocation.
+func keyedReader(t table, sp *flowkey.Spec, lt functions.LinkType) func(p *buffers.PBuf, slot uint32) uint64 {
+	var k flowkey.Key
+	return func(p *buffers.PBuf, slot uint32) uint64 {
+		if !sp.Extract(lt, p.Data(slot), &k) {
+			return 0
+		}
+		v, _ := t.find(&k, false)
+		if v == nil {
+			return 0
+		}
+		return atomic.LoadUint64(v)
+	}
 }
 
 // probeTable is the table in userspace and eBPF: open addressing, linear
