@@ -25,6 +25,12 @@ type State struct {
 	// another.
 	Order  binary.ByteOrder
 	Fields []StateField
+
+	// As, when set, names the target whose layout the state takes in a
+	// flowspace of target t with parameters p (a sketch asked for a
+	// switch's positions keeps the switch's layout in userspace too);
+	// unset, it is t.
+	As func(t Target, p Params) Target
 }
 
 // StateField declares one named field of a class's state.
@@ -185,6 +191,9 @@ func (s *State) Layout(t Target, p Params) (fields []buffers.Field, size int, er
 	}
 	if err := s.Validate(); err != nil {
 		return nil, 0, err
+	}
+	if s.As != nil {
+		t = s.As(t, p)
 	}
 	for i := range s.Fields {
 		f := &s.Fields[i]

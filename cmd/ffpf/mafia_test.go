@@ -19,9 +19,9 @@ import (
 // state) are exit 2, one line FILE:LINE:COL, the line and a caret under
 // the column, a suggestion where one is near.
 func TestMafiaCheckErrors(t *testing.T) {
-	r := ffpf(t, "mafia", "check", "../../examples/mafia/heavy-hitters.mafia")
-	if r.code != 0 || !strings.Contains(r.stdout, "nbytes:(cms,key=5tuple,width=256,depth=4,value=bytes)") {
-		t.Fatalf("heavy-hitters: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	r := ffpf(t, "mafia", "check", "../../examples/mafia/heavy-hitter.mafia")
+	if r.code != 0 || !strings.Contains(r.stdout, "nbytes:(cms,key=5tuple,width=256,depth=4,value=bytes,hash=switch)") {
+		t.Fatalf("heavy-hitter: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 	udp := filepath.Join(t.TempDir(), "udp.mafia")
 	if err := os.WriteFile(udp, []byte("pkts >> duplicate(d)\nd >> collect(\"udp:127.0.0.1:9999\")\n"), 0o644); err != nil {
@@ -154,7 +154,7 @@ func TestMafiaRunInputPort(t *testing.T) {
 		t.Fatalf("gen: %s", r.stderr)
 	}
 	frames := pcapFrames(t, trace)
-	src, err := os.ReadFile("../../examples/mafia/heavy-hitters.mafia")
+	src, err := os.ReadFile("../../examples/mafia/heavy-hitter.mafia")
 	if err != nil {
 		t.Fatal(err)
 	}

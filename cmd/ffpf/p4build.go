@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/flowspaces"
@@ -89,7 +90,20 @@ func cmdP4Build(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(shares) == 0 && o.iface == "" && o.file == "" {
-		return &exitError{2, fmt.Errorf("nothing runs on a switch: the expressions have no source, and a switch runs only functions of packets that enter at one of its interfaces (-i, e.g. -i swp1 for examples/hierarchy/tor.yaml)")}
+		// Chains without a source run on the packets that enter the
+		// switch: at its front-panel interface when it has one.
+		ports := switchInterfaces(rt.Hierarchy())
+		if len(ports) != 1 {
+			return &exitError{2, fmt.Errorf("nothing runs on a switch: the expressions have no source, and a switch runs only functions of packets that enter at one of its interfaces: name one with -i (%s)", orList(ports))}
+		}
+		o.iface = ports[0] // the first runtime is closed by its defer
+		if rt, err = o.populate(pos); err != nil {
+			return err
+		}
+		defer rt.Close()
+		if shares, err = switchShares(rt); err != nil {
+			return err
+		}
 	}
 	if len(shares) == 0 {
 		return &exitError{2, fmt.Errorf("nothing runs on a switch: the hierarchy %s has none, or no function of the expressions could be placed on one (see 'ffpf place')", o.hierarchy)}
@@ -159,6 +173,33 @@ func switchResources(rt *flowgraph.Runtime) ([]p4.Resources, error) {
 		out = append(out, s.out.Resources)
 	}
 	return out, err
+}
+
+// switchInterfaces returns the front-panel interfaces of the switches
+// in the hierarchy under root (each switch's sorted).
+func switchInterfaces(root flowspaces.Flowspace) []string {
+	var out []string
+	flowspaces.Walk(root, func(fs flowspaces.Flowspace) {
+		if sw, ok := fs.(*p4.Flowspace); ok {
+			out = append(out, sw.Interfaces()...)
+		}
+	})
+	return out
+}
+
+// orList writes names as "-i a, -i b or -i c", or says there are none.
+func orList(names []string) string {
+	if len(names) == 0 {
+		return "the hierarchy declares no switch interface"
+	}
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = "-i " + n
+	}
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // isSwitchPort reports whether fs is a switch and iface one of its

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -98,7 +99,7 @@ func TestP4Build(t *testing.T) {
 // what does not fit); before, the build was refused (exit 2).
 func TestP4BuildMafiaSplit(t *testing.T) {
 	dir := t.TempDir()
-	r := ffpf(t, "p4", "build", "--mafia", "../../examples/mafia/heavy-hitters.mafia", "--hierarchy", torYAML, "-i", "swp1", "-o", dir, "--json")
+	r := ffpf(t, "p4", "build", "--mafia", "../../examples/mafia/heavy-hitter.mafia", "--hierarchy", torYAML, "-i", "swp1", "-o", dir, "--json")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -115,11 +116,27 @@ func TestP4BuildMafiaSplit(t *testing.T) {
 	if len(doc.Switches) != 1 || !slices.Equal(doc.Switches[0].Resources.Functions, []string{"dev#1", "match#1"}) {
 		t.Fatalf("the switch's share: %s", r.stdout)
 	}
-	// Without -i no packet enters the switch: refused, naming the flag.
-	if r := ffpf(t, "p4", "build", "--mafia", "../../examples/mafia/heavy-hitters.mafia", "--hierarchy", torYAML, "-o", dir); r.code != 2 || !strings.Contains(r.stderr, "-i swp1") {
+	// Without -i the program runs on the packets entering at the
+	// switch's one interface: the same build as with -i swp1.
+	withI, err := os.ReadFile(filepath.Join(dir, "main.p4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir2 := t.TempDir()
+	if r := ffpf(t, "p4", "build", "--mafia", "../../examples/mafia/heavy-hitter.mafia", "--hierarchy", torYAML, "-o", dir2); r.code != 0 {
 		t.Fatalf("without -i: exit %d: %s", r.code, r.stderr)
 	}
-	r = ffpf(t, "place", "--mafia", "../../examples/mafia/heavy-hitters.mafia", "--hierarchy", torYAML, "-i", "swp1")
+	if without, err := os.ReadFile(filepath.Join(dir2, "main.p4")); err != nil || !bytes.Equal(without, withI) {
+		t.Fatalf("without -i the program differs from -i swp1's (%v)", err)
+	}
+	// The program watches port 1 (PORT = 1), which tor.yaml's swp1 is:
+	// packets enter there (dev) and pass the program's match.
+	for _, want := range []string{"standard_metadata.ingress_port == 9w1", "standard_metadata.ingress_port == 64w1"} {
+		if !bytes.Contains(withI, []byte(want)) {
+			t.Fatalf("the switch's program lacks %s", want)
+		}
+	}
+	r = ffpf(t, "place", "--mafia", "../../examples/mafia/heavy-hitter.mafia", "--hierarchy", torYAML, "-i", "swp1")
 	if r.code != 0 {
 		t.Fatalf("place: exit %d: %s", r.code, r.stderr)
 	}

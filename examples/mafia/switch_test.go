@@ -514,7 +514,7 @@ func TestSwitchStochasticSampling(t *testing.T) {
 // estimate written into the copy's IPv4 checksum.
 func TestSwitchHeavyHitters(t *testing.T) {
 	dir, pkts := swSetup(t)
-	res := runNet(t, dir, oneSwitch, "heavy-hitters.mafia")
+	res := runNet(t, dir, oneSwitch, "heavy-hitter.mafia")
 	cm := newCMS(4, 256)
 	bloom := make([]bool, 4*16)
 	var total uint64
@@ -805,7 +805,7 @@ func TestSwitchUseCasesCovered(t *testing.T) {
 	}
 	tested := map[string]bool{}
 	for _, f := range []string{"approx-flow-volume", "cardinality-hll", "cardinality-pcsa", "flow-volume",
-		"deterministic-sampling", "counter-thresholds", "stochastic-sampling", "heavy-hitters", "postcards",
+		"deterministic-sampling", "counter-thresholds", "stochastic-sampling", "heavy-hitter", "postcards",
 		"congested-flows", "trajectory", "path-changes", "path-change-latency"} {
 		tested[f+".mafia"] = true
 	}
@@ -839,7 +839,7 @@ func newPcapWriter(t *testing.T, w io.Writer) func([]byte, int64) {
 // datagrams, one frame each, are the alarms the file collects.
 func TestSwitchCollectUDP(t *testing.T) {
 	dir, _ := swSetup(t)
-	runNet(t, dir, oneSwitch, "heavy-hitters.mafia")
+	runNet(t, dir, oneSwitch, "heavy-hitter.mafia")
 	want := readPcap(t, filepath.Join(dir, "alarms.pcap"))
 
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -847,13 +847,13 @@ func TestSwitchCollectUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	src, err := os.ReadFile("heavy-hitters.mafia")
+	src, err := os.ReadFile("heavy-hitter.mafia")
 	if err != nil {
 		t.Fatal(err)
 	}
 	prog := bytes.Replace(src, []byte(`"file:alarms.pcap"`), []byte(`"udp:`+pc.LocalAddr().String()+`"`), 1)
 	if bytes.Equal(prog, src) {
-		t.Fatal("heavy-hitters.mafia collects elsewhere than file:alarms.pcap")
+		t.Fatal("heavy-hitter.mafia collects elsewhere than file:alarms.pcap")
 	}
 	dir2, _ := swSetup(t)
 	file := filepath.Join(dir2, "hh-udp.mafia")

@@ -12,7 +12,7 @@ import (
 // The cardinality estimators: hll and pcsa count the distinct keys of the
 // window.
 
-var hllState = &functions.State{Fields: []functions.StateField{
+var hllState = &functions.State{As: switchLayout, Fields: []functions.StateField{
 	nokeyField,
 	{Name: "registers", Type: buffers.U8, Merge: functions.MergeMax, LenDoc: "2^precision",
 		LenOf:   func(p functions.Params) int { return 1 << p.Int("precision") },
@@ -29,10 +29,11 @@ var hllClass = &functions.Class{
 			Check: intRange("precision", 4, 18)},
 		measure.WindowParam,
 		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
+		hashParam,
 	},
 	State:       hllState,
 	Concurrency: functions.Mergeable,
-	OrderedWhen: []functions.Ordering{estimateOrdering},
+	OrderedWhen: []functions.Ordering{estimateOrdering, switchHashOrdering},
 	Readable:    estimateReads,
 	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
 	Runs:        p4Runs(nil, nil),
@@ -61,7 +62,7 @@ func NewHLLFunc(ctx *functions.Context) (*HLLFunc, error) {
 		return nil, err
 	}
 	mem, p := k.m.Uint8s(functions.FieldOf(k.m, "registers")), int(ctx.Params.Int("precision"))
-	if ctx.Target == functions.TargetP4 {
+	if switchHashed(ctx) {
 		s, err := NewHLL32(mem, p)
 		return &HLLFunc{keyed: k, s: s, p4: &p4Key{sp: k.sp, lt: k.lt}}, err
 	}
@@ -86,6 +87,10 @@ func (f *HLLFunc) Process(b *buffers.Batch) {
 
 // ProcessHashes implements flowkey.Keyed.
 func (f *HLLFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
+	if f.p4 != nil { // the switch's positions: its own hashes
+		f.processP4(b)
+		return
+	}
 	changed := false
 	var nokey uint64
 	for _, e := range b.E[:b.N] {
@@ -144,7 +149,7 @@ func (f *HLLFunc) Read(name string) (functions.Reader, error) {
 	return nil, readErr("hll", name, f.ReadNames())
 }
 
-var pcsaState = &functions.State{Fields: []functions.StateField{
+var pcsaState = &functions.State{As: switchLayout, Fields: []functions.StateField{
 	nokeyField,
 	{Name: "bitmaps", Type: buffers.U32, Merge: functions.MergeOr, LenDoc: "bitmaps",
 		LenOf:   func(p functions.Params) int { return int(p.Int("bitmaps")) },
@@ -166,10 +171,11 @@ var pcsaClass = &functions.Class{
 			Check: intRange("bitmaps", 1, 1<<20)},
 		measure.WindowParam,
 		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
+		hashParam,
 	},
 	State:       pcsaState,
 	Concurrency: functions.Mergeable,
-	OrderedWhen: []functions.Ordering{estimateOrdering},
+	OrderedWhen: []functions.Ordering{estimateOrdering, switchHashOrdering},
 	Readable:    estimateReads,
 	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
 	Runs:        p4Runs(nil, nil),
@@ -200,7 +206,7 @@ func NewPCSAFunc(ctx *functions.Context) (*PCSAFunc, error) {
 		return nil, err
 	}
 	f := &PCSAFunc{keyed: k, s: s, mem: mem}
-	if ctx.Target == functions.TargetP4 {
+	if switchHashed(ctx) {
 		f.p4 = &p4Key{sp: k.sp, lt: k.lt}
 	}
 	if k.window.Interval > 0 && measure.Tracks(ctx) {
@@ -220,6 +226,10 @@ func (f *PCSAFunc) Process(b *buffers.Batch) {
 
 // ProcessHashes implements flowkey.Keyed.
 func (f *PCSAFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
+	if f.p4 != nil { // the switch's positions: its own hashes
+		f.processP4(b)
+		return
+	}
 	changed := false
 	var nokey uint64
 	for _, e := range b.E[:b.N] {

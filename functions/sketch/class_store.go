@@ -20,7 +20,7 @@ import (
 // them; and other keys that overwrote all of them make a change up: the
 // width makes both rare.
 
-var storeState = &functions.State{Fields: []functions.StateField{
+var storeState = &functions.State{As: switchLayout, Fields: []functions.StateField{
 	{Name: "changes", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
 		Summary: "packets whose value none of their key's cells held (empty cells hold 0)"},
 	nokeyField,
@@ -51,6 +51,7 @@ var storeClass = &functions.Class{
 			Summary: "which packets pass: all; new: none of their key's cells held their value (a change); old: one did"},
 		measure.WindowParam,
 		measure.ReportParam("emit a record per window (and at the end) with the changes; any K ≥ 1"),
+		hashParam,
 	},
 	State:     storeState,
 	Produces:  measure.Reports,
@@ -60,6 +61,11 @@ var storeClass = &functions.Class{
 	Readable:  func(functions.Params) []string { return []string{"any", "all", "changes"} },
 	Reads:     func(p functions.Params) ([]string, error) { return match.Refs(p.Str("value")) },
 	Runs: func(t functions.Target, p functions.Params) error {
+		if t != functions.TargetP4 {
+			if err := switchHashRuns(t, p, nil); err != nil {
+				return err
+			}
+		}
 		return match.UserRuns(t, p, nil, "value")
 	},
 	Validate: measure.CheckLinkType,
@@ -91,7 +97,7 @@ func NewStore(ctx *functions.Context) (*Store, error) {
 	}
 	d, w := cmsDims(ctx.Params)
 	bits := 0
-	if ctx.Target == functions.TargetP4 {
+	if switchHashed(ctx) {
 		w, bits = p4Width(ctx.Params)
 	}
 	s := &Store{keyed: k, cells: k.m.Uint64s(functions.FieldOf(k.m, "cells")), depth: uint32(d), width: uint32(w),
@@ -103,7 +109,7 @@ func NewStore(ctx *functions.Context) (*Store, error) {
 	if k.window.Interval > 0 && measure.Tracks(ctx) {
 		s.touched = measure.NewTouched(len(s.cells), ctx)
 	}
-	if ctx.Target == functions.TargetP4 {
+	if switchHashed(ctx) {
 		s.p4, s.p4bits, s.pos = &p4Key{sp: k.sp, lt: k.lt}, bits, make([]uint32, d)
 	}
 	return s, nil
@@ -122,6 +128,10 @@ func (s *Store) Process(b *buffers.Batch) {
 
 // ProcessHashes implements flowkey.Keyed.
 func (s *Store) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
+	if s.p4 != nil { // the switch's positions: its own hashes
+		s.processP4(b)
+		return
+	}
 	p := b.PBuf
 	n := 0
 	var nokey, miss, changes uint64

@@ -1,6 +1,7 @@
 package sketch_test
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strings"
@@ -245,5 +246,63 @@ func TestP4CMSValueExpr(t *testing.T) {
 	p4s, user := r.P4.(functions.Summarizer).Summary(), r.User.(functions.Summarizer).Summary()
 	if p4s["total"] != user["total"] || p4s["total"] == uint64(0) {
 		t.Errorf("total %v on the switch, %v in userspace", p4s["total"], user["total"])
+	}
+}
+
+// With hash=switch, a function in userspace keeps what it keeps on a
+// switch, byte for byte (the same layout and positions), and passes the
+// same packets; with the default hash its state is its own.
+func TestHashSwitchInUserspaceIsTheSwitch(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 23, Packets: 4000, Malformed: 0.05, VLAN: 0.2, IPv6: 0.3, Flows: 500})
+	ps = append(ps, p4test.Packets(p4test.Cuts(p4test.Adversarial()[:40]))...)
+	for _, expr := range []string{
+		"(cms,key=5tuple,width=256,depth=4,value=bytes%s)",
+		"(cms,key=srcip,width=100,depth=3%s)",
+		"(bloom,key=5tuple,bits=64,hashes=4%s)",
+		"(hll,key=dstip,precision=8%s)",
+		"(pcsa,key=5tuple,bitmaps=100%s)",
+		"(store,key=5tuple,value=ipv4.id,pass=new%s)",
+	} {
+		r := p4test.Run(t, p4test.Parse(t, fmt.Sprintf(expr, ",hash=switch")), ps)
+		r.SamePasses(t, ps)
+		got, want := r.User.(functions.Stateful).MBuf(), r.P4.(functions.Stateful).MBuf()
+		if !bytes.Equal(got.Bytes(), want.Bytes()) || len(got.Fields()) != len(want.Fields()) {
+			t.Fatalf("%s: userspace's state differs from the switch's", expr)
+		}
+		own := p4test.Run(t, p4test.Parse(t, fmt.Sprintf(expr, "")), ps)
+		if m := own.User.(functions.Stateful).MBuf(); bytes.Equal(m.Bytes(), want.Bytes()) {
+			t.Fatalf("%s: without hash=switch userspace keeps the switch's state too", expr)
+		}
+	}
+}
+
+// hash=switch runs in userspace and on a switch, without the window and
+// reports that only a switch's incremental reset or the host's hash keep.
+func TestHashSwitchRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		expr   string
+		target functions.Target
+		want   string
+	}{
+		{"(cms,hash=switch)", functions.TargetXDP, "eBPF positions keys by flowkey's hash"},
+		{"(bloom,hash=switch)", functions.TargetKernel, "eBPF positions keys by flowkey's hash"},
+		{"(hll,hash=switch,window=1s)", functions.TargetUser, "window= with hash=switch runs on a switch"},
+		{"(cms,hash=switch,report=5)", functions.TargetUser, "report= with hash=switch"},
+		{"(bloom,hash=switch,counting=true)", functions.TargetUser, "hash=switch: a counting Bloom filter"},
+		{"(store,value=ipv4.id,hash=switch,window=1s)", functions.TargetUser, "window= with hash=switch"},
+	} {
+		fn := p4test.Parse(t, tc.expr)
+		err := fn.Class.Runs(tc.target, fn.Params)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s in %s: %v, want %q", tc.expr, tc.target, err, tc.want)
+		}
+	}
+	for _, expr := range []string{"(cms,hash=switch)", "(hll,hash=switch)", "(pcsa,hash=switch)", "(bloom,hash=switch)"} {
+		fn := p4test.Parse(t, expr)
+		for _, tg := range []functions.Target{functions.TargetUser, functions.TargetP4} {
+			if err := fn.Class.Runs(tg, fn.Params); err != nil {
+				t.Errorf("%s in %s: %v", expr, tg, err)
+			}
+		}
 	}
 }

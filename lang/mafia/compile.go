@@ -312,6 +312,7 @@ func (c *compiler) section(sec *section) (*Request, error) {
 	if err := c.applyWindows(windowOf); err != nil {
 		return nil, err
 	}
+	c.switchPositions()
 	if len(chains) == 0 {
 		return nil, c.errorf(sec.flows[0].Pos, "the flows compile to no function: they update no state and collect nothing")
 	}

@@ -417,6 +417,31 @@ func (c *compiler) applyWindows(own map[string]string) error {
 	return nil
 }
 
+// hashedClasses are the classes that position a key's cells by its hashes.
+var hashedClasses = map[string]bool{"cms": true, "hll": true, "pcsa": true, "bloom": true, "store": true}
+
+// switchPositions asks every sketch and Bloom filter for a switch's
+// positions of its keys (hash=switch) where its switch half also runs in
+// userspace, so that a program keeps the same cells, and passes the same
+// packets, on a host as on a switch: all but a windowed state and a
+// counting Bloom filter, which keep the host's hash on a host.
+func (c *compiler) switchPositions() {
+	for _, n := range c.nodes {
+		if n.self == nil || !hashedClasses[c.holder[n.self.name]] {
+			continue
+		}
+		ok := true
+		for _, a := range n.fn.Args {
+			if a.Key == "window" || a.Key == "counting" {
+				ok = false
+			}
+		}
+		if ok {
+			n.fn.Args = append(n.fn.Args, &lang.Arg{Key: "hash", Value: value("switch")})
+		}
+	}
+}
+
 // origins lists the program positions of the request's functions in the
 // order Format prints them, and whether each works on a copy.
 func (c *compiler) origins(chains []*lang.Chain) ([]Pos, []bool) {

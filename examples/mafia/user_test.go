@@ -1,0 +1,109 @@
+package mafia_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ffpf-go/ffpf/flowgraph"
+	"github.com/ffpf-go/ffpf/lang"
+	"github.com/ffpf-go/ffpf/lang/mafia"
+)
+
+// runUser runs a .mafia file in userspace on the trace in dir, as `ffpf
+// run --mafia FILE -r trace.pcap` does, its output files in the working
+// directory, and returns the functions' final reports.
+func runUser(t *testing.T, dir, file string) []flowgraph.FunctionState {
+	t.Helper()
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := mafia.Parse(string(src))
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	res, err := mafia.Compile(prog, mafia.Options{})
+	if err != nil || len(res.Requests) != 1 {
+		t.Fatalf("%s: %v (%d requests)", file, err, len(res.Requests))
+	}
+	rt := flowgraph.New(flowgraph.Config{})
+	defer rt.Close()
+	req, err := rt.Populate(lang.Format(res.Requests[0].Req), flowgraph.RequestOptions{
+		DefaultSource: "(pcap,file=" + strconv.Quote(filepath.Join(dir, "trace.pcap")) + ")"})
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if err := rt.Instantiate(); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := rt.Activate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Wait(); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	fs := req.Functions()
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// The programs that a host can run give in userspace what they give on a
+// switch, exactly: the same packets into and out of each function, the
+// same state (the compiler asks for the switch's positions, hash=switch,
+// so a sketch keeps the switch's cells), the same alarms byte for byte.
+func TestUserspaceEqualsSwitch(t *testing.T) {
+	for _, name := range []string{"heavy-hitter.mafia", "approx-flow-volume.mafia", "cardinality-hll.mafia", "cardinality-pcsa.mafia"} {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := swSetup(t)
+			file, err := filepath.Abs(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sw := runNet(t, dir, oneSwitch, file)
+			udir := t.TempDir()
+			t.Chdir(udir)
+			user := runUser(t, dir, file)
+			compared := 0
+			for _, u := range user {
+				if u.Label == "" || u.Class == "export" { // collect: a digest on the switch
+					continue
+				}
+				s := fn(t, sw, "s1", u.Label)
+				if u.In != s.In || u.Out != s.Out {
+					t.Errorf("%s: in %d, out %d in userspace; %d, %d on the switch", u.Label, u.In, u.Out, s.In, s.Out)
+				}
+				for k, v := range s.Summary {
+					if fmt.Sprint(u.State[k]) != fmt.Sprint(v) {
+						t.Errorf("%s: %s is %v in userspace, %v on the switch", u.Label, k, u.State[k], v)
+					}
+				}
+				compared++
+			}
+			if compared == 0 {
+				t.Fatal("no state compared")
+			}
+			if name != "heavy-hitter.mafia" {
+				return
+			}
+			got, want := readPcap(t, filepath.Join(udir, "alarms.pcap")), readPcap(t, filepath.Join(dir, "alarms.pcap"))
+			if len(got) != len(want) || len(want) == 0 {
+				t.Fatalf("%d alarms in userspace, %d on the switch", len(got), len(want))
+			}
+			for i := range got {
+				if string(got[i].data) != string(want[i].data) {
+					t.Fatalf("alarm %d differs", i)
+				}
+			}
+			t.Logf("%d alarms alike", len(got))
+		})
+	}
+}
