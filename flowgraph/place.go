@@ -41,22 +41,30 @@ func (rt *Runtime) place(f *Function) error {
 	// Rule 4: a function that reads another's state runs where that state
 	// is, so that it reads it as the writer updates it, not a copy. An
 	// annotation is no such state: the words travel with the packet, and
-	// a bridge carries them up.
+	// a bridge carries them up, except from a flowspace whose packets go
+	// up as frames alone (a switch's), where they are as state.
 	for _, w := range n.Reads {
-		if w.Flowspace != q.Placed && w.Class.Annotates == 0 {
+		if w.Flowspace != q.Placed && (w.Class.Annotates == 0 || flowspaces.AnnotationsStay(w.Flowspace)) {
 			why := ""
 			if len(q.Trail) > 0 {
 				why = " (" + refusals(q.Trail) + ")"
 			}
-			return &stateBelow{w: w, at: q.Path, msg: fmt.Sprintf("cannot place %s: it reads the state of %s, which runs in %s, and a function runs in the flowspace of the state it reads; %s runs in %s (lowest that can run it)%s",
-				n.ID, w.ID, w.Flowspace.Name(), n.ID, q.Placed.Name(), why)}
+			what := "the state"
+			if w.Class.Annotates > 0 {
+				what = "the annotation" // written where packets go up as frames alone
+			}
+			return &stateBelow{w: w, at: q.Path, what: what, msg: fmt.Sprintf("cannot place %s: it reads %s of %s, which runs in %s, and a function runs in the flowspace of the state it reads; %s runs in %s (lowest that can run it)%s",
+				n.ID, what, w.ID, w.Flowspace.Name(), n.ID, q.Placed.Name(), why)}
 		}
 	}
 	n.Flowspace, n.Path = q.Placed, q.Path
 	n.Ctx.Flowspace = q.Placed.Name()
 	f.PassedOver = q.Trail
 	f.Reason = fmt.Sprintf("lowest flowspace with class %s %s", n.Class.Name, rt.where(n, q, start))
-	if f.hasFloor {
+	switch {
+	case f.hasFloor && f.floorAnn:
+		f.Reason += fmt.Sprintf(", raised to %s: a function there reads its annotation, which packets going up as frames do not carry", q.Placed.Name())
+	case f.hasFloor:
 		f.Reason += fmt.Sprintf(", raised to %s: a function that reads its state cannot run below", q.Placed.Name())
 	}
 	return nil
@@ -95,9 +103,10 @@ func refusals(rs []flowspaces.Refusal) string {
 // stateBelow is rule 4's refusal: the state w a function reads runs
 // below the lowest flowspace that can run the function (at).
 type stateBelow struct {
-	w   *flowspaces.Node
-	at  flowspaces.Path
-	msg string
+	w    *flowspaces.Node
+	at   flowspaces.Path
+	what string // "the state", or "the annotation" (from a switch)
+	msg  string
 }
 
 func (e *stateBelow) Error() string { return e.msg }
@@ -119,7 +128,7 @@ func (rt *Runtime) placeRaising(f *Function, added []*Function) error {
 		if i < 0 || added[i].hasFloor && added[i].floor == sb.at {
 			return err
 		}
-		added[i].floor, added[i].hasFloor = sb.at, true
+		added[i].floor, added[i].hasFloor, added[i].floorAnn = sb.at, true, sb.what == "the annotation"
 		// Re-place the state and, in order, every later function of the
 		// request that depends on it (its inputs' paths lift it).
 		moved := map[*flowspaces.Node]bool{sb.w: true}

@@ -110,6 +110,7 @@ type Function struct {
 	// reader of its state could not run beside it (see raise).
 	floor    flowspaces.Path
 	hasFloor bool
+	floorAnn bool // the reader reads its annotation, written on a switch
 	refs     int
 	live     bool // instantiated (guarded by Runtime.mu)
 	// ready is live for readers that do not hold Runtime.mu (State,

@@ -248,6 +248,22 @@ type Ender interface {
 	SourceEnded(n *Node) (ended bool, err error)
 }
 
+// Framer is a flowspace whose packets reach its parent as frames alone
+// (a switch's network link or CPU port): the annotation words its
+// functions write do not travel up with them, so a function above that
+// reads one reads it as state (placement's rule 4 applies).
+type Framer interface {
+	Flowspace
+	FramesOnly() bool
+}
+
+// AnnotationsStay reports whether annotations written in fs stay there:
+// its packets go up as frames alone.
+func AnnotationsStay(fs Flowspace) bool {
+	f, ok := fs.(Framer)
+	return ok && f.FramesOnly()
+}
+
 // Spreader is a flowspace that can spread the packets of one source over
 // several workers (DESIGN.md §15): an eBPF flowspace over a ring buffer
 // per CPU and its AF_XDP sockets, a Go flowspace over a reader per lane of

@@ -147,3 +147,43 @@ func TestP4BuildMafiaSplit(t *testing.T) {
 		}
 	}
 }
+
+// A switch's packets go up its uplink as frames, without the annotation
+// words its functions wrote: a function above that reads one (a match the
+// switch cannot compute) takes the writer up with it, while a reader that
+// fits beside it leaves it on the switch.
+func TestAnnotationFromASwitchGoesUp(t *testing.T) {
+	where := func(expr string) map[string]string {
+		t.Helper()
+		r := ffpf(t, "place", "--json", "--hierarchy", torYAML, "-i", "swp1", expr)
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d: %s", expr, r.code, r.stderr)
+		}
+		var doc struct {
+			Functions []struct {
+				ID        string `json:"id"`
+				Flowspace string `json:"flowspace"`
+				Reason    string `json:"reason"`
+			} `json:"functions"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, f := range doc.Functions {
+			out[f.ID] = f.Flowspace
+			if f.ID == "timestamp#1" {
+				out["why"] = f.Reason
+			}
+		}
+		return out
+	}
+	got := where(`t:(timestamp) > (match,"t.ts % 7 == 0")`)
+	if got["timestamp#1"] != "user" || got["match#1"] != "user" || got["dev#1"] != "tor" || !strings.Contains(got["why"], "reads its annotation") {
+		t.Errorf("a reader above the switch: %v", got)
+	}
+	got = where(`t:(timestamp) > (match,"t.ts > 5")`)
+	if got["timestamp#1"] != "tor" || got["match#1"] != "tor" {
+		t.Errorf("a reader on the switch: %v", got)
+	}
+}

@@ -140,6 +140,12 @@ func (fs *Flowspace) Entry(iface string) flowspaces.Entry {
 	return flowspaces.NoEntry
 }
 
+// FramesOnly implements flowspaces.Framer: the packets a switch passes go
+// up its uplink as frames, without the annotation words its functions
+// wrote (a timestamp, a sample's mark), which a function above therefore
+// cannot read: placement raises the writer to it.
+func (fs *Flowspace) FramesOnly() bool { return true }
+
 // Stores implements flowspaces.Flowspace: a switch keeps no packet; what
 // goes up is sent out of the uplink as it passes.
 func (fs *Flowspace) Stores() bool { return false }
