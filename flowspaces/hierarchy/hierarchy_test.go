@@ -67,7 +67,7 @@ user        user  level 0  path 0xffffffff  stores packets
 user            user    level 0  path 0xffffffff  stores packets
 └─ kernel       kernel  level 1  path 0x0fffffff  in place        via user/kernel, copy-once
    └─ xdp:eth0  xdp     level 2  path 0x00ffffff  in place        via driver, copy-once                interfaces: eth0
-      └─ tor    p4      level 3  path 0x000fffff  in place        via network link to eth0, copy-once  interfaces: swp1 (port 2)  P4Runtime 127.0.0.1:9559, device 1
+      └─ tor    p4      level 3  path 0x000fffff  in place        via network link to eth0, copy-once  interfaces: swp1 (port 1)  P4Runtime 127.0.0.1:9559, device 1
 `,
 	}
 	files, _ := filepath.Glob(examples + "*.yaml")
