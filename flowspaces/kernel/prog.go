@@ -3,6 +3,7 @@ package kernel
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -707,6 +708,10 @@ func (p *progSpec) load(name string) (*ebpf.Program, error) {
 		progName = "ffpf"
 	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: progName, Type: typ, Instructions: insns, License: "GPL"})
+	// The instructions name the maps by their fds, as numbers: a map that
+	// only p holds must not be finalized (its fd closed, and reused) while
+	// the kernel loads the program.
+	runtime.KeepAlive(p)
 	if err != nil {
 		return nil, fmt.Errorf("the kernel refuses the program for %s: %w", name, err)
 	}
