@@ -3,6 +3,7 @@ package mafia_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,9 +60,14 @@ func runUser(t *testing.T, dir, file string) []flowgraph.FunctionState {
 // The programs that a host can run give in userspace what they give on a
 // switch, exactly: the same packets into and out of each function, the
 // same state (the compiler asks for the switch's positions, hash=switch,
-// so a sketch keeps the switch's cells), the same alarms byte for byte.
+// so a sketch or a HashMap keeps the switch's cells), the same alarms
+// byte for byte. (Stochastic sampling draws its own random numbers on
+// each: TestUserspaceSamplesWithinBound.) Timestamps are each clock's:
+// flow volume's durations are compared by the packets and keys they
+// saw, not by value.
 func TestUserspaceEqualsSwitch(t *testing.T) {
-	for _, name := range []string{"heavy-hitter.mafia", "approx-flow-volume.mafia", "cardinality-hll.mafia", "cardinality-pcsa.mafia"} {
+	for _, name := range []string{"heavy-hitter.mafia", "approx-flow-volume.mafia", "cardinality-hll.mafia", "cardinality-pcsa.mafia",
+		"flow-volume.mafia", "deterministic-sampling.mafia", "counter-thresholds.mafia"} {
 		t.Run(name, func(t *testing.T) {
 			dir, _ := swSetup(t)
 			file, err := filepath.Abs(name)
@@ -106,4 +112,26 @@ func TestUserspaceEqualsSwitch(t *testing.T) {
 			t.Logf("%d alarms alike", len(got))
 		})
 	}
+}
+
+// Stochastic sampling in userspace keeps its 5% of the packets within the
+// binomial bound, as on the switch (TestSwitchStochasticSampling).
+func TestUserspaceSamplesWithinBound(t *testing.T) {
+	dir, pkts := swSetup(t)
+	file, err := filepath.Abs("stochastic-sampling.mafia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	for _, f := range runUser(t, dir, file) {
+		if f.Class != "sample" {
+			continue
+		}
+		n, p := float64(len(pkts)), 0.05
+		if f.In != uint64(len(pkts)) || math.Abs(float64(f.Out)-n*p) > 5*math.Sqrt(n*p*(1-p)) {
+			t.Fatalf("%s: %d of %d packets sampled at 5%%", f.ID, f.Out, f.In)
+		}
+		return
+	}
+	t.Fatal("no sample function")
 }

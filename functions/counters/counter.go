@@ -21,7 +21,7 @@ import (
 // eBPF program needs, and a full table's cost kept flat).
 const maxProbe = 32
 
-var counterState = &functions.State{Fields: []functions.StateField{
+var counterState = &functions.State{As: measure.SwitchLayout, Fields: []functions.StateField{
 	{Name: "packets", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum, Summary: "packets of the window"},
 	{Name: "bytes", Type: buffers.U64, Unit: "bytes", Merge: functions.MergeSum, Summary: "their wire bytes"},
 	{Name: "keys", Type: buffers.U64, Merge: functions.MergeShared, Summary: "keys stored in the window (keyed)"},
@@ -51,6 +51,14 @@ var counterState = &functions.State{Fields: []functions.StateField{
 
 func entryWords(sp *flowkey.Spec) int { return sp.Words() + 2 }
 
+// keyedHash is hash= of a keyed counter or register: with hash=switch its
+// table is a switch's (one slot per key's position), in userspace too.
+var keyedHash = func() functions.Param {
+	p := measure.HashParam
+	p.With = "key"
+	return p
+}()
+
 func init() {
 	functions.Register(&functions.Class{
 		Name:      "counter",
@@ -69,6 +77,7 @@ func init() {
 					}
 					return nil
 				}},
+			keyedHash,
 		},
 		State:       counterState,
 		Concurrency: functions.Mergeable,
@@ -76,6 +85,7 @@ func init() {
 			{When: "key=", If: func(p functions.Params) bool { return p.Has("key") },
 				Why: "its keys share one hash table, which the workers would fill in different orders"},
 			measure.ReportOrdering("its reports are made from the whole window's counts, as its packets came"),
+			measure.SwitchHashOrdering,
 		},
 		Readable: counterReads,
 		Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
@@ -129,7 +139,7 @@ func NewCounter(ctx *functions.Context) (*Counter, error) {
 	}
 	if ctx.Params.Has("key") {
 		c.sp = measure.Spec(ctx.Params)
-		if ctx.Target == functions.TargetP4 {
+		if measure.SwitchHashed(ctx) {
 			c.tab = newP4Table(c.sp, p4Size(ctx.Params), m.Uint64s(functions.FieldOf(m, "slots")))
 		} else {
 			var touched *measure.Touched

@@ -191,6 +191,9 @@ func ebpfCounterCode(ctx *functions.Context) (ebpfgen.Function, error) {
 // reports it (sweeping the table for report=K), so what stays in
 // userspace is a window too short for the Go half to close.
 func counterRuns(t functions.Target, p functions.Params) error {
+	if err := measure.SwitchHashRuns(t, p, nil); err != nil {
+		return err
+	}
 	switch t {
 	case functions.TargetKernel, functions.TargetXDP:
 		return measure.EBPFWindow(p)

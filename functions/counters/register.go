@@ -22,7 +22,7 @@ import (
 // registerNames are the bare words set= and if= may use.
 var registerNames = []string{"old"}
 
-var registerState = &functions.State{Fields: []functions.StateField{
+var registerState = &functions.State{As: measure.SwitchLayout, Fields: []functions.StateField{
 	{Name: "updates", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
 		Summary: "packets whose update was written (if= held, set= had its fields)"},
 	{Name: "missing", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
@@ -76,6 +76,7 @@ func init() {
 					}
 					return nil
 				}},
+			keyedHash,
 		},
 		State:     registerState,
 		Annotates: 1,
@@ -91,6 +92,9 @@ func init() {
 			return append(refs, more...), err
 		},
 		Runs: func(t functions.Target, p functions.Params) error {
+			if err := measure.SwitchHashRuns(t, p, nil); err != nil {
+				return err
+			}
 			return match.UserRuns(t, p, registerNames, "set", "if")
 		},
 		Validate: measure.CheckKeyedLinkType,
@@ -143,7 +147,7 @@ func NewRegister(ctx *functions.Context) (*Register, error) {
 	r.cell = &m.Uint64s(functions.FieldOf(m, "cell"))[0]
 	if ctx.Params.Has("key") {
 		r.sp = measure.Spec(ctx.Params)
-		if ctx.Target == functions.TargetP4 {
+		if measure.SwitchHashed(ctx) {
 			r.tab = newP4Table(r.sp, p4Size(ctx.Params), m.Uint64s(functions.FieldOf(m, "slots")))
 		} else {
 			r.tab = newProbeTable(r.sp, uint32(ctx.Params.Int("size")), m.Uint64s(functions.FieldOf(m, "table")), nil)

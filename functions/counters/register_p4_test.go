@@ -1,6 +1,8 @@
 package counters_test
 
 import (
+	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/ffpf-go/ffpf/functions"
@@ -56,5 +58,35 @@ func TestP4RegisterEqualsGo(t *testing.T) {
 		if s := r.P4.(functions.Summarizer).Summary(); s["keys"] != uint64(held) {
 			t.Errorf("%s: %v, %d held", tc.expr, s, held)
 		}
+	}
+}
+
+// With hash=switch a keyed counter or register in userspace keeps the
+// switch's one-slot table: the same keys held, the same slots, the same
+// values (a value the switch's clock does not write), the same packets
+// dropped for want of a slot; with the default it keeps its own table,
+// which holds keys the switch drops.
+func TestHashSwitchTablesInUserspace(t *testing.T) {
+	ps := p4test.Trace(gen.Config{Seed: 22, Packets: 4000, Flows: 900, Malformed: 0.05, VLAN: 0.2, IPv6: 0.3})
+	for _, expr := range []string{
+		`(counter,key=5tuple,size=512,value=bytes%s)`,
+		`(register,key=srcip,size=256,set="old + pkt.len",if="old < 5000"%s)`,
+	} {
+		r := p4test.Run(t, p4test.Parse(t, fmt.Sprintf(expr, ",hash=switch")), ps)
+		r.SamePasses(t, ps)
+		got, want := r.User.(functions.Stateful).MBuf(), r.P4.(functions.Stateful).MBuf()
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%s: userspace's table differs from the switch's: %v / %v", expr,
+				r.User.(functions.Summarizer).Summary(), r.P4.(functions.Summarizer).Summary())
+		}
+		dropped := r.P4.(functions.Summarizer).Summary()["dropped"]
+		own := p4test.Run(t, p4test.Parse(t, fmt.Sprintf(expr, "")), ps)
+		if d := own.User.(functions.Summarizer).Summary()["dropped"]; d == dropped || dropped == uint64(0) {
+			t.Fatalf("%s: the switch drops %v packets, userspace's own table %v: the test shows nothing", expr, dropped, d)
+		}
+	}
+	fn := p4test.Parse(t, `(counter,key=5tuple,hash=switch,window=1s)`)
+	if err := fn.Class.Runs(functions.TargetUser, fn.Params); err == nil {
+		t.Error("a windowed keyed counter with hash=switch runs in userspace")
 	}
 }

@@ -41,57 +41,6 @@ func intRange(name string, lo, hi int64) func(functions.Value) error {
 	}
 }
 
-// hashParam is hash=: which hashes choose a key's positions. A function
-// with hash=switch in userspace is its switch half (p4.go): the switch's
-// layout, crc32 and crc16 of the key's words and flowkey.P4Index, so that
-// it keeps, cell for cell, what the same function keeps on a switch (a
-// MAFIA program gives one result wherever it runs).
-var hashParam = functions.Param{Name: "hash", Type: functions.String, Default: "own", Enum: []string{"own", "switch"},
-	Summary: "own: the flowspace's (flowkey's 64-bit hash on a host, crc32 and crc16 on a switch); switch: a P4 switch's positions in userspace too, which keep what the switch keeps cell for cell (userspace or a switch; no window= or report= in userspace)"}
-
-// switchHashed reports whether the function ctx instantiates positions
-// keys as a switch does: it runs on one, or was asked to (hash=switch).
-func switchHashed(ctx *functions.Context) bool {
-	return ctx.Target == functions.TargetP4 || ctx.Params.Str("hash") == "switch"
-}
-
-// switchLayout is the sketches' State.As: with hash=switch a function
-// keeps a switch's layout wherever it runs.
-func switchLayout(t functions.Target, p functions.Params) functions.Target {
-	if p.Str("hash") == "switch" {
-		return functions.TargetP4
-	}
-	return t
-}
-
-// switchHashRuns says why a function with hash=switch and parameters p
-// cannot run in a flowspace of target t (not a switch), with extra the
-// class's own refusals on a switch.
-func switchHashRuns(t functions.Target, p functions.Params, extra func(functions.Params) error) error {
-	if p.Str("hash") != "switch" {
-		return nil
-	}
-	switch {
-	case t == functions.TargetKernel || t == functions.TargetXDP:
-		return errors.New("hash=switch runs in userspace or on a switch: eBPF positions keys by flowkey's hash")
-	case p.Has("window"):
-		return errors.New("window= with hash=switch runs on a switch (MAFIA's incremental reset of the switch's layout), not in userspace")
-	case measure.Reports(p):
-		return errors.New("report= with hash=switch runs on a switch or with hash=own: the switch's half of a function keeps no report")
-	case extra != nil:
-		if err := extra(p); err != nil {
-			return fmt.Errorf("hash=switch: %w", err)
-		}
-	}
-	return nil
-}
-
-// switchHashOrdering: the switch's layout is kept by one pipeline, and a
-// function that takes it keeps one copy (its fields are not merged).
-var switchHashOrdering = functions.Ordering{When: "hash=switch",
-	If:  func(p functions.Params) bool { return p.Str("hash") == "switch" },
-	Why: "it keeps the switch's layout, one copy, as the switch's one pipeline does"}
-
 var nokeyField = functions.StateField{Name: "nokey", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
 	Summary: "packets without the layers the key needs (not counted in the structure)"}
 

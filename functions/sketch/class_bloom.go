@@ -17,7 +17,7 @@ var countingValue = func() functions.Param {
 	return v
 }()
 
-var bloomState = &functions.State{As: switchLayout, Fields: []functions.StateField{
+var bloomState = &functions.State{As: measure.SwitchLayout, Fields: []functions.StateField{
 	{Name: "inserted", Type: buffers.U64, Merge: functions.MergeSum, Summary: "keys inserted that were not in the set (membership), or packets counted (counting)"},
 	nokeyField,
 	{Name: "bits", Type: buffers.U64, Merge: functions.MergeOr, LenDoc: "⌈bits/64⌉ (1 when counting)",
@@ -59,7 +59,7 @@ var bloomClass = &functions.Class{
 		countingValue,
 		measure.WindowParam,
 		measure.ReportParam("emit a record per window (and at the end) with the keys inserted; any K ≥ 1"),
-		hashParam,
+		measure.HashParam,
 	},
 	State:       bloomState,
 	Concurrency: functions.Mergeable,
@@ -69,7 +69,7 @@ var bloomClass = &functions.Class{
 		{When: "pass=new or member", If: func(p functions.Params) bool { return p.Str("pass") != "all" },
 			Why: "its verdicts test the filter as every packet before left it"},
 		measure.ReportOrdering("its reports are made as each window closes"),
-		switchHashOrdering,
+		measure.SwitchHashOrdering,
 	},
 	Readable: func(p functions.Params) []string { return bloomReads(counting(p)) },
 	Targets:  []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
@@ -103,7 +103,7 @@ func NewBloomFunc(ctx *functions.Context) (*BloomFunc, error) {
 	}
 	f := &BloomFunc{keyed: k, inserted: functions.FieldOf(k.m, "inserted").Offset, pass: ctx.Params.Str("pass"), bytes: measure.Bytes(ctx.Params)}
 	hashes := int(ctx.Params.Int("hashes"))
-	if switchHashed(ctx) {
+	if measure.SwitchHashed(ctx) {
 		_, bits := p4BloomBits(ctx.Params)
 		f.p4 = &p4Key{sp: k.sp, lt: k.lt}
 		f.pb = &p4Bloom{cells: k.m.Uint8s(functions.FieldOf(k.m, "cells")), k: hashes, bits: bits}

@@ -12,7 +12,7 @@ import (
 // The cardinality estimators: hll and pcsa count the distinct keys of the
 // window.
 
-var hllState = &functions.State{As: switchLayout, Fields: []functions.StateField{
+var hllState = &functions.State{As: measure.SwitchLayout, Fields: []functions.StateField{
 	nokeyField,
 	{Name: "registers", Type: buffers.U8, Merge: functions.MergeMax, LenDoc: "2^precision",
 		LenOf:   func(p functions.Params) int { return 1 << p.Int("precision") },
@@ -29,11 +29,11 @@ var hllClass = &functions.Class{
 			Check: intRange("precision", 4, 18)},
 		measure.WindowParam,
 		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
-		hashParam,
+		measure.HashParam,
 	},
 	State:       hllState,
 	Concurrency: functions.Mergeable,
-	OrderedWhen: []functions.Ordering{estimateOrdering, switchHashOrdering},
+	OrderedWhen: []functions.Ordering{estimateOrdering, measure.SwitchHashOrdering},
 	Readable:    estimateReads,
 	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
 	Runs:        p4Runs(nil, nil),
@@ -62,7 +62,7 @@ func NewHLLFunc(ctx *functions.Context) (*HLLFunc, error) {
 		return nil, err
 	}
 	mem, p := k.m.Uint8s(functions.FieldOf(k.m, "registers")), int(ctx.Params.Int("precision"))
-	if switchHashed(ctx) {
+	if measure.SwitchHashed(ctx) {
 		s, err := NewHLL32(mem, p)
 		return &HLLFunc{keyed: k, s: s, p4: &p4Key{sp: k.sp, lt: k.lt}}, err
 	}
@@ -149,7 +149,7 @@ func (f *HLLFunc) Read(name string) (functions.Reader, error) {
 	return nil, readErr("hll", name, f.ReadNames())
 }
 
-var pcsaState = &functions.State{As: switchLayout, Fields: []functions.StateField{
+var pcsaState = &functions.State{As: measure.SwitchLayout, Fields: []functions.StateField{
 	nokeyField,
 	{Name: "bitmaps", Type: buffers.U32, Merge: functions.MergeOr, LenDoc: "bitmaps",
 		LenOf:   func(p functions.Params) int { return int(p.Int("bitmaps")) },
@@ -171,11 +171,11 @@ var pcsaClass = &functions.Class{
 			Check: intRange("bitmaps", 1, 1<<20)},
 		measure.WindowParam,
 		measure.ReportParam("emit a record with the estimate per window (and at the end); any K ≥ 1"),
-		hashParam,
+		measure.HashParam,
 	},
 	State:       pcsaState,
 	Concurrency: functions.Mergeable,
-	OrderedWhen: []functions.Ordering{estimateOrdering, switchHashOrdering},
+	OrderedWhen: []functions.Ordering{estimateOrdering, measure.SwitchHashOrdering},
 	Readable:    estimateReads,
 	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
 	Runs:        p4Runs(nil, nil),
@@ -206,7 +206,7 @@ func NewPCSAFunc(ctx *functions.Context) (*PCSAFunc, error) {
 		return nil, err
 	}
 	f := &PCSAFunc{keyed: k, s: s, mem: mem}
-	if switchHashed(ctx) {
+	if measure.SwitchHashed(ctx) {
 		f.p4 = &p4Key{sp: k.sp, lt: k.lt}
 	}
 	if k.window.Interval > 0 && measure.Tracks(ctx) {

@@ -17,7 +17,7 @@ func cmsDims(p functions.Params) (depth, width int) {
 	return int(p.Int("depth")), int(p.Int("width"))
 }
 
-var cmsState = &functions.State{As: switchLayout, Fields: []functions.StateField{
+var cmsState = &functions.State{As: measure.SwitchLayout, Fields: []functions.StateField{
 	{Name: "total", Type: buffers.U64, Merge: functions.MergeSum, Summary: "N: the sum of the values added in the window (packets or bytes)"},
 	nokeyField,
 	{Name: "counters", Type: buffers.U64, Merge: functions.MergeSum, LenDoc: "depth×width",
@@ -43,11 +43,11 @@ var cmsClass = &functions.Class{
 			Check: intRange("depth", 1, 16)},
 		measure.WindowParam,
 		measure.ReportParam("emit a record per key for the K keys with the largest estimates, per window (and at the end)"),
-		hashParam,
+		measure.HashParam,
 	},
 	State:       cmsState,
 	Concurrency: functions.Mergeable,
-	OrderedWhen: []functions.Ordering{measure.ReportOrdering("its reports list each window's heaviest keys, tracked as their estimates grow packet by packet"), switchHashOrdering},
+	OrderedWhen: []functions.Ordering{measure.ReportOrdering("its reports list each window's heaviest keys, tracked as their estimates grow packet by packet"), measure.SwitchHashOrdering},
 	Readable:    cmsReads,
 	Targets:     []functions.Target{functions.TargetUser, functions.TargetKernel, functions.TargetXDP, functions.TargetP4},
 	Runs:        p4Runs(cmsRuns, cmsP4Runs),
@@ -109,7 +109,7 @@ func NewCMS(ctx *functions.Context) (*CMS, error) {
 	}
 	d, w := cmsDims(ctx.Params)
 	bits := 0
-	if switchHashed(ctx) {
+	if measure.SwitchHashed(ctx) {
 		w, bits = p4Width(ctx.Params)
 	}
 	s, err := NewCountMin(k.m.Uint64s(functions.FieldOf(k.m, "counters")), d, w, Exclusive)
@@ -125,7 +125,7 @@ func NewCMS(ctx *functions.Context) (*CMS, error) {
 			return nil, err
 		}
 	}
-	if switchHashed(ctx) {
+	if measure.SwitchHashed(ctx) {
 		c.p4, c.p4bits, c.pos = &p4Key{sp: k.sp, lt: k.lt}, bits, make([]uint32, d)
 	}
 	if k.report > 0 {

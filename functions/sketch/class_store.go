@@ -20,7 +20,7 @@ import (
 // them; and other keys that overwrote all of them make a change up: the
 // width makes both rare.
 
-var storeState = &functions.State{As: switchLayout, Fields: []functions.StateField{
+var storeState = &functions.State{As: measure.SwitchLayout, Fields: []functions.StateField{
 	{Name: "changes", Type: buffers.U64, Unit: "packets", Merge: functions.MergeSum,
 		Summary: "packets whose value none of their key's cells held (empty cells hold 0)"},
 	nokeyField,
@@ -51,7 +51,7 @@ var storeClass = &functions.Class{
 			Summary: "which packets pass: all; new: none of their key's cells held their value (a change); old: one did"},
 		measure.WindowParam,
 		measure.ReportParam("emit a record per window (and at the end) with the changes; any K ≥ 1"),
-		hashParam,
+		measure.HashParam,
 	},
 	State:     storeState,
 	Produces:  measure.Reports,
@@ -62,7 +62,7 @@ var storeClass = &functions.Class{
 	Reads:     func(p functions.Params) ([]string, error) { return match.Refs(p.Str("value")) },
 	Runs: func(t functions.Target, p functions.Params) error {
 		if t != functions.TargetP4 {
-			if err := switchHashRuns(t, p, nil); err != nil {
+			if err := measure.SwitchHashRuns(t, p, nil); err != nil {
 				return err
 			}
 		}
@@ -97,7 +97,7 @@ func NewStore(ctx *functions.Context) (*Store, error) {
 	}
 	d, w := cmsDims(ctx.Params)
 	bits := 0
-	if switchHashed(ctx) {
+	if measure.SwitchHashed(ctx) {
 		w, bits = p4Width(ctx.Params)
 	}
 	s := &Store{keyed: k, cells: k.m.Uint64s(functions.FieldOf(k.m, "cells")), depth: uint32(d), width: uint32(w),
@@ -109,7 +109,7 @@ func NewStore(ctx *functions.Context) (*Store, error) {
 	if k.window.Interval > 0 && measure.Tracks(ctx) {
 		s.touched = measure.NewTouched(len(s.cells), ctx)
 	}
-	if switchHashed(ctx) {
+	if measure.SwitchHashed(ctx) {
 		s.p4, s.p4bits, s.pos = &p4Key{sp: k.sp, lt: k.lt}, bits, make([]uint32, d)
 	}
 	return s, nil

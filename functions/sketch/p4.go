@@ -32,7 +32,7 @@ func p4Runs(ebpf, p4 func(p functions.Params) error) func(functions.Target, func
 	other := ebpfRuns(ebpf)
 	return func(t functions.Target, p functions.Params) error {
 		if t != functions.TargetP4 {
-			if err := switchHashRuns(t, p, p4); err != nil {
+			if err := measure.SwitchHashRuns(t, p, p4); err != nil {
 				return err
 			}
 			return other(t, p)

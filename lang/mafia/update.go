@@ -418,24 +418,29 @@ func (c *compiler) applyWindows(own map[string]string) error {
 }
 
 // hashedClasses are the classes that position a key's cells by its hashes.
-var hashedClasses = map[string]bool{"cms": true, "hll": true, "pcsa": true, "bloom": true, "store": true}
+var hashedClasses = map[string]bool{"cms": true, "hll": true, "pcsa": true, "bloom": true, "store": true, "counter": true, "register": true}
 
-// switchPositions asks every sketch and Bloom filter for a switch's
-// positions of its keys (hash=switch) where its switch half also runs in
-// userspace, so that a program keeps the same cells, and passes the same
-// packets, on a host as on a switch: all but a windowed state and a
-// counting Bloom filter, which keep the host's hash on a host.
+// switchPositions asks every sketch, Bloom filter and HashMap (a keyed
+// counter or register) for a switch's positions of its keys (hash=switch)
+// where its switch half also runs in userspace, so that a program keeps
+// the same cells, and passes the same packets, on a host as on a switch:
+// all but a windowed state and a counting Bloom filter, which keep the
+// host's hash on a host.
 func (c *compiler) switchPositions() {
 	for _, n := range c.nodes {
 		if n.self == nil || !hashedClasses[c.holder[n.self.name]] {
 			continue
 		}
-		ok := true
+		ok, keyed := true, false
 		for _, a := range n.fn.Args {
-			if a.Key == "window" || a.Key == "counting" {
+			switch a.Key {
+			case "window", "counting":
 				ok = false
+			case "key":
+				keyed = true
 			}
 		}
+		ok = ok && (keyed || c.holder[n.self.name] != "counter" && c.holder[n.self.name] != "register")
 		if ok {
 			n.fn.Args = append(n.fn.Args, &lang.Arg{Key: "hash", Value: value("switch")})
 		}
