@@ -12,11 +12,11 @@
 // and Compile turns it into ffpf requests of ffpf's own classes (counter,
 // register, cms, hll, pcsa, store, bloom, match, sample, tag, timestamp,
 // export), so a program runs in any flowspace that holds its functions:
-// userspace, eBPF, a P4 switch. Its sketches and Bloom filters position
-// keys as a switch does (hash=switch), unless windowed or counting, so
-// that a program keeps the same cells and passes the same packets on a
-// host as on a switch (such a function runs in userspace or on a switch,
-// not in eBPF). A program with sections (at first_hop:,
+// userspace, eBPF, a P4 switch. Its sketches, Bloom filters and HashMaps
+// position keys as a switch does (hash=switch), unless windowed or
+// counting, so that a program keeps the same cells and passes the same
+// packets on a host as on a switch (such a function runs in userspace or
+// on a switch, not in eBPF). A program with sections (at first_hop:,
 // at intermediate:, at last_hop:) becomes one request per role on a path
 // of switches. Format prints a program back in a canonical form that
 // parses to the same tree, and so compiles to the same requests.
