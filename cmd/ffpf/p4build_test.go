@@ -90,6 +90,19 @@ func TestP4Build(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "nothing runs on a switch") {
 		t.Errorf("a hierarchy without a switch: exit %d %q", r.code, r.stderr)
 	}
+	// A chain without a source on a switch of two interfaces: which one
+	// is the user's to say.
+	two := filepath.Join(dir, "two.yaml")
+	if err := os.WriteFile(two, []byte("children:\n  - name: tor\n    kind: p4\n    p4runtime: 127.0.0.1:1\n    device_id: 1\n    uplink: cpu\n    interfaces: [{name: swp1, port: 1}, {name: swp2, port: 2}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = ffpf(t, "p4", "build", "--hierarchy", two, "-o", dir, "(pktcount)")
+	if r.code != 2 || !strings.Contains(r.stderr, "name one with -i (-i swp1 or -i swp2)") {
+		t.Errorf("two interfaces, no -i: exit %d %q", r.code, r.stderr)
+	}
+	if r = ffpf(t, "p4", "build", "--hierarchy", two, "-i", "swp2", "-o", dir, "(pktcount)"); r.code != 0 {
+		t.Errorf("two interfaces, -i swp2: exit %d %q", r.code, r.stderr)
+	}
 }
 
 // TestP4BuildMafiaSplit: the heavy hitters on tor.yaml's
