@@ -70,7 +70,8 @@ type digestRec struct{ typ, start, end int }
 
 // Result is what one packet did, as p4gen.Result: the packets that left
 // and the digests sent. Its slices are the model's and change at the
-// next Process.
+// next Process; a packet that leaves with the bytes it came with (no
+// header written, none reordered) is the arrival's Data itself.
 type Result struct {
 	Out         []p4gen.Departure
 	Digests     []p4gen.DigestMsg
@@ -350,7 +351,11 @@ func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) {
 		p.varLen[i], p.varOff[i] = 0, 0
 	}
 	p.varSet = p.varSet[:0]
-	clear(p.vbits)
+	if len(p.vbits) == 1 {
+		p.vbits[0] = 0 // no call to clear a word
+	} else {
+		clear(p.vbits)
+	}
 	p.data, p.payload, p.err = a.Data, -1, nil
 	p.dirty, p.ordered, p.lastPos = false, true, -1
 	p.clones = p.clones[:0]
@@ -371,7 +376,15 @@ func (m *Model) Process(a p4gen.Arrival) (*Result, error) {
 		return &m.res, err
 	}
 	q := egressMeta{enqQ: a.QDepth, deqQ: a.QDepth, now: a.Time}
-	if err := m.instances(p, a, func(p *pkt, port uint16, instance uint32) error {
+	if len(p.clones) == 0 {
+		// The common case, one instance at most: no call through
+		// instances' function.
+		if spec := p.v[m.sEgressSpec]; spec != p4gen.DropPort {
+			if err := m.egressOf(p, uint16(spec), p4gen.InstanceNormal, q); err != nil {
+				return &m.res, err
+			}
+		}
+	} else if err := m.instances(p, a, func(p *pkt, port uint16, instance uint32) error {
 		return m.egressOf(p, port, instance, q)
 	}); err != nil {
 		return &m.res, err
@@ -456,29 +469,45 @@ type egressMeta struct {
 // egressOf runs egress on p, an instance leaving on port, and deparses
 // it into the result unless egress drops it.
 func (m *Model) egressOf(p *pkt, port uint16, instance uint32, q egressMeta) error {
-	p.v[m.sEgressPort] = uint64(port) & 0x1ff
-	p.v[m.sEgressSpec] = uint64(port) & 0x1ff
-	p.v[m.sInstance] = uint64(instance)
-	p.v[m.sEnqQ] = uint64(q.enqQ) & 0x7ffff
-	p.v[m.sDeqQ] = uint64(q.deqQ) & 0x7ffff
-	p.v[m.sEnqTS] = uint64(q.enqTS)
-	p.v[m.sDeqDelta] = uint64(q.deqDelta)
-	p.v[m.sEgressTS] = q.now & p4gen.Bit(48).Mask()
 	p.e2e = p.e2e[:0]
-	run(m.egress, p)
-	if p.err != nil {
-		return p.err
+	if len(m.egress) == 0 {
+		// Nothing reads the standard metadata egress sees: only
+		// whether the port is the drop port (a clone session's may be).
+		if uint64(port)&0x1ff == p4gen.DropPort {
+			return nil
+		}
+	} else {
+		p.v[m.sEgressPort] = uint64(port) & 0x1ff
+		p.v[m.sEgressSpec] = uint64(port) & 0x1ff
+		p.v[m.sInstance] = uint64(instance)
+		p.v[m.sEnqQ] = uint64(q.enqQ) & 0x7ffff
+		p.v[m.sDeqQ] = uint64(q.deqQ) & 0x7ffff
+		p.v[m.sEnqTS] = uint64(q.enqTS)
+		p.v[m.sDeqDelta] = uint64(q.deqDelta)
+		p.v[m.sEgressTS] = q.now & p4gen.Bit(48).Mask()
+		run(m.egress, p)
+		if p.err != nil {
+			return p.err
+		}
+		if p.v[m.sEgressSpec] == p4gen.DropPort {
+			return nil // mark_to_drop in egress
+		}
 	}
-	if p.v[m.sEgressSpec] == p4gen.DropPort {
-		return nil // mark_to_drop in egress
+	var data []byte
+	if !p.dirty && p.ordered && p.payload >= 0 && (m.csumLast == nil || !p.valid(m.csumLast)) {
+		// The packet leaves as it came (what deparse would copy, no
+		// checksum to update): its own bytes, not a copy.
+		data = p.data
+	} else {
+		n := len(m.res.Out)
+		if n == len(m.outBufs) {
+			m.outBufs = append(m.outBufs, make([]byte, 0, 2048))
+		}
+		m.outBufs[n] = m.deparse(p, m.outBufs[n])
+		data = m.outBufs[n]
 	}
-	n := len(m.res.Out)
-	if n == len(m.outBufs) {
-		m.outBufs = append(m.outBufs, make([]byte, 0, 2048))
-	}
-	m.outBufs[n] = m.deparse(p, m.outBufs[n])
-	m.res.Out = append(m.res.Out, p4gen.Departure{Port: port, Data: m.outBufs[n], Instance: instance})
-	if instance != p4gen.InstanceNormal {
+	m.res.Out = append(m.res.Out, p4gen.Departure{Port: port, Data: data, Instance: instance})
+	if instance != p4gen.InstanceNormal || len(p.e2e) == 0 {
 		return nil // a clone makes no clone of its own
 	}
 	// Egress-to-egress clones: the packet as it left, its egress run
@@ -489,7 +518,7 @@ func (m *Model) egressOf(p *pkt, port uint16, instance uint32, q egressMeta) err
 			continue
 		}
 		c := &m.ek
-		m.arrive(c, p4gen.Arrival{Data: m.outBufs[n], Port: uint16(p.v[m.sIngressPort]), Time: p.v[m.sIngressTS]}, true)
+		m.arrive(c, p4gen.Arrival{Data: data, Port: uint16(p.v[m.sIngressPort]), Time: p.v[m.sIngressTS]}, true)
 		_ = m.parse(c)
 		for _, i := range req.preserve {
 			c.v[i] = p.v[i]
