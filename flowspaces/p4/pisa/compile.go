@@ -158,15 +158,15 @@ func (c *compiler) node(x p4gen.Expr, sc *scope) (expr, error) {
 		}
 		return func(p *pkt) uint64 { return p.old }, nil
 	case p4gen.Unary:
-		a, err := c.expr(x.X, sc)
+		a, err := c.operand(x.X, sc)
 		if err != nil {
 			return nil, err
 		}
 		if x.Op == p4gen.Not {
-			return func(p *pkt) uint64 { return a(p) ^ 1 }, nil
+			return func(p *pkt) uint64 { return a.get(p) ^ 1 }, nil
 		}
 		m := x.Type().Mask()
-		return func(p *pkt) uint64 { return ^a(p) & m }, nil
+		return func(p *pkt) uint64 { return ^a.get(p) & m }, nil
 	case p4gen.Binary:
 		return c.binary(x, sc)
 	case p4gen.Cast:
@@ -185,32 +185,32 @@ func (c *compiler) node(x p4gen.Expr, sc *scope) (expr, error) {
 		}
 		if s, ok := c.refSlot(x.X, sc); ok {
 			lo, m := uint(x.Lo), x.Type().Mask()
-			return func(p *pkt) uint64 { return p.v[s] >> lo & m }, nil
+			return func(p *pkt) uint64 { return p.v[s] >> (lo & 63) & m }, nil
 		}
 		a, err := c.expr(x.X, sc)
 		if err != nil {
 			return nil, err
 		}
 		lo, m := uint(x.Lo), x.Type().Mask()
-		return func(p *pkt) uint64 { return a(p) >> lo & m }, nil
+		return func(p *pkt) uint64 { return a(p) >> (lo & 63) & m }, nil
 	case p4gen.Mux:
-		cond, err := c.expr(x.Cond, sc)
+		cond, err := c.operand(x.Cond, sc)
 		if err != nil {
 			return nil, err
 		}
-		a, err := c.expr(x.Then, sc)
+		a, err := c.operand(x.Then, sc)
 		if err != nil {
 			return nil, err
 		}
-		b, err := c.expr(x.Else, sc)
+		b, err := c.operand(x.Else, sc)
 		if err != nil {
 			return nil, err
 		}
 		return func(p *pkt) uint64 {
-			if cond(p) != 0 {
-				return a(p)
+			if cond.get(p) != 0 {
+				return a.get(p)
 			}
-			return b(p)
+			return b.get(p)
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown expression %T", x)
@@ -224,10 +224,6 @@ func b2u(c bool) uint64 {
 }
 
 func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
-	l, err := c.expr(x.L, sc)
-	if err != nil {
-		return nil, err
-	}
 	m := x.L.Type().Mask()
 	// A constant right operand is the common case (x + 1, x == 6, x >> 4):
 	// one closure call fewer, two when the left is a field.
@@ -240,9 +236,9 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 			if s, ok := c.refSlot(sl.X, sc); ok { // a bit test: x[h:l] == k
 				lo, sm := uint(sl.Lo), sl.Type().Mask()
 				if x.Op == p4gen.Eq {
-					return func(p *pkt) uint64 { return b2u(p.v[s]>>lo&sm == r) }, nil
+					return func(p *pkt) uint64 { return b2u(p.v[s]>>(lo&63)&sm == r) }, nil
 				}
-				return func(p *pkt) uint64 { return b2u(p.v[s]>>lo&sm != r) }, nil
+				return func(p *pkt) uint64 { return b2u(p.v[s]>>(lo&63)&sm != r) }, nil
 			}
 		}
 		if s, ok := c.refSlot(x.L, sc); ok {
@@ -259,50 +255,58 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 				return func(p *pkt) uint64 { return (p.v[s] + r) & m }, nil
 			}
 		}
+		a, err := c.operand(x.L, sc)
+		if err != nil {
+			return nil, err
+		}
 		switch x.Op {
 		case p4gen.Add:
-			return func(p *pkt) uint64 { return (l(p) + r) & m }, nil
+			return func(p *pkt) uint64 { return (a.get(p) + r) & m }, nil
 		case p4gen.Sub:
-			return func(p *pkt) uint64 { return (l(p) - r) & m }, nil
+			return func(p *pkt) uint64 { return (a.get(p) - r) & m }, nil
 		case p4gen.And:
-			return func(p *pkt) uint64 { return l(p) & r }, nil
+			return func(p *pkt) uint64 { return a.get(p) & r }, nil
 		case p4gen.Or:
-			return func(p *pkt) uint64 { return l(p) | r }, nil
+			return func(p *pkt) uint64 { return a.get(p) | r }, nil
 		case p4gen.Eq:
-			return func(p *pkt) uint64 { return b2u(l(p) == r) }, nil
+			return func(p *pkt) uint64 { return b2u(a.get(p) == r) }, nil
 		case p4gen.Ne:
-			return func(p *pkt) uint64 { return b2u(l(p) != r) }, nil
+			return func(p *pkt) uint64 { return b2u(a.get(p) != r) }, nil
 		case p4gen.Lt:
-			return func(p *pkt) uint64 { return b2u(l(p) < r) }, nil
+			return func(p *pkt) uint64 { return b2u(a.get(p) < r) }, nil
 		case p4gen.Gt:
-			return func(p *pkt) uint64 { return b2u(l(p) > r) }, nil
+			return func(p *pkt) uint64 { return b2u(a.get(p) > r) }, nil
 		case p4gen.Shl:
 			if r >= 64 {
-				return func(p *pkt) uint64 { l(p); return 0 }, nil
+				return func(p *pkt) uint64 { return 0 }, nil
 			}
-			return func(p *pkt) uint64 { return l(p) << r & m }, nil
+			return func(p *pkt) uint64 { return a.get(p) << (r & 63) & m }, nil
 		case p4gen.Shr:
 			if r >= 64 {
-				return func(p *pkt) uint64 { l(p); return 0 }, nil
+				return func(p *pkt) uint64 { return 0 }, nil
 			}
-			return func(p *pkt) uint64 { return l(p) >> r }, nil
+			return func(p *pkt) uint64 { return a.get(p) >> (r & 63) }, nil
 		}
 	}
-	r, err := c.expr(x.R, sc)
+	if f := c.slotBinary(x, sc); f != nil {
+		return f, nil
+	}
+	a, err := c.operand(x.L, sc)
 	if err != nil {
 		return nil, err
 	}
-	if f := c.slotBinary(x, sc, l, r); f != nil {
-		return f, nil
+	b, err := c.operand(x.R, sc)
+	if err != nil {
+		return nil, err
 	}
 	switch x.Op {
 	case p4gen.Add:
-		return func(p *pkt) uint64 { return (l(p) + r(p)) & m }, nil
+		return func(p *pkt) uint64 { return (a.get(p) + b.get(p)) & m }, nil
 	case p4gen.Sub:
-		return func(p *pkt) uint64 { return (l(p) - r(p)) & m }, nil
+		return func(p *pkt) uint64 { return (a.get(p) - b.get(p)) & m }, nil
 	case p4gen.SatAdd:
 		return func(p *pkt) uint64 {
-			a, b := l(p), r(p)
+			a, b := a.get(p), b.get(p)
 			if s := a + b; s < a || s > m {
 				return m
 			} else {
@@ -310,14 +314,14 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 			}
 		}, nil
 	case p4gen.And:
-		return func(p *pkt) uint64 { return l(p) & r(p) }, nil
+		return func(p *pkt) uint64 { return a.get(p) & b.get(p) }, nil
 	case p4gen.Or:
-		return func(p *pkt) uint64 { return l(p) | r(p) }, nil
+		return func(p *pkt) uint64 { return a.get(p) | b.get(p) }, nil
 	case p4gen.Xor:
-		return func(p *pkt) uint64 { return l(p) ^ r(p) }, nil
+		return func(p *pkt) uint64 { return a.get(p) ^ b.get(p) }, nil
 	case p4gen.Shl:
 		return func(p *pkt) uint64 {
-			a, b := l(p), r(p)
+			a, b := a.get(p), b.get(p)
 			if b >= 64 {
 				return 0
 			}
@@ -325,37 +329,37 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 		}, nil
 	case p4gen.Shr:
 		return func(p *pkt) uint64 {
-			a, b := l(p), r(p)
+			a, b := a.get(p), b.get(p)
 			if b >= 64 {
 				return 0
 			}
 			return a >> b
 		}, nil
 	case p4gen.Eq:
-		return func(p *pkt) uint64 { return b2u(l(p) == r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) == b.get(p)) }, nil
 	case p4gen.Ne:
-		return func(p *pkt) uint64 { return b2u(l(p) != r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) != b.get(p)) }, nil
 	case p4gen.Lt:
-		return func(p *pkt) uint64 { return b2u(l(p) < r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) < b.get(p)) }, nil
 	case p4gen.Le:
-		return func(p *pkt) uint64 { return b2u(l(p) <= r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) <= b.get(p)) }, nil
 	case p4gen.Gt:
-		return func(p *pkt) uint64 { return b2u(l(p) > r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) > b.get(p)) }, nil
 	case p4gen.Ge:
-		return func(p *pkt) uint64 { return b2u(l(p) >= r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) >= b.get(p)) }, nil
 	case p4gen.LAnd:
 		return func(p *pkt) uint64 {
-			if l(p) == 0 {
+			if a.get(p) == 0 {
 				return 0
 			}
-			return r(p)
+			return b.get(p)
 		}, nil
 	case p4gen.LOr:
 		return func(p *pkt) uint64 {
-			if l(p) == 1 {
+			if a.get(p) == 1 {
 				return 1
 			}
-			return r(p)
+			return b.get(p)
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown operator %v", x.Op)
@@ -454,6 +458,9 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		}
 		if bitwise(s.X) {
 			o, err := c.assignFused(d, s.X, sc)
+			return c.dirties(d, o), err
+		}
+		if o, err := c.assignNode(d, s.X, sc); o != nil || err != nil {
 			return c.dirties(d, o), err
 		}
 		x, err := c.expr(s.X, sc)
@@ -740,73 +747,80 @@ func getBits(b []byte, off, n int) uint64 {
 
 var errTooShort = errors.New(p4gen.ErrPacketTooShort.Error())
 
-// slotBinary compiles x, an arithmetic or comparison of two variable
-// operands (compiled l and r) one or both of which are fields, reading
-// the fields from their slots: one or two closure calls fewer (the
-// sketches' sums and their comparisons of counts). It returns nil for
-// another x.
-func (c *compiler) slotBinary(x p4gen.Binary, sc *scope, l, r expr) expr {
+// slotBinary compiles x, an arithmetic or comparison of two fields,
+// reading both from their slots (the sketches' sums and their
+// comparisons of counts). It returns nil for another x.
+func (c *compiler) slotBinary(x p4gen.Binary, sc *scope) expr {
 	m := x.L.Type().Mask()
 	ls, lok := c.refSlot(x.L, sc)
 	rs, rok := c.refSlot(x.R, sc)
-	switch {
-	case lok && rok:
-		switch x.Op {
-		case p4gen.Add:
-			return func(p *pkt) uint64 { return (p.v[ls] + p.v[rs]) & m }
-		case p4gen.Sub:
-			return func(p *pkt) uint64 { return (p.v[ls] - p.v[rs]) & m }
-		case p4gen.Eq:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] == p.v[rs]) }
-		case p4gen.Ne:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] != p.v[rs]) }
-		case p4gen.Lt:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] < p.v[rs]) }
-		case p4gen.Le:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] <= p.v[rs]) }
-		case p4gen.Gt:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] > p.v[rs]) }
-		case p4gen.Ge:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] >= p.v[rs]) }
-		}
-	case lok:
-		switch x.Op {
-		case p4gen.Add:
-			return func(p *pkt) uint64 { return (p.v[ls] + r(p)) & m }
-		case p4gen.Sub:
-			return func(p *pkt) uint64 { return (p.v[ls] - r(p)) & m }
-		case p4gen.Eq:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] == r(p)) }
-		case p4gen.Ne:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] != r(p)) }
-		case p4gen.Lt:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] < r(p)) }
-		case p4gen.Le:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] <= r(p)) }
-		case p4gen.Gt:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] > r(p)) }
-		case p4gen.Ge:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] >= r(p)) }
-		}
-	case rok:
-		switch x.Op {
-		case p4gen.Add:
-			return func(p *pkt) uint64 { return (l(p) + p.v[rs]) & m }
-		case p4gen.Sub:
-			return func(p *pkt) uint64 { return (l(p) - p.v[rs]) & m }
-		case p4gen.Eq:
-			return func(p *pkt) uint64 { return b2u(l(p) == p.v[rs]) }
-		case p4gen.Ne:
-			return func(p *pkt) uint64 { return b2u(l(p) != p.v[rs]) }
-		case p4gen.Lt:
-			return func(p *pkt) uint64 { return b2u(l(p) < p.v[rs]) }
-		case p4gen.Le:
-			return func(p *pkt) uint64 { return b2u(l(p) <= p.v[rs]) }
-		case p4gen.Gt:
-			return func(p *pkt) uint64 { return b2u(l(p) > p.v[rs]) }
-		case p4gen.Ge:
-			return func(p *pkt) uint64 { return b2u(l(p) >= p.v[rs]) }
-		}
+	if !lok || !rok {
+		return nil
+	}
+	switch x.Op {
+	case p4gen.Add:
+		return func(p *pkt) uint64 { return (p.v[ls] + p.v[rs]) & m }
+	case p4gen.Sub:
+		return func(p *pkt) uint64 { return (p.v[ls] - p.v[rs]) & m }
+	case p4gen.Eq:
+		return func(p *pkt) uint64 { return b2u(p.v[ls] == p.v[rs]) }
+	case p4gen.Ne:
+		return func(p *pkt) uint64 { return b2u(p.v[ls] != p.v[rs]) }
+	case p4gen.Lt:
+		return func(p *pkt) uint64 { return b2u(p.v[ls] < p.v[rs]) }
+	case p4gen.Le:
+		return func(p *pkt) uint64 { return b2u(p.v[ls] <= p.v[rs]) }
+	case p4gen.Gt:
+		return func(p *pkt) uint64 { return b2u(p.v[ls] > p.v[rs]) }
+	case p4gen.Ge:
+		return func(p *pkt) uint64 { return b2u(p.v[ls] >= p.v[rs]) }
 	}
 	return nil
+}
+
+// assignNode compiles the assignment of x to slot d into one closure
+// when x is a sum, a difference or a choice, its operands read inline
+// (metadata computed from fields: a length, its bound); nil for another
+// x.
+func (c *compiler) assignNode(d int, x p4gen.Expr, sc *scope) (op, error) {
+	switch x := x.(type) {
+	case p4gen.Binary:
+		if x.Op != p4gen.Add && x.Op != p4gen.Sub {
+			return nil, nil
+		}
+		a, err := c.operand(x.L, sc)
+		if err != nil {
+			return nil, err
+		}
+		b, err := c.operand(x.R, sc)
+		if err != nil {
+			return nil, err
+		}
+		m := x.L.Type().Mask()
+		if x.Op == p4gen.Sub {
+			return func(p *pkt) { p.v[d] = (a.get(p) - b.get(p)) & m }, nil
+		}
+		return func(p *pkt) { p.v[d] = (a.get(p) + b.get(p)) & m }, nil
+	case p4gen.Mux:
+		cond, err := c.operand(x.Cond, sc)
+		if err != nil {
+			return nil, err
+		}
+		a, err := c.operand(x.Then, sc)
+		if err != nil {
+			return nil, err
+		}
+		b, err := c.operand(x.Else, sc)
+		if err != nil {
+			return nil, err
+		}
+		return func(p *pkt) {
+			if cond.get(p) != 0 {
+				p.v[d] = a.get(p)
+			} else {
+				p.v[d] = b.get(p)
+			}
+		}, nil
+	}
+	return nil, nil
 }

@@ -1,6 +1,7 @@
 package pisa
 
 import (
+	"math/bits"
 	"reflect"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
@@ -20,6 +21,8 @@ import (
 type lterm struct {
 	slot     int
 	x        expr
+	src      p4gen.Expr // what x computes, in scope sc
+	sc       *scope
 	rsh, lsh uint
 	m        uint64
 }
@@ -31,7 +34,59 @@ func (t *lterm) eval(p *pkt) uint64 {
 	} else {
 		v = t.x(p)
 	}
-	return v >> t.rsh << t.lsh & t.m
+	return v >> (t.rsh & 63) << (t.lsh & 63) & t.m
+}
+
+// operand is an expression's value, read with no call when it is one
+// field moved by constant shifts and masked (a field, a cast or slice
+// of one, a field shifted into place) or a constant (the slot that
+// always holds all ones, masked by it): an arithmetic, comparison or
+// choice reads such operands itself (get, inlined) and calls only for
+// the others (x).
+type operand struct {
+	slot int
+	rot  int // the field's net shift left, as a rotation: m clears what wraps
+	m    uint64
+	x    expr
+}
+
+func (o *operand) get(p *pkt) uint64 {
+	if o.x != nil {
+		return o.x(p)
+	}
+	return bits.RotateLeft64(p.v[o.slot], o.rot) & o.m
+}
+
+// operand compiles x as an operand.
+func (c *compiler) operand(x p4gen.Expr, sc *scope) (operand, error) {
+	konst := func(k uint64) operand { return operand{slot: c.m.ones, m: k} }
+	if !bitwise(x) {
+		switch y := x.(type) {
+		case p4gen.Const:
+			return konst(y.Value), nil
+		case p4gen.Ref:
+			if s, ok := c.refSlot(y, sc); ok {
+				return operand{slot: s, m: ^uint64(0)}, nil
+			}
+		}
+		e, err := c.node(x, sc)
+		return operand{x: e}, err
+	}
+	f, err := c.linear(x, sc)
+	if err != nil {
+		return operand{}, err
+	}
+	switch {
+	case len(f.terms) == 0:
+		return konst(f.k), nil
+	case len(f.terms) == 1 && f.terms[0].x == nil && f.k == 0:
+		// A right shift's rotation wraps the bits it drops to the top,
+		// a left shift's to the bottom: the mask, shifted as the field
+		// was, has zeros there.
+		t := f.terms[0]
+		return operand{slot: t.slot, rot: int(t.lsh) - int(t.rsh), m: t.m}, nil
+	}
+	return operand{x: c.fusedOf(f)}, nil
 }
 
 // lform is a bit-moving expression: k | the terms.
@@ -149,7 +204,7 @@ func (c *compiler) linear(x p4gen.Expr, sc *scope) (lform, error) {
 		}
 	}
 	e, err := c.node(x, sc)
-	return lform{terms: []lterm{{slot: -1, x: e, m: x.Type().Mask()}}}, err
+	return lform{terms: []lterm{{slot: -1, x: e, src: x, sc: sc, m: x.Type().Mask()}}}, err
 }
 
 // fused compiles a bit-moving expression into one closure.
@@ -173,27 +228,30 @@ func (c *compiler) fusedOf(f lform) expr {
 		return func(*pkt) uint64 { return k }
 	case len(ts) == 1 && k == 0:
 		t := ts[0]
+		if e := c.sumTerm(t); e != nil {
+			return e
+		}
 		if t.x != nil {
 			if t.rsh == 0 && t.lsh == 0 {
 				return func(p *pkt) uint64 { return t.x(p) & t.m }
 			}
-			return func(p *pkt) uint64 { return t.x(p) >> t.rsh << t.lsh & t.m }
+			return func(p *pkt) uint64 { return t.x(p) >> (t.rsh & 63) << (t.lsh & 63) & t.m }
 		}
 		s, m := t.slot, t.m
 		if t.rsh == 0 && t.lsh == 0 {
 			return func(p *pkt) uint64 { return p.v[s] & m }
 		}
 		r, l := t.rsh, t.lsh
-		return func(p *pkt) uint64 { return p.v[s] >> r << l & m }
+		return func(p *pkt) uint64 { return p.v[s] >> (r & 63) << (l & 63) & m }
 	case len(ts) == 2 && slots:
 		a, b := ts[0], ts[1]
 		return func(p *pkt) uint64 {
-			return k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m
+			return k | p.v[a.slot]>>(a.rsh&63)<<(a.lsh&63)&a.m | p.v[b.slot]>>(b.rsh&63)<<(b.lsh&63)&b.m
 		}
 	case len(ts) == 3 && slots:
 		a, b, d := ts[0], ts[1], ts[2]
 		return func(p *pkt) uint64 {
-			return k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m | p.v[d.slot]>>d.rsh<<d.lsh&d.m
+			return k | p.v[a.slot]>>(a.rsh&63)<<(a.lsh&63)&a.m | p.v[b.slot]>>(b.rsh&63)<<(b.lsh&63)&b.m | p.v[d.slot]>>(d.rsh&63)<<(d.lsh&63)&d.m
 		}
 	}
 	return func(p *pkt) uint64 {
@@ -221,19 +279,72 @@ func (c *compiler) assignFused(d int, x p4gen.Expr, sc *scope) (op, error) {
 	case len(ts) == 2 && slots:
 		a, b := ts[0], ts[1]
 		return func(p *pkt) {
-			p.v[d] = k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m
+			p.v[d] = k | p.v[a.slot]>>(a.rsh&63)<<(a.lsh&63)&a.m | p.v[b.slot]>>(b.rsh&63)<<(b.lsh&63)&b.m
 		}, nil
 	case len(ts) == 3 && slots:
 		a, b, e := ts[0], ts[1], ts[2]
 		return func(p *pkt) {
-			p.v[d] = k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m | p.v[e.slot]>>e.rsh<<e.lsh&e.m
+			p.v[d] = k | p.v[a.slot]>>(a.rsh&63)<<(a.lsh&63)&a.m | p.v[b.slot]>>(b.rsh&63)<<(b.lsh&63)&b.m | p.v[e.slot]>>(e.rsh&63)<<(e.lsh&63)&e.m
 		}, nil
 	case len(ts) == 1 && k == 0 && slots:
 		s, r, l, m := ts[0].slot, ts[0].rsh, ts[0].lsh, ts[0].m
-		return func(p *pkt) { p.v[d] = p.v[s] >> r << l & m }, nil
+		return func(p *pkt) { p.v[d] = p.v[s] >> (r & 63) << (l & 63) & m }, nil
+	}
+	if len(ts) == 1 && k == 0 {
+		if s := c.sum(ts[0]); s != nil {
+			a, b, tm, rot, m := s.a, s.b, s.tm, s.rot, s.m
+			if s.sub {
+				return func(p *pkt) { p.v[d] = bits.RotateLeft64((a.get(p)-b.get(p))&tm, rot) & m }, nil
+			}
+			return func(p *pkt) { p.v[d] = bits.RotateLeft64((a.get(p)+b.get(p))&tm, rot) & m }, nil
+		}
 	}
 	e := c.fusedOf(f)
 	return func(p *pkt) { p.v[d] = e(p) }, nil
+}
+
+// sumOf is a sum or difference of two operands (masked by tm), moved
+// by a rotation and masked by m as a bit-moving term is: a cast or
+// slice of an addition (a sketch's row index, h1 + h2 << 16 sliced)
+// is one closure with its operands read inline.
+type sumOf struct {
+	a, b  operand
+	sub   bool
+	tm, m uint64
+	rot   int
+}
+
+// sum returns term t as a sumOf when it is an addition or subtraction
+// (not saturating); nil for another term.
+func (c *compiler) sum(t lterm) *sumOf {
+	x, ok := t.src.(p4gen.Binary)
+	if !ok || t.x == nil || x.Op != p4gen.Add && x.Op != p4gen.Sub {
+		return nil
+	}
+	// The term's operands were compiled with it (linear): compiling
+	// them again as operands marks nothing new and cannot fail.
+	a, err := c.operand(x.L, t.sc)
+	if err != nil {
+		return nil
+	}
+	b, err := c.operand(x.R, t.sc)
+	if err != nil {
+		return nil
+	}
+	return &sumOf{a: a, b: b, sub: x.Op == p4gen.Sub, tm: x.L.Type().Mask(), m: t.m, rot: int(t.lsh) - int(t.rsh)}
+}
+
+// sumTerm is sum's closure, or nil.
+func (c *compiler) sumTerm(t lterm) expr {
+	s := c.sum(t)
+	if s == nil {
+		return nil
+	}
+	a, b, tm, rot, m := s.a, s.b, s.tm, s.rot, s.m
+	if s.sub {
+		return func(p *pkt) uint64 { return bits.RotateLeft64((a.get(p)-b.get(p))&tm, rot) & m }
+	}
+	return func(p *pkt) uint64 { return bits.RotateLeft64((a.get(p)+b.get(p))&tm, rot) & m }
 }
 
 // rmwDirect compiles the read-modify-writes that sketches make, when

@@ -16,6 +16,7 @@ type Model struct {
 	prog   *p4gen.Program
 	alloc  *p4gen.Allocator
 	nslots int
+	ones   int // the slot that always holds all ones (operand's constants)
 
 	headers    []*header
 	byName     map[string]*header
@@ -128,6 +129,8 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	for _, f := range p4gen.StdMeta {
 		newSlot("standard_metadata." + f.Name)
 	}
+	m.ones = m.nslots // no name: never zeroed, never written
+	m.nslots++
 	std := func(n string) int { return c.slots["standard_metadata."+n] }
 	m.sIngressPort, m.sPacketLength, m.sIngressTS = std("ingress_port"), std("packet_length"), std("ingress_global_timestamp")
 	m.sEgressSpec, m.sEgressPort, m.sInstance = std("egress_spec"), std("egress_port"), std("instance_type")
@@ -250,7 +253,9 @@ func ownField(path string, hs []string) bool {
 
 // newPkt returns a packet's state sized for the program.
 func (m *Model) newPkt() pkt {
-	return pkt{v: make([]uint64, m.nslots), vbits: make([]uint64, (len(m.headers)+63)/64),
+	v := make([]uint64, m.nslots)
+	v[m.ones] = ^uint64(0)
+	return pkt{v: v, vbits: make([]uint64, (len(m.headers)+63)/64),
 		hdrAt: make([]int32, len(m.headers)), varOff: make([]int32, len(m.headers)), visits: make([]visit, 0, 16),
 		varLen: make([]int32, len(m.headers)), varSet: make([]int32, 0, len(m.varHeaders)), clones: make([]uint32, 0, 8), e2e: make([]e2eReq, 0, 4)}
 }
@@ -342,6 +347,7 @@ func (m *Model) Sessions() map[uint32]uint16 {
 func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) {
 	if full {
 		clear(p.v)
+		p.v[m.ones] = ^uint64(0)
 	} else {
 		for _, s := range m.parserReads {
 			p.v[s] = 0

@@ -147,7 +147,7 @@ func (m *Model) variantOf(p *pkt, full bool) *variant {
 // headers, and the standard metadata a packet arrives with.
 func (m *Model) zeroes(key []uint64, res []p4gen.Stmt) []int {
 	c := m.comp
-	keep := map[int]bool{}
+	keep := map[int]bool{m.ones: true}
 	for _, n := range []string{"ingress_port", "packet_length", "ingress_global_timestamp"} {
 		keep[c.slots["standard_metadata."+n]] = true
 	}
@@ -167,10 +167,17 @@ func (m *Model) zeroes(key []uint64, res []p4gen.Stmt) []int {
 		}
 		return zero
 	}
-	read := maps.Clone(m.egressReads)
-	readFirst(res, map[string]bool{}, read)
-	for _, f := range p4gen.StdMeta {
-		read["standard_metadata."+f.Name] = true
+	read, written := map[string]bool{}, map[string]bool{}
+	readFirst(res, written, read)
+	// After ingress, egress reads what it reads and the packet's copies
+	// leave by the egress port: zeroed unless every path through
+	// ingress wrote it (egressOf writes the queue's metadata itself).
+	after := maps.Clone(m.egressReads)
+	after["standard_metadata.egress_spec"] = true
+	for path := range after {
+		if !written[path] {
+			read[path] = true
+		}
 	}
 	for path := range read {
 		if s, ok := c.slots[path]; ok && !keep[s] {
