@@ -54,6 +54,7 @@ type action struct {
 	slots  []int
 	masks  []uint64
 	body   []op
+	run    op   // seq(body)
 	called bool // its body is being compiled (for call cycles)
 }
 
@@ -61,7 +62,7 @@ func (a *action) call(p *pkt, args []uint64) {
 	for i, s := range a.slots {
 		p.v[s] = args[i] & a.masks[i]
 	}
-	run(a.body, p)
+	a.run(p)
 }
 
 func run(ops []op, p *pkt) {
@@ -69,6 +70,64 @@ func run(ops []op, p *pkt) {
 		o(p)
 		if p.err != nil {
 			return
+		}
+	}
+}
+
+// seq is one op that runs ops in turn, stopping at an error, as run
+// does: four at a time with no loop (a loop's index and bounds, kept
+// across each call, cost as much as the call).
+func seq(ops []op) op {
+	switch len(ops) {
+	case 0:
+		return func(*pkt) {}
+	case 1:
+		return ops[0]
+	case 2:
+		a, b := ops[0], ops[1]
+		return func(p *pkt) {
+			if a(p); p.err == nil {
+				b(p)
+			}
+		}
+	case 3:
+		a, b, c := ops[0], ops[1], ops[2]
+		return func(p *pkt) {
+			if a(p); p.err != nil {
+				return
+			}
+			if b(p); p.err == nil {
+				c(p)
+			}
+		}
+	}
+	a, b, c, d := ops[0], ops[1], ops[2], ops[3]
+	if len(ops) == 4 {
+		return func(p *pkt) {
+			if a(p); p.err != nil {
+				return
+			}
+			if b(p); p.err != nil {
+				return
+			}
+			if c(p); p.err == nil {
+				d(p)
+			}
+		}
+	}
+	rest := seq(ops[4:])
+	return func(p *pkt) {
+		if a(p); p.err != nil {
+			return
+		}
+		if b(p); p.err != nil {
+			return
+		}
+		if c(p); p.err != nil {
+			return
+		}
+		if d(p); p.err == nil {
+			rest(p)
 		}
 	}
 }
@@ -481,20 +540,21 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		if err != nil {
 			return nil, err
 		}
+		then, els := seq(th), seq(el)
 		if v, ok := s.Cond.(p4gen.Valid); ok && len(el) == 0 {
 			h := c.m.header(v.Header)
 			w, b := h.index>>6, uint64(1)<<uint(h.index&63)
 			return func(p *pkt) {
 				if p.vbits[w]&b != 0 {
-					run(th, p)
+					then(p)
 				}
 			}, nil
 		}
 		return func(p *pkt) {
 			if cond(p) != 0 {
-				run(th, p)
+				then(p)
 			} else {
-				run(el, p)
+				els(p)
 			}
 		}, nil
 	case p4gen.Apply:
@@ -521,7 +581,7 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 			for i, x := range args {
 				p.v[a.slots[i]] = x(p) & a.masks[i]
 			}
-			run(a.body, p)
+			a.run(p)
 		}, nil
 	case p4gen.Hash:
 		return c.hashes([]p4gen.Hash{s}, sc)
@@ -678,7 +738,7 @@ func (c *compiler) action(a *p4gen.Action) (*action, error) {
 	if err != nil {
 		return nil, fmt.Errorf("action %s: %v", a.Name, err)
 	}
-	ca.body, ca.called = body, false
+	ca.body, ca.run, ca.called = body, seq(body), false
 	return ca, nil
 }
 

@@ -290,6 +290,10 @@ func (c *compiler) assignFused(d int, x p4gen.Expr, sc *scope) (op, error) {
 		s, r, l, m := ts[0].slot, ts[0].rsh, ts[0].lsh, ts[0].m
 		return func(p *pkt) { p.v[d] = p.v[s] >> (r & 63) << (l & 63) & m }, nil
 	}
+	if len(ts) == 1 && k == 0 && ts[0].rsh == 0 && ts[0].lsh == 0 && c.sum(ts[0]) == nil {
+		x, m := ts[0].x, ts[0].m // a cast of a condition, a choice
+		return func(p *pkt) { p.v[d] = x(p) & m }, nil
+	}
 	if len(ts) == 1 && k == 0 {
 		if s := c.sum(ts[0]); s != nil {
 			a, b, tm, rot, m := s.a, s.b, s.tm, s.rot, s.m

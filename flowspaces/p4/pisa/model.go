@@ -23,6 +23,7 @@ type Model struct {
 	states     []pstate
 	deparser   []*header
 	ingress    []op // the program's, for any packet
+	ingressRun op   // seq(ingress)
 	egress     []op
 	comp       *compiler
 	vars       variants        // ingress specialised per set of valid headers
@@ -185,6 +186,7 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	if m.ingress, err = c.stmts(prog.Ingress, nil); err != nil {
 		return nil, fmt.Errorf("ingress: %v", err)
 	}
+	m.ingressRun = seq(m.ingress)
 	if m.egress, err = c.stmts(prog.Egress, nil); err != nil {
 		return nil, fmt.Errorf("egress: %v", err)
 	}
@@ -453,7 +455,7 @@ func (m *Model) ingressOf(p *pkt, a p4gen.Arrival) (string, error) {
 	}
 	v := m.variantOf(p, full)
 	if v == nil {
-		run(m.ingress, p)
+		m.ingressRun(p)
 		return perr, p.err
 	}
 	if !full {
@@ -461,7 +463,7 @@ func (m *Model) ingressOf(p *pkt, a p4gen.Arrival) (string, error) {
 			p.v[s] = 0
 		}
 	}
-	run(v.ops, p)
+	v.run(p)
 	return perr, p.err
 }
 

@@ -30,6 +30,7 @@ const maxVariants = 512
 type variant struct {
 	key  []uint64 // the valid headers, a bit per header index
 	ops  []op
+	run  op    // seq(ops)
 	zero []int // the slots to zero once the parser is done
 }
 
@@ -136,7 +137,7 @@ func (m *Model) variantOf(p *pkt, full bool) *variant {
 		// program whole is still right.
 		ops, res = m.ingress, nil
 	}
-	v.ops, v.zero = ops, m.zeroes(v.key, res)
+	v.ops, v.run, v.zero = ops, seq(ops), m.zeroes(v.key, res)
 	m.vars.add(v)
 	return v
 }
