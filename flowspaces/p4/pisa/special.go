@@ -205,6 +205,9 @@ func (m *Model) residual(key []uint64) []p4gen.Stmt {
 			}
 		}
 	}
+	for path, v := range m.facts(key) {
+		e.known[path] = v
+	}
 	for _, f := range m.prog.Metadata {
 		e.known["meta."+f.Name] = 0
 	}
