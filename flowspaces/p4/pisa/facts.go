@@ -142,4 +142,3 @@ func (m *Model) facts(key []uint64) map[string]uint64 {
 }
 
 func isHeaderField(path string) bool { return len(path) > 4 && path[:4] == "hdr." }
-
