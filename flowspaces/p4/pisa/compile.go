@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
@@ -60,9 +61,21 @@ type action struct {
 
 func (a *action) call(p *pkt, args []uint64) {
 	for i, s := range a.slots {
-		p.v[s] = args[i] & a.masks[i]
+		p.put(s, args[i]&a.masks[i])
 	}
 	a.run(p)
+}
+
+// at is p.v[s], and put sets it, with no bounds check: every slot a
+// compiled closure holds is one of the model's, resolved at load before
+// any packet's slots are made (newPkt sizes them for all; variantOf
+// refuses a variant whose compiling added one).
+func (p *pkt) at(s int) uint64 {
+	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p.v)), uintptr(s)*8))
+}
+
+func (p *pkt) put(s int, v uint64) {
+	*(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p.v)), uintptr(s)*8)) = v
 }
 
 func run(ops []op, p *pkt) {
@@ -203,7 +216,7 @@ func (c *compiler) node(x p4gen.Expr, sc *scope) (expr, error) {
 			return nil, err
 		}
 		c.used[s] = true
-		return func(p *pkt) uint64 { return p.v[s] }, nil
+		return func(p *pkt) uint64 { return p.at(s) }, nil
 	case p4gen.Valid:
 		h := c.m.header(x.Header)
 		if h == nil {
@@ -231,7 +244,7 @@ func (c *compiler) node(x p4gen.Expr, sc *scope) (expr, error) {
 	case p4gen.Cast:
 		m := x.Type().Mask()
 		if s, ok := c.refSlot(x.X, sc); ok {
-			return func(p *pkt) uint64 { return p.v[s] & m }, nil
+			return func(p *pkt) uint64 { return p.at(s) & m }, nil
 		}
 		a, err := c.expr(x.X, sc)
 		if err != nil {
@@ -244,7 +257,7 @@ func (c *compiler) node(x p4gen.Expr, sc *scope) (expr, error) {
 		}
 		if s, ok := c.refSlot(x.X, sc); ok {
 			lo, m := uint(x.Lo), x.Type().Mask()
-			return func(p *pkt) uint64 { return p.v[s] >> (lo & 63) & m }, nil
+			return func(p *pkt) uint64 { return p.at(s) >> (lo & 63) & m }, nil
 		}
 		a, err := c.expr(x.X, sc)
 		if err != nil {
@@ -295,23 +308,23 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 			if s, ok := c.refSlot(sl.X, sc); ok { // a bit test: x[h:l] == k
 				lo, sm := uint(sl.Lo), sl.Type().Mask()
 				if x.Op == p4gen.Eq {
-					return func(p *pkt) uint64 { return b2u(p.v[s]>>(lo&63)&sm == r) }, nil
+					return func(p *pkt) uint64 { return b2u(p.at(s)>>(lo&63)&sm == r) }, nil
 				}
-				return func(p *pkt) uint64 { return b2u(p.v[s]>>(lo&63)&sm != r) }, nil
+				return func(p *pkt) uint64 { return b2u(p.at(s)>>(lo&63)&sm != r) }, nil
 			}
 		}
 		if s, ok := c.refSlot(x.L, sc); ok {
 			switch x.Op {
 			case p4gen.Eq:
-				return func(p *pkt) uint64 { return b2u(p.v[s] == r) }, nil
+				return func(p *pkt) uint64 { return b2u(p.at(s) == r) }, nil
 			case p4gen.Ne:
-				return func(p *pkt) uint64 { return b2u(p.v[s] != r) }, nil
+				return func(p *pkt) uint64 { return b2u(p.at(s) != r) }, nil
 			case p4gen.Lt:
-				return func(p *pkt) uint64 { return b2u(p.v[s] < r) }, nil
+				return func(p *pkt) uint64 { return b2u(p.at(s) < r) }, nil
 			case p4gen.Gt:
-				return func(p *pkt) uint64 { return b2u(p.v[s] > r) }, nil
+				return func(p *pkt) uint64 { return b2u(p.at(s) > r) }, nil
 			case p4gen.Add:
-				return func(p *pkt) uint64 { return (p.v[s] + r) & m }, nil
+				return func(p *pkt) uint64 { return (p.at(s) + r) & m }, nil
 			}
 		}
 		a, err := c.operand(x.L, sc)
@@ -510,10 +523,10 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		_ = mask
 		if k, ok := s.X.(p4gen.Const); ok {
 			v := k.Value
-			return c.dirties(d, func(p *pkt) { p.v[d] = v }), nil
+			return c.dirties(d, func(p *pkt) { p.put(d, v) }), nil
 		}
 		if r, ok := c.refSlot(s.X, sc); ok {
-			return c.dirties(d, func(p *pkt) { p.v[d] = p.v[r] }), nil
+			return c.dirties(d, func(p *pkt) { p.put(d, p.at(r)) }), nil
 		}
 		if bitwise(s.X) {
 			o, err := c.assignFused(d, s.X, sc)
@@ -526,7 +539,7 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		if err != nil {
 			return nil, err
 		}
-		return c.dirties(d, func(p *pkt) { p.v[d] = x(p) }), nil
+		return c.dirties(d, func(p *pkt) { p.put(d, x(p)) }), nil
 	case p4gen.If:
 		cond, err := c.expr(s.Cond, sc)
 		if err != nil {
@@ -591,7 +604,7 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 			return nil, err
 		}
 		lo, hi := s.Lo, s.Hi
-		return c.dirties(d, func(p *pkt) { p.v[d] = m.Random(lo, hi) & mask }), nil
+		return c.dirties(d, func(p *pkt) { p.put(d, m.Random(lo, hi)&mask) }), nil
 	case p4gen.RMW:
 		return c.rmw(s, sc)
 	case p4gen.Count:
@@ -613,7 +626,7 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 				return
 			}
 			cells[i].Packets++
-			cells[i].Bytes += p.v[lenSlot]
+			cells[i].Bytes += p.at(lenSlot)
 		}, nil
 	case p4gen.Digest:
 		di, ok := c.digs[s.Type]
@@ -662,12 +675,12 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 			p.vbits[w], p.dirty = p.vbits[w]|b, true
 			p.hdrAt[h.index] = 0
 			for _, f := range h.fields {
-				p.v[f.slot] = 0
+				p.put(f.slot, 0)
 			}
 		}, nil
 	case p4gen.MarkToDrop:
 		spec := c.slots["standard_metadata.egress_spec"]
-		return func(p *pkt) { p.v[spec] = p4gen.DropPort }, nil
+		return func(p *pkt) { p.put(spec, p4gen.DropPort) }, nil
 	}
 	return nil, fmt.Errorf("unknown statement %T", s)
 }
@@ -819,21 +832,21 @@ func (c *compiler) slotBinary(x p4gen.Binary, sc *scope) expr {
 	}
 	switch x.Op {
 	case p4gen.Add:
-		return func(p *pkt) uint64 { return (p.v[ls] + p.v[rs]) & m }
+		return func(p *pkt) uint64 { return (p.at(ls) + p.at(rs)) & m }
 	case p4gen.Sub:
-		return func(p *pkt) uint64 { return (p.v[ls] - p.v[rs]) & m }
+		return func(p *pkt) uint64 { return (p.at(ls) - p.at(rs)) & m }
 	case p4gen.Eq:
-		return func(p *pkt) uint64 { return b2u(p.v[ls] == p.v[rs]) }
+		return func(p *pkt) uint64 { return b2u(p.at(ls) == p.at(rs)) }
 	case p4gen.Ne:
-		return func(p *pkt) uint64 { return b2u(p.v[ls] != p.v[rs]) }
+		return func(p *pkt) uint64 { return b2u(p.at(ls) != p.at(rs)) }
 	case p4gen.Lt:
-		return func(p *pkt) uint64 { return b2u(p.v[ls] < p.v[rs]) }
+		return func(p *pkt) uint64 { return b2u(p.at(ls) < p.at(rs)) }
 	case p4gen.Le:
-		return func(p *pkt) uint64 { return b2u(p.v[ls] <= p.v[rs]) }
+		return func(p *pkt) uint64 { return b2u(p.at(ls) <= p.at(rs)) }
 	case p4gen.Gt:
-		return func(p *pkt) uint64 { return b2u(p.v[ls] > p.v[rs]) }
+		return func(p *pkt) uint64 { return b2u(p.at(ls) > p.at(rs)) }
 	case p4gen.Ge:
-		return func(p *pkt) uint64 { return b2u(p.v[ls] >= p.v[rs]) }
+		return func(p *pkt) uint64 { return b2u(p.at(ls) >= p.at(rs)) }
 	}
 	return nil
 }
@@ -858,9 +871,9 @@ func (c *compiler) assignNode(d int, x p4gen.Expr, sc *scope) (op, error) {
 		}
 		m := x.L.Type().Mask()
 		if x.Op == p4gen.Sub {
-			return func(p *pkt) { p.v[d] = (a.get(p) - b.get(p)) & m }, nil
+			return func(p *pkt) { p.put(d, (a.get(p)-b.get(p))&m) }, nil
 		}
-		return func(p *pkt) { p.v[d] = (a.get(p) + b.get(p)) & m }, nil
+		return func(p *pkt) { p.put(d, (a.get(p)+b.get(p))&m) }, nil
 	case p4gen.Mux:
 		cond, err := c.operand(x.Cond, sc)
 		if err != nil {
@@ -876,9 +889,9 @@ func (c *compiler) assignNode(d int, x p4gen.Expr, sc *scope) (op, error) {
 		}
 		return func(p *pkt) {
 			if cond.get(p) != 0 {
-				p.v[d] = a.get(p)
+				p.put(d, a.get(p))
 			} else {
-				p.v[d] = b.get(p)
+				p.put(d, b.get(p))
 			}
 		}, nil
 	}

@@ -30,7 +30,7 @@ type lterm struct {
 func (t *lterm) eval(p *pkt) uint64 {
 	var v uint64
 	if t.x == nil {
-		v = p.v[t.slot]
+		v = p.at(t.slot)
 	} else {
 		v = t.x(p)
 	}
@@ -239,19 +239,19 @@ func (c *compiler) fusedOf(f lform) expr {
 		}
 		s, m := t.slot, t.m
 		if t.rsh == 0 && t.lsh == 0 {
-			return func(p *pkt) uint64 { return p.v[s] & m }
+			return func(p *pkt) uint64 { return p.at(s) & m }
 		}
 		r, l := t.rsh, t.lsh
-		return func(p *pkt) uint64 { return p.v[s] >> (r & 63) << (l & 63) & m }
+		return func(p *pkt) uint64 { return p.at(s) >> (r & 63) << (l & 63) & m }
 	case len(ts) == 2 && slots:
 		a, b := ts[0], ts[1]
 		return func(p *pkt) uint64 {
-			return k | p.v[a.slot]>>(a.rsh&63)<<(a.lsh&63)&a.m | p.v[b.slot]>>(b.rsh&63)<<(b.lsh&63)&b.m
+			return k | p.at(a.slot)>>(a.rsh&63)<<(a.lsh&63)&a.m | p.at(b.slot)>>(b.rsh&63)<<(b.lsh&63)&b.m
 		}
 	case len(ts) == 3 && slots:
 		a, b, d := ts[0], ts[1], ts[2]
 		return func(p *pkt) uint64 {
-			return k | p.v[a.slot]>>(a.rsh&63)<<(a.lsh&63)&a.m | p.v[b.slot]>>(b.rsh&63)<<(b.lsh&63)&b.m | p.v[d.slot]>>(d.rsh&63)<<(d.lsh&63)&d.m
+			return k | p.at(a.slot)>>(a.rsh&63)<<(a.lsh&63)&a.m | p.at(b.slot)>>(b.rsh&63)<<(b.lsh&63)&b.m | p.at(d.slot)>>(d.rsh&63)<<(d.lsh&63)&d.m
 		}
 	}
 	return func(p *pkt) uint64 {
@@ -279,32 +279,32 @@ func (c *compiler) assignFused(d int, x p4gen.Expr, sc *scope) (op, error) {
 	case len(ts) == 2 && slots:
 		a, b := ts[0], ts[1]
 		return func(p *pkt) {
-			p.v[d] = k | p.v[a.slot]>>(a.rsh&63)<<(a.lsh&63)&a.m | p.v[b.slot]>>(b.rsh&63)<<(b.lsh&63)&b.m
+			p.put(d, k|p.at(a.slot)>>(a.rsh&63)<<(a.lsh&63)&a.m|p.at(b.slot)>>(b.rsh&63)<<(b.lsh&63)&b.m)
 		}, nil
 	case len(ts) == 3 && slots:
 		a, b, e := ts[0], ts[1], ts[2]
 		return func(p *pkt) {
-			p.v[d] = k | p.v[a.slot]>>(a.rsh&63)<<(a.lsh&63)&a.m | p.v[b.slot]>>(b.rsh&63)<<(b.lsh&63)&b.m | p.v[e.slot]>>(e.rsh&63)<<(e.lsh&63)&e.m
+			p.put(d, k|p.at(a.slot)>>(a.rsh&63)<<(a.lsh&63)&a.m|p.at(b.slot)>>(b.rsh&63)<<(b.lsh&63)&b.m|p.at(e.slot)>>(e.rsh&63)<<(e.lsh&63)&e.m)
 		}, nil
 	case len(ts) == 1 && k == 0 && slots:
 		s, r, l, m := ts[0].slot, ts[0].rsh, ts[0].lsh, ts[0].m
-		return func(p *pkt) { p.v[d] = p.v[s] >> (r & 63) << (l & 63) & m }, nil
+		return func(p *pkt) { p.put(d, p.at(s)>>(r&63)<<(l&63)&m) }, nil
 	}
 	if len(ts) == 1 && k == 0 && ts[0].rsh == 0 && ts[0].lsh == 0 && c.sum(ts[0]) == nil {
 		x, m := ts[0].x, ts[0].m // a cast of a condition, a choice
-		return func(p *pkt) { p.v[d] = x(p) & m }, nil
+		return func(p *pkt) { p.put(d, x(p)&m) }, nil
 	}
 	if len(ts) == 1 && k == 0 {
 		if s := c.sum(ts[0]); s != nil {
 			a, b, tm, rot, m := s.a, s.b, s.tm, s.rot, s.m
 			if s.sub {
-				return func(p *pkt) { p.v[d] = bits.RotateLeft64((a.get(p)-b.get(p))&tm, rot) & m }, nil
+				return func(p *pkt) { p.put(d, bits.RotateLeft64((a.get(p)-b.get(p))&tm, rot)&m) }, nil
 			}
-			return func(p *pkt) { p.v[d] = bits.RotateLeft64((a.get(p)+b.get(p))&tm, rot) & m }, nil
+			return func(p *pkt) { p.put(d, bits.RotateLeft64((a.get(p)+b.get(p))&tm, rot)&m) }, nil
 		}
 	}
 	e := c.fusedOf(f)
-	return func(p *pkt) { p.v[d] = e(p) }, nil
+	return func(p *pkt) { p.put(d, e(p)) }, nil
 }
 
 // sumOf is a sum or difference of two operands (masked by tm), moved
@@ -373,7 +373,7 @@ func rmwDirect[T cell](c *compiler, s p4gen.RMW, sc *scope, cells []T, mask uint
 		}
 		k1, m := k.Value, x.L.Type().Mask()&mask
 		return func(p *pkt) {
-			i := p.v[is]
+			i := p.at(is)
 			if i >= n {
 				p.err = errIdx
 				return
@@ -382,10 +382,10 @@ func rmwDirect[T cell](c *compiler, s p4gen.RMW, sc *scope, cells []T, mask uint
 			v := (old + k1) & m
 			cells[i] = T(v)
 			if oldTo >= 0 {
-				p.v[oldTo] = old
+				p.put(oldTo, old)
 			}
 			if newTo >= 0 {
-				p.v[newTo] = v
+				p.put(newTo, v)
 			}
 		}
 	case p4gen.Mux:
@@ -398,22 +398,22 @@ func rmwDirect[T cell](c *compiler, s p4gen.RMW, sc *scope, cells []T, mask uint
 			return nil
 		}
 		return func(p *pkt) {
-			i := p.v[is]
+			i := p.at(is)
 			if i >= n {
 				p.err = errIdx
 				return
 			}
-			old, v := uint64(cells[i]), p.v[xs]
+			old, v := uint64(cells[i]), p.at(xs)
 			if old >= v {
 				v = old
 			}
 			v &= mask
 			cells[i] = T(v)
 			if oldTo >= 0 {
-				p.v[oldTo] = old
+				p.put(oldTo, old)
 			}
 			if newTo >= 0 {
-				p.v[newTo] = v
+				p.put(newTo, v)
 			}
 		}
 	}

@@ -102,7 +102,7 @@ func (hp *hashPack) pack(p *pkt) {
 	if hp.words {
 		for i := range hp.parts {
 			pt := &hp.parts[i]
-			binary.BigEndian.PutUint64(buf[pt.off:], p.v[pt.slot])
+			binary.BigEndian.PutUint64(buf[pt.off:], p.at(pt.slot))
 		}
 		return
 	}
@@ -110,7 +110,7 @@ func (hp *hashPack) pack(p *pkt) {
 		pt := &hp.parts[i]
 		var v uint64
 		if pt.x == nil {
-			v = p.v[pt.slot]
+			v = p.at(pt.slot)
 		} else {
 			v = pt.x(p)
 		}
@@ -176,7 +176,7 @@ func (h *hashOut) put(p *pkt, v uint64) {
 	case h.max > 0:
 		v %= h.max
 	}
-	p.v[h.dst] = (h.base + v) & h.mask
+	p.put(h.dst, (h.base+v)&h.mask)
 }
 
 // sameData reports whether hash b hashes what hash a does when it runs
@@ -441,7 +441,7 @@ func (wh *wordHash) crc32(p *pkt) uint32 {
 			c = w.step32(c)
 			continue
 		}
-		v := p.v[w.slot]
+		v := p.at(w.slot)
 		c ^= bits.ReverseBytes32(uint32(v >> 32))
 		c = t[7][byte(c)] ^ t[6][byte(c>>8)] ^ t[5][byte(c>>16)] ^ t[4][c>>24] ^
 			t[3][byte(v>>24)] ^ t[2][byte(v>>16)] ^ t[1][byte(v>>8)] ^ t[0][byte(v)]
@@ -459,7 +459,7 @@ func (wh *wordHash) crc16(p *pkt) uint16 {
 			c = w.step16(c)
 			continue
 		}
-		v := p.v[w.slot]
+		v := p.at(w.slot)
 		x := c ^ uint16(bits.ReverseBytes32(uint32(v>>32)))
 		c = t[7][byte(x)] ^ t[6][x>>8] ^ t[5][byte(v>>40)] ^ t[4][byte(v>>32)] ^
 			t[3][byte(v>>24)] ^ t[2][byte(v>>16)] ^ t[1][byte(v>>8)] ^ t[0][byte(v)]
@@ -478,7 +478,7 @@ func (wh *wordHash) crcs(p *pkt) (uint32, uint16) {
 			c32, c16 = w.step32(c32), w.step16(c16)
 			continue
 		}
-		v := p.v[w.slot]
+		v := p.at(w.slot)
 		x32 := bits.ReverseBytes32(uint32(v >> 32))
 		both := tp[3][byte(v>>24)] ^ tp[2][byte(v>>16)] ^ tp[1][byte(v>>8)] ^ tp[0][byte(v)]
 		c32 ^= x32

@@ -138,10 +138,10 @@ func rmwOn[T cell](c *compiler, s p4gen.RMW, sc *scope, cells []T, idx, nv, cond
 		}
 		cells[i] = T(v)
 		if oldTo >= 0 {
-			p.v[oldTo] = old
+			p.put(oldTo, old)
 		}
 		if newTo >= 0 {
-			p.v[newTo] = v
+			p.put(newTo, v)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package pisa
 
 import (
+	"errors"
 	"maps"
 	"reflect"
 	"slices"
@@ -120,6 +121,8 @@ func (vs *variants) reset() {
 	vs.n = 0
 }
 
+var errNewSlot = errors.New("a variant's code took a slot the packets do not have")
+
 // variantOf returns the variant for p's valid headers, p's parser
 // being done, made now if it is new and there is room (full: there is
 // none); nil when there is none.
@@ -130,8 +133,12 @@ func (m *Model) variantOf(p *pkt, full bool) *variant {
 	v := &variant{key: append([]uint64(nil), p.vbits...)}
 	res := m.residual(v.key)
 	m.comp.share = true
+	slots := m.nslots
 	ops, err := m.comp.stmts(res, nil)
 	m.comp.share = false
+	if err == nil && m.nslots != slots {
+		err = errNewSlot // the packets' slots were made without it (pkt.at)
+	}
 	if err != nil {
 		// A residual the compiler refuses is this code's bug; the
 		// program whole is still right.

@@ -208,7 +208,7 @@ func (tb *table) lookup(p *pkt) (*action, []uint64) {
 		for i, k := range tb.keys {
 			var v uint64
 			if sl := tb.slots[i]; sl >= 0 {
-				v = p.v[sl]
+				v = p.at(sl)
 			} else {
 				v = k(p)
 			}
