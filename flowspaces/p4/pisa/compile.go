@@ -68,7 +68,7 @@ func (a *action) call(p *pkt, args []uint64) {
 
 // at is p.v[s], and put sets it, with no bounds check: every slot a
 // compiled closure holds is one of the model's, resolved at load before
-// any packet's slots are made (newPkt sizes them for all; variantOf
+// any packet's slots are made (newPkt sizes them for all; newVariant
 // refuses a variant whose compiling added one).
 func (p *pkt) at(s int) uint64 {
 	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p.v)), uintptr(s)*8))

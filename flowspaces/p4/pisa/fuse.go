@@ -297,6 +297,12 @@ func (c *compiler) assignFused(d int, x p4gen.Expr, sc *scope) (op, error) {
 	if len(ts) == 1 && k == 0 {
 		if s := c.sum(ts[0]); s != nil {
 			a, b, tm, rot, m := s.a, s.b, s.tm, s.rot, s.m
+			if a.x == nil && b.x == nil && !s.sub { // a row index: h1 + h2 << k, sliced
+				as, ar, am, bs, br, bm := a.slot, a.rot, a.m, b.slot, b.rot, b.m
+				return func(p *pkt) {
+					p.put(d, bits.RotateLeft64((bits.RotateLeft64(p.at(as), ar)&am+bits.RotateLeft64(p.at(bs), br)&bm)&tm, rot)&m)
+				}, nil
+			}
 			if s.sub {
 				return func(p *pkt) { p.put(d, bits.RotateLeft64((a.get(p)-b.get(p))&tm, rot)&m) }, nil
 			}

@@ -453,7 +453,10 @@ func (m *Model) ingressOf(p *pkt, a p4gen.Arrival) (string, error) {
 	if err := m.parse(p); err != nil {
 		perr = err.Error()
 	}
-	v := m.variantOf(p, full)
+	v := m.vars.find(p.vbits) // the variant made for its valid headers
+	if v == nil && !full {
+		v = m.newVariant(p)
+	}
 	if v == nil {
 		m.ingressRun(p)
 		return perr, p.err

@@ -123,13 +123,9 @@ func (vs *variants) reset() {
 
 var errNewSlot = errors.New("a variant's code took a slot the packets do not have")
 
-// variantOf returns the variant for p's valid headers, p's parser
-// being done, made now if it is new and there is room (full: there is
-// none); nil when there is none.
-func (m *Model) variantOf(p *pkt, full bool) *variant {
-	if v := m.vars.find(p.vbits); v != nil || full {
-		return v
-	}
+// newVariant makes the variant for p's valid headers, p's parser being
+// done (ingressOf finds those made, and makes one when there is room).
+func (m *Model) newVariant(p *pkt) *variant {
 	v := &variant{key: append([]uint64(nil), p.vbits...)}
 	res := m.residual(v.key)
 	m.comp.share = true
