@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"unsafe"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
@@ -323,6 +324,10 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 				return func(p *pkt) uint64 { return b2u(p.at(s) < r) }, nil
 			case p4gen.Gt:
 				return func(p *pkt) uint64 { return b2u(p.at(s) > r) }, nil
+			case p4gen.Le:
+				return func(p *pkt) uint64 { return b2u(p.at(s) <= r) }, nil
+			case p4gen.Ge:
+				return func(p *pkt) uint64 { return b2u(p.at(s) >= r) }, nil
 			case p4gen.Add:
 				return func(p *pkt) uint64 { return (p.at(s) + r) & m }, nil
 			}
@@ -348,6 +353,10 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 			return func(p *pkt) uint64 { return b2u(a.get(p) < r) }, nil
 		case p4gen.Gt:
 			return func(p *pkt) uint64 { return b2u(a.get(p) > r) }, nil
+		case p4gen.Le:
+			return func(p *pkt) uint64 { return b2u(a.get(p) <= r) }, nil
+		case p4gen.Ge:
+			return func(p *pkt) uint64 { return b2u(a.get(p) >= r) }, nil
 		case p4gen.Shl:
 			if r >= 64 {
 				return func(p *pkt) uint64 { return 0 }, nil
@@ -875,15 +884,27 @@ func (c *compiler) assignNode(d int, x p4gen.Expr, sc *scope) (op, error) {
 		}
 		return func(p *pkt) { p.put(d, (a.get(p)+b.get(p))&m) }, nil
 	case p4gen.Mux:
-		cond, err := c.operand(x.Cond, sc)
-		if err != nil {
-			return nil, err
-		}
 		a, err := c.operand(x.Then, sc)
 		if err != nil {
 			return nil, err
 		}
 		b, err := c.operand(x.Else, sc)
+		if err != nil {
+			return nil, err
+		}
+		if t, ok := c.rangeTest(x.Cond, sc); ok {
+			// A choice on a field against a constant (a length at
+			// least 4): the test too is read inline.
+			s, r, m, lo, span, neg := t.a.slot, t.a.rot, t.a.m, t.lo, t.span, t.neg
+			return func(p *pkt) {
+				if bits.RotateLeft64(p.at(s), r)&m-lo <= span != neg {
+					p.put(d, a.get(p))
+				} else {
+					p.put(d, b.get(p))
+				}
+			}, nil
+		}
+		cond, err := c.operand(x.Cond, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -896,4 +917,48 @@ func (c *compiler) assignNode(d int, x p4gen.Expr, sc *scope) (op, error) {
 		}, nil
 	}
 	return nil, nil
+}
+
+// test is a comparison of an inline operand with a constant as a range
+// of it: a - lo <= span (unsigned), or outside it when neg.
+type test struct {
+	a        operand
+	lo, span uint64
+	neg      bool
+}
+
+// rangeTest returns x as a test when it compares a field (moved and
+// masked) with a constant.
+func (c *compiler) rangeTest(x p4gen.Expr, sc *scope) (test, bool) {
+	b, ok := x.(p4gen.Binary)
+	if !ok {
+		return test{}, false
+	}
+	k, ok := b.R.(p4gen.Const)
+	if !ok {
+		return test{}, false
+	}
+	switch b.Op {
+	case p4gen.Eq, p4gen.Ne, p4gen.Lt, p4gen.Le, p4gen.Gt, p4gen.Ge:
+	default:
+		return test{}, false
+	}
+	a, err := c.operand(b.L, sc)
+	if err != nil || a.x != nil {
+		return test{}, false
+	}
+	t, v, all := test{a: a}, k.Value, ^uint64(0)
+	switch b.Op {
+	case p4gen.Eq, p4gen.Ne:
+		t.lo, t.neg = v, b.Op == p4gen.Ne
+	case p4gen.Ge, p4gen.Lt: // a >= v, or not
+		t.lo, t.span, t.neg = v, all-v, b.Op == p4gen.Lt
+	case p4gen.Gt, p4gen.Le: // a >= v+1, or not
+		if v == all {
+			t.span, t.neg = all, b.Op == p4gen.Gt // always, or never
+		} else {
+			t.lo, t.span, t.neg = v+1, all-v-1, b.Op == p4gen.Le
+		}
+	}
+	return t, true
 }

@@ -290,9 +290,9 @@ func (c *compiler) assignFused(d int, x p4gen.Expr, sc *scope) (op, error) {
 		s, r, l, m := ts[0].slot, ts[0].rsh, ts[0].lsh, ts[0].m
 		return func(p *pkt) { p.put(d, p.at(s)>>(r&63)<<(l&63)&m) }, nil
 	}
-	if len(ts) == 1 && k == 0 && ts[0].rsh == 0 && ts[0].lsh == 0 && c.sum(ts[0]) == nil {
-		x, m := ts[0].x, ts[0].m // a cast of a condition, a choice
-		return func(p *pkt) { p.put(d, x(p)&m) }, nil
+	if len(ts) == 1 && ts[0].x != nil && ts[0].rsh == 0 && ts[0].lsh == 0 && c.sum(ts[0]) == nil {
+		x, m := ts[0].x, ts[0].m // a cast of a condition, a choice (or-ed with k)
+		return func(p *pkt) { p.put(d, k|x(p)&m) }, nil
 	}
 	if len(ts) == 1 && k == 0 {
 		if s := c.sum(ts[0]); s != nil {
