@@ -359,10 +359,13 @@ func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) {
 		p.varLen[i], p.varOff[i] = 0, 0
 	}
 	p.varSet = p.varSet[:0]
-	if len(p.vbits) == 1 {
-		p.vbits[0] = 0 // no call to clear a word
-	} else {
-		clear(p.vbits)
+	switch vb := p.vbits; len(vb) { // no call to clear a word or two
+	case 1:
+		vb[0] = 0
+	case 2:
+		vb[0], vb[1] = 0, 0
+	default:
+		clear(vb)
 	}
 	p.data, p.payload, p.err = a.Data, -1, nil
 	p.dirty, p.ordered, p.lastPos = false, true, -1
