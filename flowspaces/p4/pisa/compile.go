@@ -473,6 +473,16 @@ func (c *compiler) stmts(ss []p4gen.Stmt, sc *scope) ([]op, error) {
 			out = append(out, c.keep(key, o))
 			continue
 		}
+		if n := c.countRun(ss[i:], sc); n > 1 {
+			if share {
+				if key = fmt.Sprintf("%#v", ss[i:i+n]); c.shared[key] != nil {
+					out, i = append(out, c.shared[key]), i+n-1
+					continue
+				}
+			}
+			out, i = append(out, c.keep(key, c.counts(ss[i:i+n], sc))), i+n-1
+			continue
+		}
 		if share {
 			if key = fmt.Sprintf("%#v", ss[i]); c.shared[key] != nil {
 				out = append(out, c.shared[key])
