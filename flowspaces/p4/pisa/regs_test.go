@@ -201,8 +201,8 @@ func TestCountRowsAsReference(t *testing.T) {
 	prog.Ingress = []p4gen.Stmt{p4gen.Random{Dst: i, Hi: 4}}
 	for n, w := range []int{64, 64, 32, 8, 8, 1, 16} {
 		size := 5
-		if n == 1 {
-			size = 4 // index 4 is past it: an error, after row 0 counted
+		if n == 0 {
+			size = 4 // index 4 is past it: an error, before row 1 counts
 		}
 		r := &p4gen.Register{Name: fmt.Sprintf("row%d", n), Width: w, Size: size}
 		prog.Registers = append(prog.Registers, r)
