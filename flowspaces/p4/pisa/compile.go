@@ -594,6 +594,9 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		if t == nil {
 			return nil, fmt.Errorf("table %s is not declared", s.Table.Name)
 		}
+		if t.direct {
+			return t.applyDirect, nil
+		}
 		return func(p *pkt) {
 			a, args := t.lookup(p)
 			a.call(p, args)
