@@ -228,7 +228,7 @@ func countRows[T cell](c *compiler, ss []p4gen.Stmt, sc *scope, cells func(*regi
 		g, _ := c.counted(s, sc)
 		idx, _ := c.refSlot(r.Index, sc)
 		rows[i] = countRow[T]{cells: cells(g), idx: idx, k: r.New.(p4gen.Binary).R.(p4gen.Const).Value,
-			m: p4gen.Bit(r.Reg.Width).Mask(),
+			m:      p4gen.Bit(r.Reg.Width).Mask(),
 			errIdx: fmt.Errorf("register %s: index past its %d cells", r.Reg.Name, len(cells(g)))}
 	}
 	return func(p *pkt) {

@@ -108,8 +108,8 @@ type centry struct {
 	act    *action
 	args   []uint64
 	writes []slotWrite // direct: what it writes
-	masks []uint64 // per key: the ternary mask, the LPM prefix's mask
-	plen  int
+	masks  []uint64    // per key: the ternary mask, the LPM prefix's mask
+	plen   int
 }
 
 func (c *compiler) table(t *p4gen.Table) (*table, error) {
