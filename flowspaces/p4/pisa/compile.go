@@ -634,15 +634,22 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		if !ok {
 			return nil, fmt.Errorf("counter %s is not declared", s.Counter.Name)
 		}
-		idx, err := c.expr(s.Index, sc)
+		idx, err := c.operand(s.Index, sc) // a constant, a field: read inline
 		if err != nil {
 			return nil, err
 		}
 		cells := m.counts[ci]
 		lenSlot := c.slots["standard_metadata.packet_length"]
 		errIdx := fmt.Errorf("counter %s: index past its %d cells", s.Counter.Name, len(cells))
+		if k, ok := s.Index.(p4gen.Const); ok && k.Value < uint64(len(cells)) {
+			cell := &cells[k.Value] // a function's total, its count of packets with no key
+			return func(p *pkt) {
+				cell.Packets++
+				cell.Bytes += p.at(lenSlot)
+			}, nil
+		}
 		return func(p *pkt) {
-			i := idx(p)
+			i := idx.get(p)
 			if i >= uint64(len(cells)) {
 				p.err = errIdx
 				return
