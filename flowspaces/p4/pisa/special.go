@@ -222,6 +222,7 @@ func (m *Model) residual(key []uint64) []p4gen.Stmt {
 		}
 	}
 	res := sp.stmts(m.prog.Ingress, e, nil)
+	res = sp.cse(res, &avail{exprs: map[string]availExpr{}, copies: map[string]p4gen.Ref{}})
 	res, _ = sp.dce(res, maps.Clone(m.liveOut))
 	return res
 }
