@@ -386,10 +386,19 @@ func (m *Model) Process(a p4gen.Arrival) (*Result, error) {
 	if err != nil {
 		return &m.res, err
 	}
+	if len(p.clones) == 0 && len(m.egress) == 0 {
+		// The common case: one instance at most, and no egress to run
+		// (egressOf's first lines).
+		if spec := p.v[m.sEgressSpec]; spec != p4gen.DropPort {
+			p.e2e = p.e2e[:0]
+			m.depart(p, uint16(spec), p4gen.InstanceNormal)
+		}
+		m.end()
+		return &m.res, nil
+	}
 	q := egressMeta{enqQ: a.QDepth, deqQ: a.QDepth, now: a.Time}
 	if len(p.clones) == 0 {
-		// The common case, one instance at most: no call through
-		// instances' function.
+		// One instance at most: no call through instances' function.
 		if spec := p.v[m.sEgressSpec]; spec != p4gen.DropPort {
 			if err := m.egressOf(p, uint16(spec), p4gen.InstanceNormal, q); err != nil {
 				return &m.res, err
@@ -473,6 +482,26 @@ func (m *Model) ingressOf(p *pkt, a p4gen.Arrival) (string, error) {
 	return perr, p.err
 }
 
+// depart adds p, leaving on port, to the result, deparsed, and returns
+// its bytes.
+func (m *Model) depart(p *pkt, port uint16, instance uint32) []byte {
+	var data []byte
+	if !p.dirty && p.ordered && p.payload >= 0 && (m.csumLast == nil || !p.valid(m.csumLast)) {
+		// The packet leaves as it came (what deparse would copy, no
+		// checksum to update): its own bytes, not a copy.
+		data = p.data
+	} else {
+		n := len(m.res.Out)
+		if n == len(m.outBufs) {
+			m.outBufs = append(m.outBufs, make([]byte, 0, 2048))
+		}
+		m.outBufs[n] = m.deparse(p, m.outBufs[n])
+		data = m.outBufs[n]
+	}
+	m.res.Out = append(m.res.Out, p4gen.Departure{Port: port, Data: data, Instance: instance})
+	return data
+}
+
 // egressMeta is what the queue tells egress.
 type egressMeta struct {
 	enqQ, deqQ      uint32
@@ -507,20 +536,7 @@ func (m *Model) egressOf(p *pkt, port uint16, instance uint32, q egressMeta) err
 			return nil // mark_to_drop in egress
 		}
 	}
-	var data []byte
-	if !p.dirty && p.ordered && p.payload >= 0 && (m.csumLast == nil || !p.valid(m.csumLast)) {
-		// The packet leaves as it came (what deparse would copy, no
-		// checksum to update): its own bytes, not a copy.
-		data = p.data
-	} else {
-		n := len(m.res.Out)
-		if n == len(m.outBufs) {
-			m.outBufs = append(m.outBufs, make([]byte, 0, 2048))
-		}
-		m.outBufs[n] = m.deparse(p, m.outBufs[n])
-		data = m.outBufs[n]
-	}
-	m.res.Out = append(m.res.Out, p4gen.Departure{Port: port, Data: data, Instance: instance})
+	data := m.depart(p, port, instance)
 	if instance != p4gen.InstanceNormal || len(p.e2e) == 0 {
 		return nil // a clone makes no clone of its own
 	}
