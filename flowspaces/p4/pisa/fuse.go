@@ -84,10 +84,24 @@ func (c *compiler) operand(x p4gen.Expr, sc *scope) (operand, error) {
 		// a left shift's to the bottom: the mask, shifted as the field
 		// was, has zeros there.
 		t := f.terms[0]
-		return operand{slot: t.slot, rot: int(t.lsh) - int(t.rsh), m: t.m}, nil
+		return operand{slot: t.slot, rot: rot(t), m: t.m}, nil
 	}
 	return operand{x: c.fusedOf(f)}, nil
 }
+
+// slotTerm is a term of a field: its value rotated by its net shift
+// and masked (the mask, shifted as the field was, clears what wraps).
+type slotTerm struct {
+	slot, rot int
+	m         uint64
+}
+
+func rterm(t lterm) slotTerm { return slotTerm{slot: t.slot, rot: rot(t), m: t.m} }
+
+// rot is term t's net shift, left.
+func rot(t lterm) int { return int(t.lsh) - int(t.rsh) }
+
+func (t *slotTerm) get(p *pkt) uint64 { return bits.RotateLeft64(p.at(t.slot), t.rot) & t.m }
 
 // lform is a bit-moving expression: k | the terms.
 type lform struct {
@@ -241,18 +255,14 @@ func (c *compiler) fusedOf(f lform) expr {
 		if t.rsh == 0 && t.lsh == 0 {
 			return func(p *pkt) uint64 { return p.at(s) & m }
 		}
-		r, l := t.rsh, t.lsh
-		return func(p *pkt) uint64 { return p.at(s) >> (r & 63) << (l & 63) & m }
+		r := rot(t)
+		return func(p *pkt) uint64 { return bits.RotateLeft64(p.at(s), r) & m }
 	case len(ts) == 2 && slots:
-		a, b := ts[0], ts[1]
-		return func(p *pkt) uint64 {
-			return k | p.at(a.slot)>>(a.rsh&63)<<(a.lsh&63)&a.m | p.at(b.slot)>>(b.rsh&63)<<(b.lsh&63)&b.m
-		}
+		a, b := rterm(ts[0]), rterm(ts[1])
+		return func(p *pkt) uint64 { return k | a.get(p) | b.get(p) }
 	case len(ts) == 3 && slots:
-		a, b, d := ts[0], ts[1], ts[2]
-		return func(p *pkt) uint64 {
-			return k | p.at(a.slot)>>(a.rsh&63)<<(a.lsh&63)&a.m | p.at(b.slot)>>(b.rsh&63)<<(b.lsh&63)&b.m | p.at(d.slot)>>(d.rsh&63)<<(d.lsh&63)&d.m
-		}
+		a, b, d := rterm(ts[0]), rterm(ts[1]), rterm(ts[2])
+		return func(p *pkt) uint64 { return k | a.get(p) | b.get(p) | d.get(p) }
 	}
 	return func(p *pkt) uint64 {
 		v := k
@@ -277,18 +287,14 @@ func (c *compiler) assignFused(d int, x p4gen.Expr, sc *scope) (op, error) {
 	}
 	switch {
 	case len(ts) == 2 && slots:
-		a, b := ts[0], ts[1]
-		return func(p *pkt) {
-			p.put(d, k|p.at(a.slot)>>(a.rsh&63)<<(a.lsh&63)&a.m|p.at(b.slot)>>(b.rsh&63)<<(b.lsh&63)&b.m)
-		}, nil
+		a, b := rterm(ts[0]), rterm(ts[1])
+		return func(p *pkt) { p.put(d, k|a.get(p)|b.get(p)) }, nil
 	case len(ts) == 3 && slots:
-		a, b, e := ts[0], ts[1], ts[2]
-		return func(p *pkt) {
-			p.put(d, k|p.at(a.slot)>>(a.rsh&63)<<(a.lsh&63)&a.m|p.at(b.slot)>>(b.rsh&63)<<(b.lsh&63)&b.m|p.at(e.slot)>>(e.rsh&63)<<(e.lsh&63)&e.m)
-		}, nil
+		a, b, e := rterm(ts[0]), rterm(ts[1]), rterm(ts[2])
+		return func(p *pkt) { p.put(d, k|a.get(p)|b.get(p)|e.get(p)) }, nil
 	case len(ts) == 1 && k == 0 && slots:
-		s, r, l, m := ts[0].slot, ts[0].rsh, ts[0].lsh, ts[0].m
-		return func(p *pkt) { p.put(d, p.at(s)>>(r&63)<<(l&63)&m) }, nil
+		s, r, m := ts[0].slot, rot(ts[0]), ts[0].m
+		return func(p *pkt) { p.put(d, bits.RotateLeft64(p.at(s), r)&m) }, nil
 	}
 	if len(ts) == 1 && ts[0].x != nil && ts[0].rsh == 0 && ts[0].lsh == 0 && c.sum(ts[0]) == nil {
 		x, m := ts[0].x, ts[0].m // a cast of a condition, a choice (or-ed with k)
