@@ -595,7 +595,7 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 			return nil, fmt.Errorf("table %s is not declared", s.Table.Name)
 		}
 		if t.direct {
-			return t.applyDirect(), nil
+			return t.applyDirect, nil
 		}
 		return func(p *pkt) {
 			a, args := t.lookup(p)

@@ -362,24 +362,21 @@ next:
 	return tb.def, tb.defArgs
 }
 
-// applyDirect is the op that applies direct table tb: the packed key,
-// the first entry whose mask and value it matches (else the default),
-// its writes.
-func (tb *table) applyDirect() op {
-	return func(p *pkt) {
-		var key uint64
-		for i, sl := range tb.slots {
-			key |= p.at(sl) & tb.tmasks[i] << (tb.shifts[i] & 63)
+// applyDirect applies a direct table: the packed key, the first entry
+// whose mask and value it matches (else the default), its writes.
+func (tb *table) applyDirect(p *pkt) {
+	var key uint64
+	for i, sl := range tb.slots {
+		key |= p.at(sl) & tb.tmasks[i] << (tb.shifts[i] & 63)
+	}
+	ws := tb.defWrites
+	for i := range tb.masked {
+		if me := &tb.masked[i]; key&me.mask == me.val {
+			ws = tb.entries[me.entry].writes
+			break
 		}
-		ws := tb.defWrites
-		for i := range tb.masked {
-			if me := &tb.masked[i]; key&me.mask == me.val {
-				ws = tb.entries[me.entry].writes
-				break
-			}
-		}
-		for _, w := range ws {
-			p.put(w.slot, w.v)
-		}
+	}
+	for _, w := range ws {
+		p.put(w.slot, w.v)
 	}
 }
