@@ -267,11 +267,7 @@ func (c *compiler) node(x p4gen.Expr, sc *scope) (expr, error) {
 		lo, m := uint(x.Lo), x.Type().Mask()
 		return func(p *pkt) uint64 { return a(p) >> (lo & 63) & m }, nil
 	case p4gen.Mux:
-		cond, err := c.operand(x.Cond, sc)
-		if err != nil {
-			return nil, err
-		}
-		a, err := c.operand(x.Then, sc)
+		cond, a, err := c.operands(x.Cond, x.Then, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -372,11 +368,7 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 	if f := c.slotBinary(x, sc); f != nil {
 		return f, nil
 	}
-	a, err := c.operand(x.L, sc)
-	if err != nil {
-		return nil, err
-	}
-	b, err := c.operand(x.R, sc)
+	a, b, err := c.operands(x.L, x.R, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -880,6 +872,16 @@ func (c *compiler) slotBinary(x p4gen.Binary, sc *scope) expr {
 	return nil
 }
 
+// operands compiles x and y as operands.
+func (c *compiler) operands(x, y p4gen.Expr, sc *scope) (operand, operand, error) {
+	a, err := c.operand(x, sc)
+	if err != nil {
+		return a, operand{}, err
+	}
+	b, err := c.operand(y, sc)
+	return a, b, err
+}
+
 // assignNode compiles the assignment of x to slot d into one closure
 // when x is a sum, a difference or a choice, its operands read inline
 // (metadata computed from fields: a length, its bound); nil for another
@@ -890,11 +892,7 @@ func (c *compiler) assignNode(d int, x p4gen.Expr, sc *scope) (op, error) {
 		if x.Op != p4gen.Add && x.Op != p4gen.Sub {
 			return nil, nil
 		}
-		a, err := c.operand(x.L, sc)
-		if err != nil {
-			return nil, err
-		}
-		b, err := c.operand(x.R, sc)
+		a, b, err := c.operands(x.L, x.R, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -904,11 +902,7 @@ func (c *compiler) assignNode(d int, x p4gen.Expr, sc *scope) (op, error) {
 		}
 		return func(p *pkt) { p.put(d, (a.get(p)+b.get(p))&m) }, nil
 	case p4gen.Mux:
-		a, err := c.operand(x.Then, sc)
-		if err != nil {
-			return nil, err
-		}
-		b, err := c.operand(x.Else, sc)
+		a, b, err := c.operands(x.Then, x.Else, sc)
 		if err != nil {
 			return nil, err
 		}
