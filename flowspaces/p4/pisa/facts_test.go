@@ -45,7 +45,7 @@ func TestParserFacts(t *testing.T) {
 
 	folds := func(m *Model) bool {
 		p := m.newPkt()
-		m.arrive(&p, &p4gen.Arrival{Data: ipv4}, true)
+		m.arrive(&p, p4gen.Arrival{Data: ipv4}, true)
 		if err := m.parse(&p); err != nil {
 			t.Fatal(err)
 		}

@@ -346,7 +346,10 @@ func (m *Model) Sessions() map[uint32]uint16 {
 // else those the parser reads: the rest are zeroed once its variant is
 // known). Where a header was extracted (hdrAt) is read only while it is
 // valid, and set (by locate) when it becomes so.
-func (m *Model) arrive(p *pkt, a *p4gen.Arrival, full bool) {
+func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) { m.arriveAt(p, &a, full) }
+
+// arriveAt is arrive of *a (ingressOf's: no copy of the arrival).
+func (m *Model) arriveAt(p *pkt, a *p4gen.Arrival, full bool) {
 	if full {
 		clear(p.v)
 		p.v[m.ones] = ^uint64(0)
@@ -431,7 +434,7 @@ func (m *Model) instances(p *pkt, a p4gen.Arrival, f func(p *pkt, port uint16, i
 			continue
 		}
 		c := &m.ck
-		m.arrive(c, &a, true)
+		m.arrive(c, a, true)
 		_ = m.parse(c)
 		if err := f(c, port, p4gen.InstanceCloneI2E); err != nil {
 			return err
@@ -460,7 +463,7 @@ func (m *Model) end() {
 // none) and a runtime error (an index past a register's end).
 func (m *Model) ingressOf(p *pkt, a p4gen.Arrival) (string, error) {
 	full := m.vars.n >= m.maxVars
-	m.arrive(p, &a, full)
+	m.arriveAt(p, &a, full)
 	perr := ""
 	if err := m.parse(p); err != nil {
 		perr = err.Error()
@@ -548,7 +551,7 @@ func (m *Model) egressOf(p *pkt, port uint16, instance uint32, q egressMeta) err
 			continue
 		}
 		c := &m.ek
-		m.arrive(c, &p4gen.Arrival{Data: data, Port: uint16(p.v[m.sIngressPort]), Time: p.v[m.sIngressTS]}, true)
+		m.arrive(c, p4gen.Arrival{Data: data, Port: uint16(p.v[m.sIngressPort]), Time: p.v[m.sIngressTS]}, true)
 		_ = m.parse(c)
 		for _, i := range req.preserve {
 			c.v[i] = p.v[i]

@@ -221,7 +221,7 @@ func residualOf(t *testing.T, m *Model) []p4gen.Stmt {
 	for _, f := range p4gentest.Frames(9, 400, 20) {
 		if len(f) > 54 && f[12] == 8 && f[13] == 0 && f[23] == 6 && f[14] == 0x45 {
 			p := m.newPkt()
-			m.arrive(&p, &p4gen.Arrival{Data: f}, true)
+			m.arrive(&p, p4gen.Arrival{Data: f}, true)
 			if err := m.parse(&p); err != nil {
 				t.Fatal(err)
 			}
