@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
+	"unsafe"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
 )
@@ -54,14 +56,27 @@ type action struct {
 	slots  []int
 	masks  []uint64
 	body   []op
+	run    op   // seq(body)
 	called bool // its body is being compiled (for call cycles)
 }
 
 func (a *action) call(p *pkt, args []uint64) {
 	for i, s := range a.slots {
-		p.v[s] = args[i] & a.masks[i]
+		p.put(s, args[i]&a.masks[i])
 	}
-	run(a.body, p)
+	a.run(p)
+}
+
+// at is p.v[s], and put sets it, with no bounds check: every slot a
+// compiled closure holds is one of the model's, resolved at load before
+// any packet's slots are made (newPkt sizes them for all; newVariant
+// refuses a variant whose compiling added one).
+func (p *pkt) at(s int) uint64 {
+	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p.v)), uintptr(s)*8))
+}
+
+func (p *pkt) put(s int, v uint64) {
+	*(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(p.v)), uintptr(s)*8)) = v
 }
 
 func run(ops []op, p *pkt) {
@@ -69,6 +84,64 @@ func run(ops []op, p *pkt) {
 		o(p)
 		if p.err != nil {
 			return
+		}
+	}
+}
+
+// seq is one op that runs ops in turn, stopping at an error, as run
+// does: four at a time with no loop (a loop's index and bounds, kept
+// across each call, cost as much as the call).
+func seq(ops []op) op {
+	switch len(ops) {
+	case 0:
+		return func(*pkt) {}
+	case 1:
+		return ops[0]
+	case 2:
+		a, b := ops[0], ops[1]
+		return func(p *pkt) {
+			if a(p); p.err == nil {
+				b(p)
+			}
+		}
+	case 3:
+		a, b, c := ops[0], ops[1], ops[2]
+		return func(p *pkt) {
+			if a(p); p.err != nil {
+				return
+			}
+			if b(p); p.err == nil {
+				c(p)
+			}
+		}
+	}
+	a, b, c, d := ops[0], ops[1], ops[2], ops[3]
+	if len(ops) == 4 {
+		return func(p *pkt) {
+			if a(p); p.err != nil {
+				return
+			}
+			if b(p); p.err != nil {
+				return
+			}
+			if c(p); p.err == nil {
+				d(p)
+			}
+		}
+	}
+	rest := seq(ops[4:])
+	return func(p *pkt) {
+		if a(p); p.err != nil {
+			return
+		}
+		if b(p); p.err != nil {
+			return
+		}
+		if c(p); p.err != nil {
+			return
+		}
+		if d(p); p.err == nil {
+			rest(p)
 		}
 	}
 }
@@ -144,7 +217,7 @@ func (c *compiler) node(x p4gen.Expr, sc *scope) (expr, error) {
 			return nil, err
 		}
 		c.used[s] = true
-		return func(p *pkt) uint64 { return p.v[s] }, nil
+		return func(p *pkt) uint64 { return p.at(s) }, nil
 	case p4gen.Valid:
 		h := c.m.header(x.Header)
 		if h == nil {
@@ -158,21 +231,21 @@ func (c *compiler) node(x p4gen.Expr, sc *scope) (expr, error) {
 		}
 		return func(p *pkt) uint64 { return p.old }, nil
 	case p4gen.Unary:
-		a, err := c.expr(x.X, sc)
+		a, err := c.operand(x.X, sc)
 		if err != nil {
 			return nil, err
 		}
 		if x.Op == p4gen.Not {
-			return func(p *pkt) uint64 { return a(p) ^ 1 }, nil
+			return func(p *pkt) uint64 { return a.get(p) ^ 1 }, nil
 		}
 		m := x.Type().Mask()
-		return func(p *pkt) uint64 { return ^a(p) & m }, nil
+		return func(p *pkt) uint64 { return ^a.get(p) & m }, nil
 	case p4gen.Binary:
 		return c.binary(x, sc)
 	case p4gen.Cast:
 		m := x.Type().Mask()
 		if s, ok := c.refSlot(x.X, sc); ok {
-			return func(p *pkt) uint64 { return p.v[s] & m }, nil
+			return func(p *pkt) uint64 { return p.at(s) & m }, nil
 		}
 		a, err := c.expr(x.X, sc)
 		if err != nil {
@@ -185,32 +258,28 @@ func (c *compiler) node(x p4gen.Expr, sc *scope) (expr, error) {
 		}
 		if s, ok := c.refSlot(x.X, sc); ok {
 			lo, m := uint(x.Lo), x.Type().Mask()
-			return func(p *pkt) uint64 { return p.v[s] >> lo & m }, nil
+			return func(p *pkt) uint64 { return p.at(s) >> (lo & 63) & m }, nil
 		}
 		a, err := c.expr(x.X, sc)
 		if err != nil {
 			return nil, err
 		}
 		lo, m := uint(x.Lo), x.Type().Mask()
-		return func(p *pkt) uint64 { return a(p) >> lo & m }, nil
+		return func(p *pkt) uint64 { return a(p) >> (lo & 63) & m }, nil
 	case p4gen.Mux:
-		cond, err := c.expr(x.Cond, sc)
+		cond, a, err := c.operands(x.Cond, x.Then, sc)
 		if err != nil {
 			return nil, err
 		}
-		a, err := c.expr(x.Then, sc)
-		if err != nil {
-			return nil, err
-		}
-		b, err := c.expr(x.Else, sc)
+		b, err := c.operand(x.Else, sc)
 		if err != nil {
 			return nil, err
 		}
 		return func(p *pkt) uint64 {
-			if cond(p) != 0 {
-				return a(p)
+			if cond.get(p) != 0 {
+				return a.get(p)
 			}
-			return b(p)
+			return b.get(p)
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown expression %T", x)
@@ -224,10 +293,6 @@ func b2u(c bool) uint64 {
 }
 
 func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
-	l, err := c.expr(x.L, sc)
-	if err != nil {
-		return nil, err
-	}
 	m := x.L.Type().Mask()
 	// A constant right operand is the common case (x + 1, x == 6, x >> 4):
 	// one closure call fewer, two when the left is a field.
@@ -240,69 +305,81 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 			if s, ok := c.refSlot(sl.X, sc); ok { // a bit test: x[h:l] == k
 				lo, sm := uint(sl.Lo), sl.Type().Mask()
 				if x.Op == p4gen.Eq {
-					return func(p *pkt) uint64 { return b2u(p.v[s]>>lo&sm == r) }, nil
+					return func(p *pkt) uint64 { return b2u(p.at(s)>>(lo&63)&sm == r) }, nil
 				}
-				return func(p *pkt) uint64 { return b2u(p.v[s]>>lo&sm != r) }, nil
+				return func(p *pkt) uint64 { return b2u(p.at(s)>>(lo&63)&sm != r) }, nil
 			}
 		}
 		if s, ok := c.refSlot(x.L, sc); ok {
 			switch x.Op {
 			case p4gen.Eq:
-				return func(p *pkt) uint64 { return b2u(p.v[s] == r) }, nil
+				return func(p *pkt) uint64 { return b2u(p.at(s) == r) }, nil
 			case p4gen.Ne:
-				return func(p *pkt) uint64 { return b2u(p.v[s] != r) }, nil
+				return func(p *pkt) uint64 { return b2u(p.at(s) != r) }, nil
 			case p4gen.Lt:
-				return func(p *pkt) uint64 { return b2u(p.v[s] < r) }, nil
+				return func(p *pkt) uint64 { return b2u(p.at(s) < r) }, nil
 			case p4gen.Gt:
-				return func(p *pkt) uint64 { return b2u(p.v[s] > r) }, nil
+				return func(p *pkt) uint64 { return b2u(p.at(s) > r) }, nil
+			case p4gen.Le:
+				return func(p *pkt) uint64 { return b2u(p.at(s) <= r) }, nil
+			case p4gen.Ge:
+				return func(p *pkt) uint64 { return b2u(p.at(s) >= r) }, nil
 			case p4gen.Add:
-				return func(p *pkt) uint64 { return (p.v[s] + r) & m }, nil
+				return func(p *pkt) uint64 { return (p.at(s) + r) & m }, nil
 			}
+		}
+		a, err := c.operand(x.L, sc)
+		if err != nil {
+			return nil, err
 		}
 		switch x.Op {
 		case p4gen.Add:
-			return func(p *pkt) uint64 { return (l(p) + r) & m }, nil
+			return func(p *pkt) uint64 { return (a.get(p) + r) & m }, nil
 		case p4gen.Sub:
-			return func(p *pkt) uint64 { return (l(p) - r) & m }, nil
+			return func(p *pkt) uint64 { return (a.get(p) - r) & m }, nil
 		case p4gen.And:
-			return func(p *pkt) uint64 { return l(p) & r }, nil
+			return func(p *pkt) uint64 { return a.get(p) & r }, nil
 		case p4gen.Or:
-			return func(p *pkt) uint64 { return l(p) | r }, nil
+			return func(p *pkt) uint64 { return a.get(p) | r }, nil
 		case p4gen.Eq:
-			return func(p *pkt) uint64 { return b2u(l(p) == r) }, nil
+			return func(p *pkt) uint64 { return b2u(a.get(p) == r) }, nil
 		case p4gen.Ne:
-			return func(p *pkt) uint64 { return b2u(l(p) != r) }, nil
+			return func(p *pkt) uint64 { return b2u(a.get(p) != r) }, nil
 		case p4gen.Lt:
-			return func(p *pkt) uint64 { return b2u(l(p) < r) }, nil
+			return func(p *pkt) uint64 { return b2u(a.get(p) < r) }, nil
 		case p4gen.Gt:
-			return func(p *pkt) uint64 { return b2u(l(p) > r) }, nil
+			return func(p *pkt) uint64 { return b2u(a.get(p) > r) }, nil
+		case p4gen.Le:
+			return func(p *pkt) uint64 { return b2u(a.get(p) <= r) }, nil
+		case p4gen.Ge:
+			return func(p *pkt) uint64 { return b2u(a.get(p) >= r) }, nil
 		case p4gen.Shl:
 			if r >= 64 {
-				return func(p *pkt) uint64 { l(p); return 0 }, nil
+				return func(p *pkt) uint64 { return 0 }, nil
 			}
-			return func(p *pkt) uint64 { return l(p) << r & m }, nil
+			return func(p *pkt) uint64 { return a.get(p) << (r & 63) & m }, nil
 		case p4gen.Shr:
 			if r >= 64 {
-				return func(p *pkt) uint64 { l(p); return 0 }, nil
+				return func(p *pkt) uint64 { return 0 }, nil
 			}
-			return func(p *pkt) uint64 { return l(p) >> r }, nil
+			return func(p *pkt) uint64 { return a.get(p) >> (r & 63) }, nil
 		}
 	}
-	r, err := c.expr(x.R, sc)
+	if f := c.slotBinary(x, sc); f != nil {
+		return f, nil
+	}
+	a, b, err := c.operands(x.L, x.R, sc)
 	if err != nil {
 		return nil, err
 	}
-	if f := c.slotBinary(x, sc, l, r); f != nil {
-		return f, nil
-	}
 	switch x.Op {
 	case p4gen.Add:
-		return func(p *pkt) uint64 { return (l(p) + r(p)) & m }, nil
+		return func(p *pkt) uint64 { return (a.get(p) + b.get(p)) & m }, nil
 	case p4gen.Sub:
-		return func(p *pkt) uint64 { return (l(p) - r(p)) & m }, nil
+		return func(p *pkt) uint64 { return (a.get(p) - b.get(p)) & m }, nil
 	case p4gen.SatAdd:
 		return func(p *pkt) uint64 {
-			a, b := l(p), r(p)
+			a, b := a.get(p), b.get(p)
 			if s := a + b; s < a || s > m {
 				return m
 			} else {
@@ -310,14 +387,14 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 			}
 		}, nil
 	case p4gen.And:
-		return func(p *pkt) uint64 { return l(p) & r(p) }, nil
+		return func(p *pkt) uint64 { return a.get(p) & b.get(p) }, nil
 	case p4gen.Or:
-		return func(p *pkt) uint64 { return l(p) | r(p) }, nil
+		return func(p *pkt) uint64 { return a.get(p) | b.get(p) }, nil
 	case p4gen.Xor:
-		return func(p *pkt) uint64 { return l(p) ^ r(p) }, nil
+		return func(p *pkt) uint64 { return a.get(p) ^ b.get(p) }, nil
 	case p4gen.Shl:
 		return func(p *pkt) uint64 {
-			a, b := l(p), r(p)
+			a, b := a.get(p), b.get(p)
 			if b >= 64 {
 				return 0
 			}
@@ -325,37 +402,37 @@ func (c *compiler) binary(x p4gen.Binary, sc *scope) (expr, error) {
 		}, nil
 	case p4gen.Shr:
 		return func(p *pkt) uint64 {
-			a, b := l(p), r(p)
+			a, b := a.get(p), b.get(p)
 			if b >= 64 {
 				return 0
 			}
 			return a >> b
 		}, nil
 	case p4gen.Eq:
-		return func(p *pkt) uint64 { return b2u(l(p) == r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) == b.get(p)) }, nil
 	case p4gen.Ne:
-		return func(p *pkt) uint64 { return b2u(l(p) != r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) != b.get(p)) }, nil
 	case p4gen.Lt:
-		return func(p *pkt) uint64 { return b2u(l(p) < r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) < b.get(p)) }, nil
 	case p4gen.Le:
-		return func(p *pkt) uint64 { return b2u(l(p) <= r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) <= b.get(p)) }, nil
 	case p4gen.Gt:
-		return func(p *pkt) uint64 { return b2u(l(p) > r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) > b.get(p)) }, nil
 	case p4gen.Ge:
-		return func(p *pkt) uint64 { return b2u(l(p) >= r(p)) }, nil
+		return func(p *pkt) uint64 { return b2u(a.get(p) >= b.get(p)) }, nil
 	case p4gen.LAnd:
 		return func(p *pkt) uint64 {
-			if l(p) == 0 {
+			if a.get(p) == 0 {
 				return 0
 			}
-			return r(p)
+			return b.get(p)
 		}, nil
 	case p4gen.LOr:
 		return func(p *pkt) uint64 {
-			if l(p) == 1 {
+			if a.get(p) == 1 {
 				return 1
 			}
-			return r(p)
+			return b.get(p)
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown operator %v", x.Op)
@@ -386,6 +463,16 @@ func (c *compiler) stmts(ss []p4gen.Stmt, sc *scope) ([]op, error) {
 				return nil, err
 			}
 			out = append(out, c.keep(key, o))
+			continue
+		}
+		if n := c.countRun(ss[i:], sc); n > 1 {
+			if share {
+				if key = fmt.Sprintf("%#v", ss[i:i+n]); c.shared[key] != nil {
+					out, i = append(out, c.shared[key]), i+n-1
+					continue
+				}
+			}
+			out, i = append(out, c.keep(key, c.counts(ss[i:i+n], sc))), i+n-1
 			continue
 		}
 		if share {
@@ -447,20 +534,23 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		_ = mask
 		if k, ok := s.X.(p4gen.Const); ok {
 			v := k.Value
-			return c.dirties(d, func(p *pkt) { p.v[d] = v }), nil
+			return c.dirties(d, func(p *pkt) { p.put(d, v) }), nil
 		}
 		if r, ok := c.refSlot(s.X, sc); ok {
-			return c.dirties(d, func(p *pkt) { p.v[d] = p.v[r] }), nil
+			return c.dirties(d, func(p *pkt) { p.put(d, p.at(r)) }), nil
 		}
 		if bitwise(s.X) {
 			o, err := c.assignFused(d, s.X, sc)
+			return c.dirties(d, o), err
+		}
+		if o, err := c.assignNode(d, s.X, sc); o != nil || err != nil {
 			return c.dirties(d, o), err
 		}
 		x, err := c.expr(s.X, sc)
 		if err != nil {
 			return nil, err
 		}
-		return c.dirties(d, func(p *pkt) { p.v[d] = x(p) }), nil
+		return c.dirties(d, func(p *pkt) { p.put(d, x(p)) }), nil
 	case p4gen.If:
 		cond, err := c.expr(s.Cond, sc)
 		if err != nil {
@@ -474,26 +564,30 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		if err != nil {
 			return nil, err
 		}
+		then, els := seq(th), seq(el)
 		if v, ok := s.Cond.(p4gen.Valid); ok && len(el) == 0 {
 			h := c.m.header(v.Header)
 			w, b := h.index>>6, uint64(1)<<uint(h.index&63)
 			return func(p *pkt) {
 				if p.vbits[w]&b != 0 {
-					run(th, p)
+					then(p)
 				}
 			}, nil
 		}
 		return func(p *pkt) {
 			if cond(p) != 0 {
-				run(th, p)
+				then(p)
 			} else {
-				run(el, p)
+				els(p)
 			}
 		}, nil
 	case p4gen.Apply:
 		t := c.tables[s.Table]
 		if t == nil {
 			return nil, fmt.Errorf("table %s is not declared", s.Table.Name)
+		}
+		if t.direct {
+			return t.applyDirect, nil
 		}
 		return func(p *pkt) {
 			a, args := t.lookup(p)
@@ -514,7 +608,7 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 			for i, x := range args {
 				p.v[a.slots[i]] = x(p) & a.masks[i]
 			}
-			run(a.body, p)
+			a.run(p)
 		}, nil
 	case p4gen.Hash:
 		return c.hashes([]p4gen.Hash{s}, sc)
@@ -524,7 +618,7 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 			return nil, err
 		}
 		lo, hi := s.Lo, s.Hi
-		return c.dirties(d, func(p *pkt) { p.v[d] = m.Random(lo, hi) & mask }), nil
+		return c.dirties(d, func(p *pkt) { p.put(d, m.Random(lo, hi)&mask) }), nil
 	case p4gen.RMW:
 		return c.rmw(s, sc)
 	case p4gen.Count:
@@ -532,21 +626,28 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 		if !ok {
 			return nil, fmt.Errorf("counter %s is not declared", s.Counter.Name)
 		}
-		idx, err := c.expr(s.Index, sc)
+		idx, err := c.operand(s.Index, sc) // a constant, a field: read inline
 		if err != nil {
 			return nil, err
 		}
 		cells := m.counts[ci]
 		lenSlot := c.slots["standard_metadata.packet_length"]
 		errIdx := fmt.Errorf("counter %s: index past its %d cells", s.Counter.Name, len(cells))
+		if k, ok := s.Index.(p4gen.Const); ok && k.Value < uint64(len(cells)) {
+			cell := &cells[k.Value] // a function's total, its count of packets with no key
+			return func(p *pkt) {
+				cell.Packets++
+				cell.Bytes += p.at(lenSlot)
+			}, nil
+		}
 		return func(p *pkt) {
-			i := idx(p)
+			i := idx.get(p)
 			if i >= uint64(len(cells)) {
 				p.err = errIdx
 				return
 			}
 			cells[i].Packets++
-			cells[i].Bytes += p.v[lenSlot]
+			cells[i].Bytes += p.at(lenSlot)
 		}, nil
 	case p4gen.Digest:
 		di, ok := c.digs[s.Type]
@@ -595,12 +696,12 @@ func (c *compiler) stmt(s p4gen.Stmt, sc *scope) (op, error) {
 			p.vbits[w], p.dirty = p.vbits[w]|b, true
 			p.hdrAt[h.index] = 0
 			for _, f := range h.fields {
-				p.v[f.slot] = 0
+				p.put(f.slot, 0)
 			}
 		}, nil
 	case p4gen.MarkToDrop:
 		spec := c.slots["standard_metadata.egress_spec"]
-		return func(p *pkt) { p.v[spec] = p4gen.DropPort }, nil
+		return func(p *pkt) { p.put(spec, p4gen.DropPort) }, nil
 	}
 	return nil, fmt.Errorf("unknown statement %T", s)
 }
@@ -671,7 +772,7 @@ func (c *compiler) action(a *p4gen.Action) (*action, error) {
 	if err != nil {
 		return nil, fmt.Errorf("action %s: %v", a.Name, err)
 	}
-	ca.body, ca.called = body, false
+	ca.body, ca.run, ca.called = body, seq(body), false
 	return ca, nil
 }
 
@@ -740,73 +841,138 @@ func getBits(b []byte, off, n int) uint64 {
 
 var errTooShort = errors.New(p4gen.ErrPacketTooShort.Error())
 
-// slotBinary compiles x, an arithmetic or comparison of two variable
-// operands (compiled l and r) one or both of which are fields, reading
-// the fields from their slots: one or two closure calls fewer (the
-// sketches' sums and their comparisons of counts). It returns nil for
-// another x.
-func (c *compiler) slotBinary(x p4gen.Binary, sc *scope, l, r expr) expr {
+// slotBinary compiles x, an arithmetic or comparison of two fields,
+// reading both from their slots (the sketches' sums and their
+// comparisons of counts). It returns nil for another x.
+func (c *compiler) slotBinary(x p4gen.Binary, sc *scope) expr {
 	m := x.L.Type().Mask()
 	ls, lok := c.refSlot(x.L, sc)
 	rs, rok := c.refSlot(x.R, sc)
-	switch {
-	case lok && rok:
-		switch x.Op {
-		case p4gen.Add:
-			return func(p *pkt) uint64 { return (p.v[ls] + p.v[rs]) & m }
-		case p4gen.Sub:
-			return func(p *pkt) uint64 { return (p.v[ls] - p.v[rs]) & m }
-		case p4gen.Eq:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] == p.v[rs]) }
-		case p4gen.Ne:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] != p.v[rs]) }
-		case p4gen.Lt:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] < p.v[rs]) }
-		case p4gen.Le:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] <= p.v[rs]) }
-		case p4gen.Gt:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] > p.v[rs]) }
-		case p4gen.Ge:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] >= p.v[rs]) }
-		}
-	case lok:
-		switch x.Op {
-		case p4gen.Add:
-			return func(p *pkt) uint64 { return (p.v[ls] + r(p)) & m }
-		case p4gen.Sub:
-			return func(p *pkt) uint64 { return (p.v[ls] - r(p)) & m }
-		case p4gen.Eq:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] == r(p)) }
-		case p4gen.Ne:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] != r(p)) }
-		case p4gen.Lt:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] < r(p)) }
-		case p4gen.Le:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] <= r(p)) }
-		case p4gen.Gt:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] > r(p)) }
-		case p4gen.Ge:
-			return func(p *pkt) uint64 { return b2u(p.v[ls] >= r(p)) }
-		}
-	case rok:
-		switch x.Op {
-		case p4gen.Add:
-			return func(p *pkt) uint64 { return (l(p) + p.v[rs]) & m }
-		case p4gen.Sub:
-			return func(p *pkt) uint64 { return (l(p) - p.v[rs]) & m }
-		case p4gen.Eq:
-			return func(p *pkt) uint64 { return b2u(l(p) == p.v[rs]) }
-		case p4gen.Ne:
-			return func(p *pkt) uint64 { return b2u(l(p) != p.v[rs]) }
-		case p4gen.Lt:
-			return func(p *pkt) uint64 { return b2u(l(p) < p.v[rs]) }
-		case p4gen.Le:
-			return func(p *pkt) uint64 { return b2u(l(p) <= p.v[rs]) }
-		case p4gen.Gt:
-			return func(p *pkt) uint64 { return b2u(l(p) > p.v[rs]) }
-		case p4gen.Ge:
-			return func(p *pkt) uint64 { return b2u(l(p) >= p.v[rs]) }
-		}
+	if !lok || !rok {
+		return nil
+	}
+	switch x.Op {
+	case p4gen.Add:
+		return func(p *pkt) uint64 { return (p.at(ls) + p.at(rs)) & m }
+	case p4gen.Sub:
+		return func(p *pkt) uint64 { return (p.at(ls) - p.at(rs)) & m }
+	case p4gen.Eq:
+		return func(p *pkt) uint64 { return b2u(p.at(ls) == p.at(rs)) }
+	case p4gen.Ne:
+		return func(p *pkt) uint64 { return b2u(p.at(ls) != p.at(rs)) }
+	case p4gen.Lt:
+		return func(p *pkt) uint64 { return b2u(p.at(ls) < p.at(rs)) }
+	case p4gen.Le:
+		return func(p *pkt) uint64 { return b2u(p.at(ls) <= p.at(rs)) }
+	case p4gen.Gt:
+		return func(p *pkt) uint64 { return b2u(p.at(ls) > p.at(rs)) }
+	case p4gen.Ge:
+		return func(p *pkt) uint64 { return b2u(p.at(ls) >= p.at(rs)) }
 	}
 	return nil
+}
+
+// operands compiles x and y as operands.
+func (c *compiler) operands(x, y p4gen.Expr, sc *scope) (operand, operand, error) {
+	a, err := c.operand(x, sc)
+	if err != nil {
+		return a, operand{}, err
+	}
+	b, err := c.operand(y, sc)
+	return a, b, err
+}
+
+// assignNode compiles the assignment of x to slot d into one closure
+// when x is a sum, a difference or a choice, its operands read inline
+// (metadata computed from fields: a length, its bound); nil for another
+// x.
+func (c *compiler) assignNode(d int, x p4gen.Expr, sc *scope) (op, error) {
+	switch x := x.(type) {
+	case p4gen.Binary:
+		if x.Op != p4gen.Add && x.Op != p4gen.Sub {
+			return nil, nil
+		}
+		a, b, err := c.operands(x.L, x.R, sc)
+		if err != nil {
+			return nil, err
+		}
+		m := x.L.Type().Mask()
+		if x.Op == p4gen.Sub {
+			return func(p *pkt) { p.put(d, (a.get(p)-b.get(p))&m) }, nil
+		}
+		return func(p *pkt) { p.put(d, (a.get(p)+b.get(p))&m) }, nil
+	case p4gen.Mux:
+		a, b, err := c.operands(x.Then, x.Else, sc)
+		if err != nil {
+			return nil, err
+		}
+		if t, ok := c.rangeTest(x.Cond, sc); ok {
+			// A choice on a field against a constant (a length at
+			// least 4): the test too is read inline.
+			s, r, m, lo, span, neg := t.a.slot, t.a.rot, t.a.m, t.lo, t.span, t.neg
+			return func(p *pkt) {
+				if bits.RotateLeft64(p.at(s), r)&m-lo <= span != neg {
+					p.put(d, a.get(p))
+				} else {
+					p.put(d, b.get(p))
+				}
+			}, nil
+		}
+		cond, err := c.operand(x.Cond, sc)
+		if err != nil {
+			return nil, err
+		}
+		return func(p *pkt) {
+			if cond.get(p) != 0 {
+				p.put(d, a.get(p))
+			} else {
+				p.put(d, b.get(p))
+			}
+		}, nil
+	}
+	return nil, nil
+}
+
+// test is a comparison of an inline operand with a constant as a range
+// of it: a - lo <= span (unsigned), or outside it when neg.
+type test struct {
+	a        operand
+	lo, span uint64
+	neg      bool
+}
+
+// rangeTest returns x as a test when it compares a field (moved and
+// masked) with a constant.
+func (c *compiler) rangeTest(x p4gen.Expr, sc *scope) (test, bool) {
+	b, ok := x.(p4gen.Binary)
+	if !ok {
+		return test{}, false
+	}
+	k, ok := b.R.(p4gen.Const)
+	if !ok {
+		return test{}, false
+	}
+	switch b.Op {
+	case p4gen.Eq, p4gen.Ne, p4gen.Lt, p4gen.Le, p4gen.Gt, p4gen.Ge:
+	default:
+		return test{}, false
+	}
+	a, err := c.operand(b.L, sc)
+	if err != nil || a.x != nil {
+		return test{}, false
+	}
+	t, v, all := test{a: a}, k.Value, ^uint64(0)
+	switch b.Op {
+	case p4gen.Eq, p4gen.Ne:
+		t.lo, t.neg = v, b.Op == p4gen.Ne
+	case p4gen.Ge, p4gen.Lt: // a >= v, or not
+		t.lo, t.span, t.neg = v, all-v, b.Op == p4gen.Lt
+	case p4gen.Gt, p4gen.Le: // a >= v+1, or not
+		if v == all {
+			t.span, t.neg = all, b.Op == p4gen.Gt // always, or never
+		} else {
+			t.lo, t.span, t.neg = v+1, all-v-1, b.Op == p4gen.Le
+		}
+	}
+	return t, true
 }

@@ -18,29 +18,39 @@
 // rather than each header (what the deparser needs, only for a packet
 // whose headers changed). Ingress is specialised per set of valid
 // headers (special.go: constants propagated, branches and tables
-// folded), and a variant zeroes only the metadata its ingress may read
+// folded), starting from what the parser's selects fix on every path
+// to those headers (facts.go: an IPv4/TCP packet's IHL, fragment offset
+// and protocol); a value computed twice is copied (cse.go); metadata
+// nothing reads is not written, not even by a read-modify-write; and a
+// variant zeroes only the metadata its ingress or egress may read
 // before writing it. Expressions that only move bits (casts, slices,
 // constant shifts and masks, ors: a key built from header chunks) are
-// one closure of shifted, masked fields (fuse.go); an arithmetic or
-// comparison reads an operand that is a field from its slot (no call
-// for it); a table whose keys (none a range) fit one word matches its
-// entries as one mask and value each, in lookup order (table.go:
-// ffpf_walk's 25 one-bit keys read from their slots and packed, one
-// compare an entry); a sketch's read-modify-write (a count, a maximum) indexed by a field is one
-// closure with no call; a hash unit writes its constants into its
-// buffer at load and, per packet, only what varies, once for
-// consecutive hashes of the same data (hash.go: CRC-16 eight bytes a
-// step; a sketch's CRC-32 and CRC-16 of one key in one pass, sharing
-// the table loads both index by the data alone). A register keeps its
-// cells at their declared width (regs.go: a byte for hll's 8-bit
-// ranks, not eight), so a sketch takes the cache it needs; a packet
-// clears only the varbit lengths its parser set, and finds its variant
-// by a probe that compares the valid headers with no load of the
-// variant. Variants share code: a statement that folds to the same
-// value in two variants compiles once (compiler.shared), so the
-// closures of a trace's many shapes (tens of variants, a handful of
-// distinct statements) stay in the cache. BenchmarkModel and BenchmarkModelWhole (every packet running
-// ingress whole) measure it.
+// one closure of shifted, masked fields (fuse.go); an arithmetic,
+// comparison or choice reads its operands inline when each is a field
+// moved and masked or a constant (operand: no call), and an assignment
+// of one is a single closure (a row index h1 + h2 << k sliced, a
+// length bounded by a test); closures read slots with no bounds check
+// (pkt.at); a list of ops runs four calls at a time (seq); a table
+// whose keys (none a range) fit one word matches its entries as one
+// mask and value each, in lookup order (table.go: ffpf_walk's 25
+// one-bit keys packed, one compare an entry), and when its actions only
+// set metadata (hll's rank) writes each entry's values made at install,
+// with no call; a sketch's read-modify-write (a count, a maximum)
+// indexed by a field is one closure, and a count-min sketch's rows one
+// op (regs.go); a hash of 64-bit words (a sketch's key) runs its CRCs
+// on the words themselves, the constant words' steps taken at load
+// (hash.go: CRC-32 and CRC-16 in one pass, sharing the table loads
+// both index by the data alone). A register keeps its cells at their
+// declared width (a byte for hll's 8-bit ranks, not eight), so a
+// sketch takes the cache it needs; a packet clears only the varbit
+// lengths its parser set, finds its variant by a probe that compares
+// the valid headers with no load of the variant, skips an empty egress
+// and leaves, when nothing changed its headers, as its own bytes (no
+// copy). Variants share code: a statement that folds to the same value
+// in two variants compiles once (compiler.shared), so the closures of
+// a trace's many shapes (tens of variants, a handful of distinct
+// statements) stay in the cache. BenchmarkModel and BenchmarkModelWhole
+// (every packet running ingress whole) measure it.
 //
 // Model.Process is p4gen.Switch.Process made fast: the same results,
 // which a differential test checks on random programs and frames. Device
@@ -52,4 +62,6 @@
 //
 // The sharp edge: a Model is one pipeline on one goroutine. Its Result
 // (frames, digests) is valid until the next Process; copy what you keep.
+// A frame that leaves unchanged is the arrival's own bytes: changing
+// those changes it.
 package pisa

@@ -1,6 +1,7 @@
 package pisa
 
 import (
+	"math/bits"
 	"reflect"
 
 	"github.com/ffpf-go/ffpf/functions/p4gen"
@@ -20,6 +21,8 @@ import (
 type lterm struct {
 	slot     int
 	x        expr
+	src      p4gen.Expr // what x computes, in scope sc
+	sc       *scope
 	rsh, lsh uint
 	m        uint64
 }
@@ -27,12 +30,78 @@ type lterm struct {
 func (t *lterm) eval(p *pkt) uint64 {
 	var v uint64
 	if t.x == nil {
-		v = p.v[t.slot]
+		v = p.at(t.slot)
 	} else {
 		v = t.x(p)
 	}
-	return v >> t.rsh << t.lsh & t.m
+	return v >> (t.rsh & 63) << (t.lsh & 63) & t.m
 }
+
+// operand is an expression's value, read with no call when it is one
+// field moved by constant shifts and masked (a field, a cast or slice
+// of one, a field shifted into place) or a constant (the slot that
+// always holds all ones, masked by it): an arithmetic, comparison or
+// choice reads such operands itself (get, inlined) and calls only for
+// the others (x).
+type operand struct {
+	slot int
+	rot  int // the field's net shift left, as a rotation: m clears what wraps
+	m    uint64
+	x    expr
+}
+
+func (o *operand) get(p *pkt) uint64 {
+	if o.x != nil {
+		return o.x(p)
+	}
+	return bits.RotateLeft64(p.v[o.slot], o.rot) & o.m
+}
+
+// operand compiles x as an operand.
+func (c *compiler) operand(x p4gen.Expr, sc *scope) (operand, error) {
+	konst := func(k uint64) operand { return operand{slot: c.m.ones, m: k} }
+	if !bitwise(x) {
+		switch y := x.(type) {
+		case p4gen.Const:
+			return konst(y.Value), nil
+		case p4gen.Ref:
+			if s, ok := c.refSlot(y, sc); ok {
+				return operand{slot: s, m: ^uint64(0)}, nil
+			}
+		}
+		e, err := c.node(x, sc)
+		return operand{x: e}, err
+	}
+	f, err := c.linear(x, sc)
+	if err != nil {
+		return operand{}, err
+	}
+	switch {
+	case len(f.terms) == 0:
+		return konst(f.k), nil
+	case len(f.terms) == 1 && f.terms[0].x == nil && f.k == 0:
+		// A right shift's rotation wraps the bits it drops to the top,
+		// a left shift's to the bottom: the mask, shifted as the field
+		// was, has zeros there.
+		t := f.terms[0]
+		return operand{slot: t.slot, rot: rot(t), m: t.m}, nil
+	}
+	return operand{x: c.fusedOf(f)}, nil
+}
+
+// slotTerm is a term of a field: its value rotated by its net shift
+// and masked (the mask, shifted as the field was, clears what wraps).
+type slotTerm struct {
+	slot, rot int
+	m         uint64
+}
+
+func rterm(t lterm) slotTerm { return slotTerm{slot: t.slot, rot: rot(t), m: t.m} }
+
+// rot is term t's net shift, left.
+func rot(t lterm) int { return int(t.lsh) - int(t.rsh) }
+
+func (t *slotTerm) get(p *pkt) uint64 { return bits.RotateLeft64(p.at(t.slot), t.rot) & t.m }
 
 // lform is a bit-moving expression: k | the terms.
 type lform struct {
@@ -149,7 +218,7 @@ func (c *compiler) linear(x p4gen.Expr, sc *scope) (lform, error) {
 		}
 	}
 	e, err := c.node(x, sc)
-	return lform{terms: []lterm{{slot: -1, x: e, m: x.Type().Mask()}}}, err
+	return lform{terms: []lterm{{slot: -1, x: e, src: x, sc: sc, m: x.Type().Mask()}}}, err
 }
 
 // fused compiles a bit-moving expression into one closure.
@@ -173,28 +242,27 @@ func (c *compiler) fusedOf(f lform) expr {
 		return func(*pkt) uint64 { return k }
 	case len(ts) == 1 && k == 0:
 		t := ts[0]
+		if e := c.sumTerm(t); e != nil {
+			return e
+		}
 		if t.x != nil {
 			if t.rsh == 0 && t.lsh == 0 {
 				return func(p *pkt) uint64 { return t.x(p) & t.m }
 			}
-			return func(p *pkt) uint64 { return t.x(p) >> t.rsh << t.lsh & t.m }
+			return func(p *pkt) uint64 { return t.x(p) >> (t.rsh & 63) << (t.lsh & 63) & t.m }
 		}
 		s, m := t.slot, t.m
 		if t.rsh == 0 && t.lsh == 0 {
-			return func(p *pkt) uint64 { return p.v[s] & m }
+			return func(p *pkt) uint64 { return p.at(s) & m }
 		}
-		r, l := t.rsh, t.lsh
-		return func(p *pkt) uint64 { return p.v[s] >> r << l & m }
+		r := rot(t)
+		return func(p *pkt) uint64 { return bits.RotateLeft64(p.at(s), r) & m }
 	case len(ts) == 2 && slots:
-		a, b := ts[0], ts[1]
-		return func(p *pkt) uint64 {
-			return k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m
-		}
+		a, b := rterm(ts[0]), rterm(ts[1])
+		return func(p *pkt) uint64 { return k | a.get(p) | b.get(p) }
 	case len(ts) == 3 && slots:
-		a, b, d := ts[0], ts[1], ts[2]
-		return func(p *pkt) uint64 {
-			return k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m | p.v[d.slot]>>d.rsh<<d.lsh&d.m
-		}
+		a, b, d := rterm(ts[0]), rterm(ts[1]), rterm(ts[2])
+		return func(p *pkt) uint64 { return k | a.get(p) | b.get(p) | d.get(p) }
 	}
 	return func(p *pkt) uint64 {
 		v := k
@@ -219,21 +287,80 @@ func (c *compiler) assignFused(d int, x p4gen.Expr, sc *scope) (op, error) {
 	}
 	switch {
 	case len(ts) == 2 && slots:
-		a, b := ts[0], ts[1]
-		return func(p *pkt) {
-			p.v[d] = k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m
-		}, nil
+		a, b := rterm(ts[0]), rterm(ts[1])
+		return func(p *pkt) { p.put(d, k|a.get(p)|b.get(p)) }, nil
 	case len(ts) == 3 && slots:
-		a, b, e := ts[0], ts[1], ts[2]
-		return func(p *pkt) {
-			p.v[d] = k | p.v[a.slot]>>a.rsh<<a.lsh&a.m | p.v[b.slot]>>b.rsh<<b.lsh&b.m | p.v[e.slot]>>e.rsh<<e.lsh&e.m
-		}, nil
+		a, b, e := rterm(ts[0]), rterm(ts[1]), rterm(ts[2])
+		return func(p *pkt) { p.put(d, k|a.get(p)|b.get(p)|e.get(p)) }, nil
 	case len(ts) == 1 && k == 0 && slots:
-		s, r, l, m := ts[0].slot, ts[0].rsh, ts[0].lsh, ts[0].m
-		return func(p *pkt) { p.v[d] = p.v[s] >> r << l & m }, nil
+		s, r, m := ts[0].slot, rot(ts[0]), ts[0].m
+		return func(p *pkt) { p.put(d, bits.RotateLeft64(p.at(s), r)&m) }, nil
+	}
+	if len(ts) == 1 && ts[0].x != nil && ts[0].rsh == 0 && ts[0].lsh == 0 && c.sum(ts[0]) == nil {
+		x, m := ts[0].x, ts[0].m // a cast of a condition, a choice (or-ed with k)
+		return func(p *pkt) { p.put(d, k|x(p)&m) }, nil
+	}
+	if len(ts) == 1 && k == 0 {
+		if s := c.sum(ts[0]); s != nil {
+			a, b, tm, rot, m := s.a, s.b, s.tm, s.rot, s.m
+			if a.x == nil && b.x == nil && !s.sub { // a row index: h1 + h2 << k, sliced
+				as, ar, am, bs, br, bm := a.slot, a.rot, a.m, b.slot, b.rot, b.m
+				return func(p *pkt) {
+					p.put(d, bits.RotateLeft64((bits.RotateLeft64(p.at(as), ar)&am+bits.RotateLeft64(p.at(bs), br)&bm)&tm, rot)&m)
+				}, nil
+			}
+			if s.sub {
+				return func(p *pkt) { p.put(d, bits.RotateLeft64((a.get(p)-b.get(p))&tm, rot)&m) }, nil
+			}
+			return func(p *pkt) { p.put(d, bits.RotateLeft64((a.get(p)+b.get(p))&tm, rot)&m) }, nil
+		}
 	}
 	e := c.fusedOf(f)
-	return func(p *pkt) { p.v[d] = e(p) }, nil
+	return func(p *pkt) { p.put(d, e(p)) }, nil
+}
+
+// sumOf is a sum or difference of two operands (masked by tm), moved
+// by a rotation and masked by m as a bit-moving term is: a cast or
+// slice of an addition (a sketch's row index, h1 + h2 << 16 sliced)
+// is one closure with its operands read inline.
+type sumOf struct {
+	a, b  operand
+	sub   bool
+	tm, m uint64
+	rot   int
+}
+
+// sum returns term t as a sumOf when it is an addition or subtraction
+// (not saturating); nil for another term.
+func (c *compiler) sum(t lterm) *sumOf {
+	x, ok := t.src.(p4gen.Binary)
+	if !ok || t.x == nil || x.Op != p4gen.Add && x.Op != p4gen.Sub {
+		return nil
+	}
+	// The term's operands were compiled with it (linear): compiling
+	// them again as operands marks nothing new and cannot fail.
+	a, err := c.operand(x.L, t.sc)
+	if err != nil {
+		return nil
+	}
+	b, err := c.operand(x.R, t.sc)
+	if err != nil {
+		return nil
+	}
+	return &sumOf{a: a, b: b, sub: x.Op == p4gen.Sub, tm: x.L.Type().Mask(), m: t.m, rot: int(t.lsh) - int(t.rsh)}
+}
+
+// sumTerm is sum's closure, or nil.
+func (c *compiler) sumTerm(t lterm) expr {
+	s := c.sum(t)
+	if s == nil {
+		return nil
+	}
+	a, b, tm, rot, m := s.a, s.b, s.tm, s.rot, s.m
+	if s.sub {
+		return func(p *pkt) uint64 { return bits.RotateLeft64((a.get(p)-b.get(p))&tm, rot) & m }
+	}
+	return func(p *pkt) uint64 { return bits.RotateLeft64((a.get(p)+b.get(p))&tm, rot) & m }
 }
 
 // rmwDirect compiles the read-modify-writes that sketches make, when
@@ -258,7 +385,7 @@ func rmwDirect[T cell](c *compiler, s p4gen.RMW, sc *scope, cells []T, mask uint
 		}
 		k1, m := k.Value, x.L.Type().Mask()&mask
 		return func(p *pkt) {
-			i := p.v[is]
+			i := p.at(is)
 			if i >= n {
 				p.err = errIdx
 				return
@@ -267,10 +394,10 @@ func rmwDirect[T cell](c *compiler, s p4gen.RMW, sc *scope, cells []T, mask uint
 			v := (old + k1) & m
 			cells[i] = T(v)
 			if oldTo >= 0 {
-				p.v[oldTo] = old
+				p.put(oldTo, old)
 			}
 			if newTo >= 0 {
-				p.v[newTo] = v
+				p.put(newTo, v)
 			}
 		}
 	case p4gen.Mux:
@@ -283,22 +410,22 @@ func rmwDirect[T cell](c *compiler, s p4gen.RMW, sc *scope, cells []T, mask uint
 			return nil
 		}
 		return func(p *pkt) {
-			i := p.v[is]
+			i := p.at(is)
 			if i >= n {
 				p.err = errIdx
 				return
 			}
-			old, v := uint64(cells[i]), p.v[xs]
+			old, v := uint64(cells[i]), p.at(xs)
 			if old >= v {
 				v = old
 			}
 			v &= mask
 			cells[i] = T(v)
 			if oldTo >= 0 {
-				p.v[oldTo] = old
+				p.put(oldTo, old)
 			}
 			if newTo >= 0 {
-				p.v[newTo] = v
+				p.put(newTo, v)
 			}
 		}
 	}

@@ -158,3 +158,50 @@ func TestSlotOperandsAsReference(t *testing.T) {
 	}
 	sameAsReference(t, prog, nil, splitReads)
 }
+
+// An assignment of a choice on a field against a constant tests the
+// field inline (compile.go's rangeTest), and one of a sum or difference
+// reads its operands inline (assignNode, sum): each comparison, at the
+// constants at the ends of the field's range (where a range's bounds
+// wrap), a field shifted and masked, and 64-bit fields at their top,
+// computes what the reference does.
+func TestInlineChoicesAsReference(t *testing.T) {
+	prog := p4gen.NewProgram("choices")
+	a, b := p4gen.Ref{Path: "meta.a", Bits: 8}, p4gen.Ref{Path: "meta.b", Bits: 64}
+	prog.Metadata = []p4gen.Field{{Name: "a", Bits: 8}, {Name: "b", Bits: 64}}
+	d := &p4gen.DigestType{Name: "d_t"}
+	var vals []p4gen.Expr
+	ingress := []p4gen.Stmt{
+		p4gen.Random{Dst: a, Hi: 3},
+		p4gen.Assign{Dst: a, X: p4gen.B(p4gen.Add, a, p4gen.C(253, 8))}, // 253, 254, 255, 0
+		p4gen.Random{Dst: b, Lo: ^uint64(0) - 2, Hi: ^uint64(0)},
+	}
+	out := func(x p4gen.Expr) {
+		f := p4gen.Field{Name: fmt.Sprintf("v%d", len(vals)), Bits: x.Type().Bits}
+		prog.Metadata = append(prog.Metadata, f)
+		dst := p4gen.Ref{Path: "meta." + f.Name, Bits: f.Bits}
+		ingress = append(ingress, p4gen.Assign{Dst: dst, X: x})
+		d.Fields = append(d.Fields, f)
+		vals = append(vals, dst)
+	}
+	for _, op := range []p4gen.BinOp{p4gen.Eq, p4gen.Ne, p4gen.Lt, p4gen.Le, p4gen.Gt, p4gen.Ge} {
+		for _, k := range []uint64{0, 1, 254, 255} {
+			out(p4gen.Mux{Cond: p4gen.B(op, a, p4gen.C(k, 8)), Then: p4gen.C(1, 8), Else: a})
+			hi := p4gen.Slice{X: a, Hi: 7, Lo: 4} // a's top four bits
+			out(p4gen.Mux{Cond: p4gen.B(op, hi, p4gen.C(k&15, 4)), Then: b, Else: p4gen.C(7, 64)})
+		}
+		for _, k := range []uint64{0, ^uint64(0) - 1, ^uint64(0)} {
+			out(p4gen.Mux{Cond: p4gen.B(op, b, p4gen.C(k, 64)), Then: p4gen.C(1, 8), Else: p4gen.C(2, 8)})
+		}
+	}
+	sh := p4gen.B(p4gen.Shl, p4gen.Cast{Bits: 16, X: a}, p4gen.C(4, 16))
+	out(p4gen.B(p4gen.Add, p4gen.Cast{Bits: 16, X: a}, sh))
+	out(p4gen.B(p4gen.Sub, p4gen.Cast{Bits: 16, X: a}, sh))
+	out(p4gen.Slice{X: p4gen.B(p4gen.Add, p4gen.Cast{Bits: 16, X: a}, sh), Hi: 11, Lo: 3})
+	out(p4gen.Slice{X: p4gen.B(p4gen.Sub, b, p4gen.C(1, 64)), Hi: 63, Lo: 60})
+	prog.Digests = []*p4gen.DigestType{d}
+	prog.Ingress = append(ingress,
+		p4gen.Digest{Type: d, Values: vals},
+		p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(1, 9)})
+	sameAsReference(t, prog, nil, splitReads)
+}

@@ -102,7 +102,7 @@ func (hp *hashPack) pack(p *pkt) {
 	if hp.words {
 		for i := range hp.parts {
 			pt := &hp.parts[i]
-			binary.BigEndian.PutUint64(buf[pt.off:], p.v[pt.slot])
+			binary.BigEndian.PutUint64(buf[pt.off:], p.at(pt.slot))
 		}
 		return
 	}
@@ -110,7 +110,7 @@ func (hp *hashPack) pack(p *pkt) {
 		pt := &hp.parts[i]
 		var v uint64
 		if pt.x == nil {
-			v = p.v[pt.slot]
+			v = p.at(pt.slot)
 		} else {
 			v = pt.x(p)
 		}
@@ -176,7 +176,7 @@ func (h *hashOut) put(p *pkt, v uint64) {
 	case h.max > 0:
 		v %= h.max
 	}
-	p.v[h.dst] = (h.base + v) & h.mask
+	p.put(h.dst, (h.base+v)&h.mask)
 }
 
 // sameData reports whether hash b hashes what hash a does when it runs
@@ -206,6 +206,11 @@ func (c *compiler) hashes(hs []p4gen.Hash, sc *scope) (op, error) {
 			return nil, err
 		}
 		dirty = dirty || c.hdr[outs[i].dst]
+	}
+	if wh := c.wordHash(hs[0], sc); wh != nil {
+		if o := wh.op(outs, dirty); o != nil {
+			return o, nil
+		}
 	}
 	if len(outs) == 1 {
 		h := &outs[0]
@@ -352,4 +357,172 @@ func crc32And16(b []byte) (uint32, uint16) {
 		c16 = c16>>8 ^ t16[0][byte(c16)^x]
 	}
 	return ^c32, c16
+}
+
+// A hash whose data are all 64-bit words, each a field or a constant
+// (a sketch's key, as the classes lower it), runs its CRCs on the
+// words themselves, eight bytes a step, with no packing into a buffer:
+// the steps of the constant words before the first field are taken at
+// load (their state is the same for every packet), and a constant word
+// after it costs only the table loads the state indexes (those its own
+// bytes index are taken at load too).
+
+// hword is a word of a hash's data: the field in slot, or, when slot is
+// negative, a constant whose step is the state's loads xored with x32
+// and k32 (CRC-32) or x16 and k16 (CRC-16).
+type hword struct {
+	slot     int
+	x32, k32 uint32
+	x16, k16 uint16
+}
+
+// wordHash is a hash's data as words: the states after its leading
+// constant words, and the words after them.
+type wordHash struct {
+	s32   uint32
+	s16   uint16
+	words []hword
+}
+
+// wordHash returns s's data as words, or nil when a datum is not a
+// 64-bit field or constant.
+func (c *compiler) wordHash(s p4gen.Hash, sc *scope) *wordHash {
+	wh := &wordHash{s32: ^uint32(0)}
+	for _, x := range s.Data {
+		if x.Type().Bits != 64 {
+			return nil
+		}
+		if k, ok := x.(p4gen.Const); ok {
+			w := constWord(k.Value)
+			if len(wh.words) == 0 {
+				wh.s32, wh.s16 = w.step32(wh.s32), w.step16(wh.s16)
+				continue
+			}
+			wh.words = append(wh.words, w)
+			continue
+		}
+		slot, ok := c.refSlot(x, sc)
+		if !ok {
+			return nil
+		}
+		wh.words = append(wh.words, hword{slot: slot})
+	}
+	return wh
+}
+
+// constWord is constant word v's step, what its bytes index taken now.
+func constWord(v uint64) hword {
+	t32, t16 := &crc32Tables, &crc16Tables
+	x32 := bits.ReverseBytes32(uint32(v >> 32)) // its first four bytes, little-endian
+	return hword{slot: -1, x32: x32, x16: uint16(x32),
+		k32: t32[3][byte(v>>24)] ^ t32[2][byte(v>>16)] ^ t32[1][byte(v>>8)] ^ t32[0][byte(v)],
+		k16: t16[5][byte(v>>40)] ^ t16[4][byte(v>>32)] ^ t16[3][byte(v>>24)] ^ t16[2][byte(v>>16)] ^ t16[1][byte(v>>8)] ^ t16[0][byte(v)]}
+}
+
+func (w *hword) step32(c uint32) uint32 {
+	t := &crc32Tables
+	c ^= w.x32
+	return t[7][byte(c)] ^ t[6][byte(c>>8)] ^ t[5][byte(c>>16)] ^ t[4][c>>24] ^ w.k32
+}
+
+func (w *hword) step16(c uint16) uint16 {
+	t := &crc16Tables
+	c ^= w.x16
+	return t[7][byte(c)] ^ t[6][c>>8] ^ w.k16
+}
+
+// crc32 is the CRC-32 of p's words.
+func (wh *wordHash) crc32(p *pkt) uint32 {
+	c := wh.s32
+	t := &crc32Tables
+	for i := range wh.words {
+		w := &wh.words[i]
+		if w.slot < 0 {
+			c = w.step32(c)
+			continue
+		}
+		v := p.at(w.slot)
+		c ^= bits.ReverseBytes32(uint32(v >> 32))
+		c = t[7][byte(c)] ^ t[6][byte(c>>8)] ^ t[5][byte(c>>16)] ^ t[4][c>>24] ^
+			t[3][byte(v>>24)] ^ t[2][byte(v>>16)] ^ t[1][byte(v>>8)] ^ t[0][byte(v)]
+	}
+	return ^c
+}
+
+// crc16 is the CRC-16 of p's words.
+func (wh *wordHash) crc16(p *pkt) uint16 {
+	c := wh.s16
+	t := &crc16Tables
+	for i := range wh.words {
+		w := &wh.words[i]
+		if w.slot < 0 {
+			c = w.step16(c)
+			continue
+		}
+		v := p.at(w.slot)
+		x := c ^ uint16(bits.ReverseBytes32(uint32(v>>32)))
+		c = t[7][byte(x)] ^ t[6][x>>8] ^ t[5][byte(v>>40)] ^ t[4][byte(v>>32)] ^
+			t[3][byte(v>>24)] ^ t[2][byte(v>>16)] ^ t[1][byte(v>>8)] ^ t[0][byte(v)]
+	}
+	return c
+}
+
+// crcs is crc32 and crc16 in one pass, sharing the loads that a
+// field's last four bytes index (crcPairTables).
+func (wh *wordHash) crcs(p *pkt) (uint32, uint16) {
+	c32, c16 := wh.s32, wh.s16
+	t32, t16, tp := &crc32Tables, &crc16Tables, &crcPairTables
+	for i := range wh.words {
+		w := &wh.words[i]
+		if w.slot < 0 {
+			c32, c16 = w.step32(c32), w.step16(c16)
+			continue
+		}
+		v := p.at(w.slot)
+		x32 := bits.ReverseBytes32(uint32(v >> 32))
+		both := tp[3][byte(v>>24)] ^ tp[2][byte(v>>16)] ^ tp[1][byte(v>>8)] ^ tp[0][byte(v)]
+		c32 ^= x32
+		c32 = t32[7][byte(c32)] ^ t32[6][byte(c32>>8)] ^ t32[5][byte(c32>>16)] ^ t32[4][c32>>24] ^ uint32(both)
+		x := c16 ^ uint16(x32)
+		c16 = t16[7][byte(x)] ^ t16[6][x>>8] ^ t16[5][byte(v>>40)] ^ t16[4][byte(v>>32)] ^ uint16(both>>32)
+	}
+	return ^c32, c16
+}
+
+// op is the op that computes hashes outs of the words: a CRC-32, a
+// CRC-16, or one of each; nil for another set.
+func (wh *wordHash) op(outs []hashOut, dirty bool) op {
+	var o op
+	switch {
+	case len(outs) == 1 && outs[0].algo == p4gen.CRC32:
+		h := &outs[0]
+		o = func(p *pkt) { h.put(p, uint64(wh.crc32(p))) }
+	case len(outs) == 1 && outs[0].algo == p4gen.CRC16:
+		h := &outs[0]
+		o = func(p *pkt) { h.put(p, uint64(wh.crc16(p))) }
+	case len(outs) == 2 && outs[0].algo == p4gen.CRC32 && outs[1].algo == p4gen.CRC16:
+		h32, h16 := &outs[0], &outs[1]
+		o = func(p *pkt) {
+			c32, c16 := wh.crcs(p)
+			h32.put(p, uint64(c32))
+			h16.put(p, uint64(c16))
+		}
+	case len(outs) == 2 && outs[0].algo == p4gen.CRC16 && outs[1].algo == p4gen.CRC32:
+		h16, h32 := &outs[0], &outs[1]
+		o = func(p *pkt) {
+			c32, c16 := wh.crcs(p)
+			h16.put(p, uint64(c16))
+			h32.put(p, uint64(c32))
+		}
+	default:
+		return nil
+	}
+	if dirty {
+		inner := o
+		return func(p *pkt) {
+			inner(p)
+			p.dirty = true
+		}
+	}
+	return o
 }

@@ -1,6 +1,7 @@
 package pisa
 
 import (
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
@@ -59,5 +60,37 @@ func TestHashesShareData(t *testing.T) {
 		p4gen.Digest{Type: d, Values: []p4gen.Expr{a, h1, h2, h3, h4, h5}},
 		p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(1, 9)},
 	}
+	sameAsReference(t, prog, nil, splitReads)
+}
+
+// A hash of 64-bit words (fields and constants) runs its CRCs on the
+// words (hash.go's wordHash): constants before the first field (taken
+// at load), between fields and after them, CRC-32 and CRC-16 alone and
+// both in one pass in either order, come out as the reference's.
+func TestWordHashesAsReference(t *testing.T) {
+	prog := p4gen.NewProgram("words")
+	ref := func(n string, bits int) p4gen.Ref { return p4gen.Ref{Path: "meta." + n, Bits: bits} }
+	a, b := ref("a", 64), ref("b", 64)
+	prog.Metadata = []p4gen.Field{{Name: "a", Bits: 64}, {Name: "b", Bits: 64}}
+	k1, k2, k3 := p4gen.C(0x0123456789abcdef, 64), p4gen.C(0xfedcba9876543210, 64), p4gen.C(0x8000000000000001, 64)
+	datas := [][]p4gen.Expr{{k1, a, k2, b, k3}, {k1, k2, a}, {a, b}, {a, k3}, {k2, a, k1, k1}}
+	d := &p4gen.DigestType{Name: "d_t"}
+	var vals []p4gen.Expr
+	ingress := []p4gen.Stmt{p4gen.Random{Dst: a, Hi: ^uint64(0)}, p4gen.Random{Dst: b, Hi: ^uint64(0)}}
+	hash := func(algo p4gen.HashAlgo, data []p4gen.Expr) p4gen.Hash {
+		n := fmt.Sprintf("h%d", len(vals))
+		prog.Metadata = append(prog.Metadata, p4gen.Field{Name: n, Bits: 32})
+		d.Fields = append(d.Fields, p4gen.Field{Name: n, Bits: 32})
+		vals = append(vals, ref(n, 32))
+		return p4gen.Hash{Dst: ref(n, 32), Algo: algo, Data: data, Max: 1 << 32}
+	}
+	for _, data := range datas {
+		ingress = append(ingress, hash(p4gen.CRC32, data), p4gen.Assign{Dst: a, X: p4gen.B(p4gen.Add, a, p4gen.C(1, 64))})
+		ingress = append(ingress, hash(p4gen.CRC16, data), p4gen.Assign{Dst: a, X: p4gen.B(p4gen.Add, a, p4gen.C(1, 64))})
+		ingress = append(ingress, hash(p4gen.CRC32, data), hash(p4gen.CRC16, data)) // one pass
+		ingress = append(ingress, hash(p4gen.CRC16, data), hash(p4gen.CRC32, data))
+	}
+	prog.Digests = []*p4gen.DigestType{d}
+	prog.Ingress = append(ingress, p4gen.Digest{Type: d, Values: vals}, p4gen.Assign{Dst: p4gen.Std("egress_spec"), X: p4gen.C(1, 9)})
 	sameAsReference(t, prog, nil, splitReads)
 }

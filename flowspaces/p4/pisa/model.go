@@ -16,12 +16,14 @@ type Model struct {
 	prog   *p4gen.Program
 	alloc  *p4gen.Allocator
 	nslots int
+	ones   int // the slot that always holds all ones (operand's constants)
 
 	headers    []*header
 	byName     map[string]*header
 	states     []pstate
 	deparser   []*header
 	ingress    []op // the program's, for any packet
+	ingressRun op   // seq(ingress)
 	egress     []op
 	comp       *compiler
 	vars       variants        // ingress specialised per set of valid headers
@@ -70,7 +72,8 @@ type digestRec struct{ typ, start, end int }
 
 // Result is what one packet did, as p4gen.Result: the packets that left
 // and the digests sent. Its slices are the model's and change at the
-// next Process.
+// next Process; a packet that leaves with the bytes it came with (no
+// header written, none reordered) is the arrival's Data itself.
 type Result struct {
 	Out         []p4gen.Departure
 	Digests     []p4gen.DigestMsg
@@ -127,6 +130,8 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	for _, f := range p4gen.StdMeta {
 		newSlot("standard_metadata." + f.Name)
 	}
+	m.ones = m.nslots // no name: never zeroed, never written
+	m.nslots++
 	std := func(n string) int { return c.slots["standard_metadata."+n] }
 	m.sIngressPort, m.sPacketLength, m.sIngressTS = std("ingress_port"), std("packet_length"), std("ingress_global_timestamp")
 	m.sEgressSpec, m.sEgressPort, m.sInstance = std("egress_spec"), std("egress_port"), std("instance_type")
@@ -181,6 +186,7 @@ func Load(prog *p4gen.Program, prof p4gen.Profile) (*Model, error) {
 	if m.ingress, err = c.stmts(prog.Ingress, nil); err != nil {
 		return nil, fmt.Errorf("ingress: %v", err)
 	}
+	m.ingressRun = seq(m.ingress)
 	if m.egress, err = c.stmts(prog.Egress, nil); err != nil {
 		return nil, fmt.Errorf("egress: %v", err)
 	}
@@ -249,7 +255,9 @@ func ownField(path string, hs []string) bool {
 
 // newPkt returns a packet's state sized for the program.
 func (m *Model) newPkt() pkt {
-	return pkt{v: make([]uint64, m.nslots), vbits: make([]uint64, (len(m.headers)+63)/64),
+	v := make([]uint64, m.nslots)
+	v[m.ones] = ^uint64(0)
+	return pkt{v: v, vbits: make([]uint64, (len(m.headers)+63)/64),
 		hdrAt: make([]int32, len(m.headers)), varOff: make([]int32, len(m.headers)), visits: make([]visit, 0, 16),
 		varLen: make([]int32, len(m.headers)), varSet: make([]int32, 0, len(m.varHeaders)), clones: make([]uint32, 0, 8), e2e: make([]e2eReq, 0, 4)}
 }
@@ -338,9 +346,13 @@ func (m *Model) Sessions() map[uint32]uint16 {
 // else those the parser reads: the rest are zeroed once its variant is
 // known). Where a header was extracted (hdrAt) is read only while it is
 // valid, and set (by locate) when it becomes so.
-func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) {
+func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) { m.arriveAt(p, &a, full) }
+
+// arriveAt is arrive of *a (ingressOf's: no copy of the arrival).
+func (m *Model) arriveAt(p *pkt, a *p4gen.Arrival, full bool) {
 	if full {
 		clear(p.v)
+		p.v[m.ones] = ^uint64(0)
 	} else {
 		for _, s := range m.parserReads {
 			p.v[s] = 0
@@ -350,7 +362,14 @@ func (m *Model) arrive(p *pkt, a p4gen.Arrival, full bool) {
 		p.varLen[i], p.varOff[i] = 0, 0
 	}
 	p.varSet = p.varSet[:0]
-	clear(p.vbits)
+	switch vb := p.vbits; len(vb) { // no call to clear a word or two
+	case 1:
+		vb[0] = 0
+	case 2:
+		vb[0], vb[1] = 0, 0
+	default:
+		clear(vb)
+	}
 	p.data, p.payload, p.err = a.Data, -1, nil
 	p.dirty, p.ordered, p.lastPos = false, true, -1
 	p.clones = p.clones[:0]
@@ -370,8 +389,25 @@ func (m *Model) Process(a p4gen.Arrival) (*Result, error) {
 	if err != nil {
 		return &m.res, err
 	}
+	if len(p.clones) == 0 && len(m.egress) == 0 {
+		// The common case: one instance at most, and no egress to run
+		// (egressOf's first lines).
+		if spec := p.v[m.sEgressSpec]; spec != p4gen.DropPort {
+			p.e2e = p.e2e[:0]
+			m.depart(p, uint16(spec), p4gen.InstanceNormal)
+		}
+		m.end()
+		return &m.res, nil
+	}
 	q := egressMeta{enqQ: a.QDepth, deqQ: a.QDepth, now: a.Time}
-	if err := m.instances(p, a, func(p *pkt, port uint16, instance uint32) error {
+	if len(p.clones) == 0 {
+		// One instance at most: no call through instances' function.
+		if spec := p.v[m.sEgressSpec]; spec != p4gen.DropPort {
+			if err := m.egressOf(p, uint16(spec), p4gen.InstanceNormal, q); err != nil {
+				return &m.res, err
+			}
+		}
+	} else if err := m.instances(p, a, func(p *pkt, port uint16, instance uint32) error {
 		return m.egressOf(p, port, instance, q)
 	}); err != nil {
 		return &m.res, err
@@ -427,14 +463,17 @@ func (m *Model) end() {
 // none) and a runtime error (an index past a register's end).
 func (m *Model) ingressOf(p *pkt, a p4gen.Arrival) (string, error) {
 	full := m.vars.n >= m.maxVars
-	m.arrive(p, a, full)
+	m.arriveAt(p, &a, full)
 	perr := ""
 	if err := m.parse(p); err != nil {
 		perr = err.Error()
 	}
-	v := m.variantOf(p, full)
+	v := m.vars.find(p.vbits) // the variant made for its valid headers
+	if v == nil && !full {
+		v = m.newVariant(p)
+	}
 	if v == nil {
-		run(m.ingress, p)
+		m.ingressRun(p)
 		return perr, p.err
 	}
 	if !full {
@@ -442,8 +481,28 @@ func (m *Model) ingressOf(p *pkt, a p4gen.Arrival) (string, error) {
 			p.v[s] = 0
 		}
 	}
-	run(v.ops, p)
+	v.run(p)
 	return perr, p.err
+}
+
+// depart adds p, leaving on port, to the result, deparsed, and returns
+// its bytes.
+func (m *Model) depart(p *pkt, port uint16, instance uint32) []byte {
+	var data []byte
+	if !p.dirty && p.ordered && p.payload >= 0 && (m.csumLast == nil || !p.valid(m.csumLast)) {
+		// The packet leaves as it came (what deparse would copy, no
+		// checksum to update): its own bytes, not a copy.
+		data = p.data
+	} else {
+		n := len(m.res.Out)
+		if n == len(m.outBufs) {
+			m.outBufs = append(m.outBufs, make([]byte, 0, 2048))
+		}
+		m.outBufs[n] = m.deparse(p, m.outBufs[n])
+		data = m.outBufs[n]
+	}
+	m.res.Out = append(m.res.Out, p4gen.Departure{Port: port, Data: data, Instance: instance})
+	return data
 }
 
 // egressMeta is what the queue tells egress.
@@ -456,29 +515,32 @@ type egressMeta struct {
 // egressOf runs egress on p, an instance leaving on port, and deparses
 // it into the result unless egress drops it.
 func (m *Model) egressOf(p *pkt, port uint16, instance uint32, q egressMeta) error {
-	p.v[m.sEgressPort] = uint64(port) & 0x1ff
-	p.v[m.sEgressSpec] = uint64(port) & 0x1ff
-	p.v[m.sInstance] = uint64(instance)
-	p.v[m.sEnqQ] = uint64(q.enqQ) & 0x7ffff
-	p.v[m.sDeqQ] = uint64(q.deqQ) & 0x7ffff
-	p.v[m.sEnqTS] = uint64(q.enqTS)
-	p.v[m.sDeqDelta] = uint64(q.deqDelta)
-	p.v[m.sEgressTS] = q.now & p4gen.Bit(48).Mask()
 	p.e2e = p.e2e[:0]
-	run(m.egress, p)
-	if p.err != nil {
-		return p.err
+	if len(m.egress) == 0 {
+		// Nothing reads the standard metadata egress sees: only
+		// whether the port is the drop port (a clone session's may be).
+		if uint64(port)&0x1ff == p4gen.DropPort {
+			return nil
+		}
+	} else {
+		p.v[m.sEgressPort] = uint64(port) & 0x1ff
+		p.v[m.sEgressSpec] = uint64(port) & 0x1ff
+		p.v[m.sInstance] = uint64(instance)
+		p.v[m.sEnqQ] = uint64(q.enqQ) & 0x7ffff
+		p.v[m.sDeqQ] = uint64(q.deqQ) & 0x7ffff
+		p.v[m.sEnqTS] = uint64(q.enqTS)
+		p.v[m.sDeqDelta] = uint64(q.deqDelta)
+		p.v[m.sEgressTS] = q.now & p4gen.Bit(48).Mask()
+		run(m.egress, p)
+		if p.err != nil {
+			return p.err
+		}
+		if p.v[m.sEgressSpec] == p4gen.DropPort {
+			return nil // mark_to_drop in egress
+		}
 	}
-	if p.v[m.sEgressSpec] == p4gen.DropPort {
-		return nil // mark_to_drop in egress
-	}
-	n := len(m.res.Out)
-	if n == len(m.outBufs) {
-		m.outBufs = append(m.outBufs, make([]byte, 0, 2048))
-	}
-	m.outBufs[n] = m.deparse(p, m.outBufs[n])
-	m.res.Out = append(m.res.Out, p4gen.Departure{Port: port, Data: m.outBufs[n], Instance: instance})
-	if instance != p4gen.InstanceNormal {
+	data := m.depart(p, port, instance)
+	if instance != p4gen.InstanceNormal || len(p.e2e) == 0 {
 		return nil // a clone makes no clone of its own
 	}
 	// Egress-to-egress clones: the packet as it left, its egress run
@@ -489,7 +551,7 @@ func (m *Model) egressOf(p *pkt, port uint16, instance uint32, q egressMeta) err
 			continue
 		}
 		c := &m.ek
-		m.arrive(c, p4gen.Arrival{Data: m.outBufs[n], Port: uint16(p.v[m.sIngressPort]), Time: p.v[m.sIngressTS]}, true)
+		m.arrive(c, p4gen.Arrival{Data: data, Port: uint16(p.v[m.sIngressPort]), Time: p.v[m.sIngressTS]}, true)
 		_ = m.parse(c)
 		for _, i := range req.preserve {
 			c.v[i] = p.v[i]

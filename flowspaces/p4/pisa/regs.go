@@ -138,10 +138,108 @@ func rmwOn[T cell](c *compiler, s p4gen.RMW, sc *scope, cells []T, idx, nv, cond
 		}
 		cells[i] = T(v)
 		if oldTo >= 0 {
-			p.v[oldTo] = old
+			p.put(oldTo, old)
 		}
 		if newTo >= 0 {
-			p.v[newTo] = v
+			p.put(newTo, v)
+		}
+	}
+}
+
+// A count-min sketch's rows are read-modify-writes in a row, each
+// adding a constant to a cell of its register at an index in a field,
+// copying nothing out: they run as one op, a loop over the rows (one
+// call and one dispatch, not one per row).
+
+// countRow is such a read-modify-write on cells of type T.
+type countRow[T cell] struct {
+	cells  []T
+	idx    int // the index's slot
+	k, m   uint64
+	errIdx error
+}
+
+// counted reports whether s is such a read-modify-write, and returns its
+// register.
+func (c *compiler) counted(s p4gen.Stmt, sc *scope) (*register, bool) {
+	r, ok := s.(p4gen.RMW)
+	if !ok || r.Cond != nil || r.OldTo != nil || r.NewTo != nil {
+		return nil, false
+	}
+	if _, ok := r.Index.(p4gen.Ref); !ok {
+		return nil, false
+	}
+	if _, ok := c.refSlot(r.Index, sc); !ok {
+		return nil, false
+	}
+	add, ok := r.New.(p4gen.Binary)
+	if !ok || add.Op != p4gen.Add {
+		return nil, false
+	}
+	if _, ok := add.L.(p4gen.Old); !ok {
+		return nil, false
+	}
+	if _, ok := add.R.(p4gen.Const); !ok {
+		return nil, false
+	}
+	ri, ok := c.regs[r.Reg]
+	if !ok {
+		return nil, false
+	}
+	return c.m.regs[ri], true
+}
+
+// countRun returns how many statements at the start of ss are counts
+// of registers of one cell type, as counted.
+func (c *compiler) countRun(ss []p4gen.Stmt, sc *scope) int {
+	first, ok := c.counted(ss[0], sc)
+	if !ok {
+		return 0
+	}
+	n := 1
+	for n < len(ss) {
+		g, ok := c.counted(ss[n], sc)
+		if !ok || (g.c8 == nil) != (first.c8 == nil) || (g.c16 == nil) != (first.c16 == nil) || (g.c32 == nil) != (first.c32 == nil) {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// counts compiles a run of counts (countRun) into one op.
+func (c *compiler) counts(ss []p4gen.Stmt, sc *scope) op {
+	g, _ := c.counted(ss[0], sc)
+	switch {
+	case g.c8 != nil:
+		return countRows(c, ss, sc, func(g *register) []uint8 { return g.c8 })
+	case g.c16 != nil:
+		return countRows(c, ss, sc, func(g *register) []uint16 { return g.c16 })
+	case g.c32 != nil:
+		return countRows(c, ss, sc, func(g *register) []uint32 { return g.c32 })
+	}
+	return countRows(c, ss, sc, func(g *register) []uint64 { return g.c64 })
+}
+
+func countRows[T cell](c *compiler, ss []p4gen.Stmt, sc *scope, cells func(*register) []T) op {
+	rows := make([]countRow[T], len(ss))
+	for i, s := range ss {
+		r := s.(p4gen.RMW)
+		g, _ := c.counted(s, sc)
+		idx, _ := c.refSlot(r.Index, sc)
+		rows[i] = countRow[T]{cells: cells(g), idx: idx, k: r.New.(p4gen.Binary).R.(p4gen.Const).Value,
+			m:      p4gen.Bit(r.Reg.Width).Mask(),
+			errIdx: fmt.Errorf("register %s: index past its %d cells", r.Reg.Name, len(cells(g)))}
+	}
+	return func(p *pkt) {
+		for i := range rows {
+			r := &rows[i]
+			j := p.at(r.idx)
+			if j >= uint64(len(r.cells)) {
+				p.err = r.errIdx
+				return
+			}
+			r.cells[j] = T((uint64(r.cells[j]) + r.k) & r.m)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package pisa
 
 import (
+	"errors"
 	"maps"
 	"reflect"
 	"slices"
@@ -30,6 +31,7 @@ const maxVariants = 512
 type variant struct {
 	key  []uint64 // the valid headers, a bit per header index
 	ops  []op
+	run  op    // seq(ops)
 	zero []int // the slots to zero once the parser is done
 }
 
@@ -86,10 +88,25 @@ func (vs *variants) find(k []uint64) *variant {
 	}
 }
 
+// add adds v, doubling the slots when they would be more than half
+// full: the table is as small as the variants made allow, so that a
+// probe stays in the cache (a trace of tens of shapes: 2 KB, not the
+// 16 KB that room for maxVariants takes).
 func (vs *variants) add(v *variant) {
-	if vs.slots == nil {
-		vs.slots = make([]vslot, 2*maxVariants)
+	if 2*(vs.n+1) > len(vs.slots) {
+		old := vs.slots
+		vs.slots = make([]vslot, max(16, 2*len(old)))
+		vs.n = 0
+		for _, sl := range old {
+			if sl.v != nil {
+				vs.put(sl.v)
+			}
+		}
 	}
+	vs.put(v)
+}
+
+func (vs *variants) put(v *variant) {
 	mask := uint64(len(vs.slots) - 1)
 	i := hashKey(v.key) & mask
 	for vs.slots[i].v != nil {
@@ -104,24 +121,26 @@ func (vs *variants) reset() {
 	vs.n = 0
 }
 
-// variantOf returns the variant for p's valid headers, p's parser
-// being done, made now if it is new and there is room (full: there is
-// none); nil when there is none.
-func (m *Model) variantOf(p *pkt, full bool) *variant {
-	if v := m.vars.find(p.vbits); v != nil || full {
-		return v
-	}
+var errNewSlot = errors.New("a variant's code took a slot the packets do not have")
+
+// newVariant makes the variant for p's valid headers, p's parser being
+// done (ingressOf finds those made, and makes one when there is room).
+func (m *Model) newVariant(p *pkt) *variant {
 	v := &variant{key: append([]uint64(nil), p.vbits...)}
 	res := m.residual(v.key)
 	m.comp.share = true
+	slots := m.nslots
 	ops, err := m.comp.stmts(res, nil)
 	m.comp.share = false
+	if err == nil && m.nslots != slots {
+		err = errNewSlot // the packets' slots were made without it (pkt.at)
+	}
 	if err != nil {
 		// A residual the compiler refuses is this code's bug; the
 		// program whole is still right.
 		ops, res = m.ingress, nil
 	}
-	v.ops, v.zero = ops, m.zeroes(v.key, res)
+	v.ops, v.run, v.zero = ops, seq(ops), m.zeroes(v.key, res)
 	m.vars.add(v)
 	return v
 }
@@ -132,7 +151,7 @@ func (m *Model) variantOf(p *pkt, full bool) *variant {
 // headers, and the standard metadata a packet arrives with.
 func (m *Model) zeroes(key []uint64, res []p4gen.Stmt) []int {
 	c := m.comp
-	keep := map[int]bool{}
+	keep := map[int]bool{m.ones: true}
 	for _, n := range []string{"ingress_port", "packet_length", "ingress_global_timestamp"} {
 		keep[c.slots["standard_metadata."+n]] = true
 	}
@@ -152,10 +171,17 @@ func (m *Model) zeroes(key []uint64, res []p4gen.Stmt) []int {
 		}
 		return zero
 	}
-	read := maps.Clone(m.egressReads)
-	readFirst(res, map[string]bool{}, read)
-	for _, f := range p4gen.StdMeta {
-		read["standard_metadata."+f.Name] = true
+	read, written := map[string]bool{}, map[string]bool{}
+	readFirst(res, written, read)
+	// After ingress, egress reads what it reads and the packet's copies
+	// leave by the egress port: zeroed unless every path through
+	// ingress wrote it (egressOf writes the queue's metadata itself).
+	after := maps.Clone(m.egressReads)
+	after["standard_metadata.egress_spec"] = true
+	for path := range after {
+		if !written[path] {
+			read[path] = true
+		}
 	}
 	for path := range read {
 		if s, ok := c.slots[path]; ok && !keep[s] {
@@ -182,6 +208,9 @@ func (m *Model) residual(key []uint64) []p4gen.Stmt {
 			}
 		}
 	}
+	for path, v := range m.facts(key) {
+		e.known[path] = v
+	}
 	for _, f := range m.prog.Metadata {
 		e.known["meta."+f.Name] = 0
 	}
@@ -193,6 +222,7 @@ func (m *Model) residual(key []uint64) []p4gen.Stmt {
 		}
 	}
 	res := sp.stmts(m.prog.Ingress, e, nil)
+	res = sp.cse(res, &avail{exprs: map[string]availExpr{}, copies: map[string]p4gen.Ref{}})
 	res, _ = sp.dce(res, maps.Clone(m.liveOut))
 	return res
 }
@@ -938,6 +968,24 @@ func (sp *specializer) dce(ss []p4gen.Stmt, live map[string]bool) ([]p4gen.Stmt,
 			}
 			delete(live, s.Dst.Path)
 			readsAll([]p4gen.Stmt{s}, live, nil)
+		case p4gen.RMW:
+			// The register is written whatever the packet's metadata
+			// needs; the old or new value's copy into metadata that
+			// nothing reads after is dropped (a count-min row's cell).
+			for _, to := range []**p4gen.Ref{&s.OldTo, &s.NewTo} {
+				if *to != nil && isMeta((*to).Path) && !live[(*to).Path] {
+					*to = nil
+				}
+			}
+			if s.OldTo != nil {
+				delete(live, s.OldTo.Path)
+			}
+			if s.NewTo != nil {
+				delete(live, s.NewTo.Path)
+			}
+			readsAll([]p4gen.Stmt{s}, live, nil)
+			kept = append(kept, s)
+			continue
 		case p4gen.If:
 			th, lt := sp.dce(s.Then, maps.Clone(live))
 			el, le := sp.dce(s.Else, live)

@@ -32,6 +32,69 @@ type table struct {
 	slots  []int // each key's slot when it is a field, else -1
 	shifts []uint
 	tmasks []uint64 // each key's type mask
+	// direct: a packed table of fields whose actions only set metadata
+	// to their parameters or constants (hll's rank): what each entry
+	// writes is made when it is installed (writes, defWrites), and an
+	// application writes it with no call of the action.
+	direct    bool
+	sets      map[*p4gen.Action][]aset
+	defWrites []slotWrite
+}
+
+// aset is an assignment of a direct table's action: to slot, its
+// parameter param (masked to it), or k when param is negative.
+type aset struct {
+	slot, param int
+	mask, k     uint64
+}
+
+// slotWrite is a value an entry writes into a slot.
+type slotWrite struct {
+	slot int
+	v    uint64
+}
+
+// writesOf is what action a with arguments args writes (direct).
+func (tb *table) writesOf(a *p4gen.Action, args []uint64) []slotWrite {
+	var ws []slotWrite
+	for _, st := range tb.sets[a] {
+		v := st.k
+		if st.param >= 0 {
+			v = args[st.param] & st.mask
+		}
+		ws = append(ws, slotWrite{st.slot, v})
+	}
+	return ws
+}
+
+// directSets returns what action a sets, when its body only assigns
+// parameters or constants to fields that are not a header's.
+func (c *compiler) directSets(a *p4gen.Action) ([]aset, bool) {
+	var sets []aset
+	for _, st := range a.Body {
+		as, ok := st.(p4gen.Assign)
+		if !ok {
+			return nil, false
+		}
+		d, ok := c.slots[as.Dst.Path]
+		if !ok || c.hdr[d] {
+			return nil, false
+		}
+		c.used[d] = true
+		switch x := as.X.(type) {
+		case p4gen.Const:
+			sets = append(sets, aset{slot: d, param: -1, k: x.Value})
+		case p4gen.Ref:
+			i := slices.IndexFunc(a.Params, func(f p4gen.Field) bool { return f.Name == x.Path })
+			if i < 0 {
+				return nil, false
+			}
+			sets = append(sets, aset{slot: d, param: i, mask: p4gen.Bit(a.Params[i].Bits).Mask()})
+		default:
+			return nil, false
+		}
+	}
+	return sets, true
 }
 
 type maskedEntry struct {
@@ -41,11 +104,12 @@ type maskedEntry struct {
 
 // centry is an installed entry made ready for lookups.
 type centry struct {
-	e     p4gen.Entry
-	act   *action
-	args  []uint64
-	masks []uint64 // per key: the ternary mask, the LPM prefix's mask
-	plen  int
+	e      p4gen.Entry
+	act    *action
+	args   []uint64
+	writes []slotWrite // direct: what it writes
+	masks  []uint64    // per key: the ternary mask, the LPM prefix's mask
+	plen   int
 }
 
 func (c *compiler) table(t *p4gen.Table) (*table, error) {
@@ -74,12 +138,17 @@ func (c *compiler) table(t *p4gen.Table) (*table, error) {
 		tb.packed = tb.packed && k.Match != p4gen.Range
 	}
 	tb.packed = tb.packed && width <= 64
+	tb.direct = tb.packed && !slices.Contains(tb.slots, -1)
+	tb.sets = map[*p4gen.Action][]aset{}
 	for _, a := range append(slices.Clone(t.Actions), t.Default) {
 		ca, err := c.action(a)
 		if err != nil {
 			return nil, err
 		}
 		tb.acts[a] = ca
+		sets, ok := c.directSets(a)
+		tb.direct = tb.direct && ok
+		tb.sets[a] = sets
 	}
 	if err := tb.setDefault(t.Default, t.DefaultArgs); err != nil {
 		return nil, err
@@ -101,6 +170,7 @@ func (tb *table) setDefault(a *p4gen.Action, args []uint64) error {
 		return fmt.Errorf("table %s: %s takes %d arguments, not %d", tb.t.Name, a.Name, len(a.Params), len(args))
 	}
 	tb.def, tb.defArgs = ca, slices.Clone(args)
+	tb.defWrites = tb.writesOf(a, args)
 	return nil
 }
 
@@ -116,6 +186,7 @@ func (tb *table) set(es []p4gen.Entry) error {
 			return fmt.Errorf("table %s: entry %d has %d matches for %d keys and %d arguments for %d parameters",
 				tb.t.Name, i, len(e.Match), len(tb.keys), len(e.Args), len(e.Action.Params))
 		}
+		ce.writes = tb.writesOf(e.Action, e.Args)
 		for j, m := range e.Match {
 			w := tb.types[j]
 			mask := w.Mask()
@@ -208,7 +279,7 @@ func (tb *table) lookup(p *pkt) (*action, []uint64) {
 		for i, k := range tb.keys {
 			var v uint64
 			if sl := tb.slots[i]; sl >= 0 {
-				v = p.v[sl]
+				v = p.at(sl)
 			} else {
 				v = k(p)
 			}
@@ -289,4 +360,23 @@ next:
 		return e.act, e.args
 	}
 	return tb.def, tb.defArgs
+}
+
+// applyDirect applies a direct table: the packed key, the first entry
+// whose mask and value it matches (else the default), its writes.
+func (tb *table) applyDirect(p *pkt) {
+	var key uint64
+	for i, sl := range tb.slots {
+		key |= p.at(sl) & tb.tmasks[i] << (tb.shifts[i] & 63)
+	}
+	ws := tb.defWrites
+	for i := range tb.masked {
+		if me := &tb.masked[i]; key&me.mask == me.val {
+			ws = tb.entries[me.entry].writes
+			break
+		}
+	}
+	for _, w := range ws {
+		p.put(w.slot, w.v)
+	}
 }
