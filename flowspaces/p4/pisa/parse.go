@@ -239,30 +239,33 @@ func (m *Model) wholeStates() {
 // parser, which records its path for a plan while the plans have room.
 func (m *Model) parse(p *pkt) error {
 	if len(m.plans.nodes) == 0 {
-		return m.general(p, false)
+		return m.general(p, 0, 0, 0, false, false)
 	}
 	r, err := m.planned(p)
 	switch {
-	case r == planDone:
+	case r == planDone || r == planResumed:
 		return err
 	case r == planNew && len(m.plans.nodes) < maxPlanNodes:
 		m.plans.trace = m.plans.trace[:0]
-		err := m.general(p, true)
+		err := m.general(p, 0, 0, 0, false, true)
 		m.learn(err)
 		return err
 	}
-	return m.general(p, false)
+	return m.general(p, 0, 0, 0, false, false)
 }
 
-// general runs the parser over p.data state by state, recording its
-// path in m.plans.trace when rec is set.
-func (m *Model) general(p *pkt, rec bool) error {
+// general runs the parser over p.data state by state from state st at
+// bit bit, its step'th (with its headers extracted when selecting: a
+// plan did that and the states before), recording its path in
+// m.plans.trace when rec is set.
+func (m *Model) general(p *pkt, st, bit, step int, selecting, rec bool) error {
 	data := p.data
-	bit, st := 0, 0
-	for step := 0; step < maxParserSteps; step++ {
+	for ; step < maxParserSteps; step++ {
 		s := &m.states[st]
 		at := bit
-		if s.whole && bit+s.bits <= 8*len(data) {
+		if selecting {
+			selecting = false
+		} else if s.whole && bit+s.bits <= 8*len(data) {
 			if bit&7 == 0 && bit>>3+s.span <= len(data) {
 				// The span check above keeps every load in the
 				// packet, and a state's slots are the model's (newPkt

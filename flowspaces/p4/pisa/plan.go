@@ -39,7 +39,7 @@ import (
 // maxPlanNodes bounds the nodes of the tree, and maxPlans its plans.
 const (
 	maxPlanNodes = 256
-	maxPlans     = 256
+	maxPlans     = 2 * maxPlanNodes
 )
 
 // maxPlanSteps bounds the states on a planned path.
@@ -102,6 +102,11 @@ type pcold struct {
 	keys  []pkey
 	cases []pmv
 	next  []int32 // what follows each case, then the default
+	// For a packet that goes no further by plans, the plan of the path
+	// up to the state's headers (-1: none), after which the general
+	// parser selects, the state the path's steps'th, its headers ending
+	// at bit.
+	pre, steps, bit int32
 }
 
 // pkey is one expression of a select: the 8 bytes at boff shifted right
@@ -149,7 +154,7 @@ type pathAt struct{ off, bits int }
 
 // path is what a path through the parser did so far, as learn walks it.
 type path struct {
-	bit               int
+	bit, steps        int
 	at                map[int]pathAt // per slot, its last load's
 	loads             []hfield       // offsets from the packet's start
 	places            []hplace
@@ -187,6 +192,7 @@ func (pa *path) enter(m *Model, st int) {
 		pa.lastPos = s.lastPos
 	}
 	pa.bit += s.bits
+	pa.steps++
 }
 
 func addVword(ws []vword, w vword) []vword {
@@ -240,9 +246,14 @@ func (m *Model) node(st int, pa *path) int32 {
 	s := &m.states[st]
 	n := pnode{need: int32(min((pa.bit+7)/8, math.MaxInt32)), kind: noSelect,
 		hot: [2]int32{notTaken, notTaken}, hotCase: [2]rawCase{never, never}}
-	c := pcold{st: st, next: make([]int32, len(s.cases)+1)}
+	c := pcold{st: st, next: make([]int32, len(s.cases)+1), pre: -1, steps: int32(pa.steps), bit: int32(min(pa.bit, math.MaxInt32))}
 	for i := range c.next {
 		c.next[i] = notTaken
+	}
+	if len(m.plans.plans) < maxPlans {
+		if t := m.leaf(pa, nil); m.plans.plans[planAt(t)].need < math.MaxInt32 {
+			c.pre = planAt(t)
+		}
 	}
 	if !s.whole || len(s.sel) > 0 && !s.packed || slices.Contains(s.selSlots, -1) {
 		n.need = math.MaxInt32
@@ -360,19 +371,23 @@ const (
 	planDone    = iota // the packet was parsed by a plan
 	planGeneral        // its path goes where plans do not
 	planNew            // it takes a case of a node that no packet took
+	planResumed        // it was parsed by a plan of its path's start and the general parser
 )
 
-// planned parses p by the plan of its path, if the tree holds it.
+// planned parses p by the plan of its path, if the tree holds it, or by
+// the plan of the path up to the last node it passed and the general
+// parser from there.
 func (m *Model) planned(p *pkt) (int, error) {
 	data := p.data
 	d := unsafe.Pointer(unsafe.SliceData(data))
 	nodes := m.plans.nodes
-	i := int32(0)
+	i, last := int32(0), int32(-1)
 	for {
 		n := &nodes[i]
 		if len(data) < int(n.need) {
-			return planGeneral, nil
+			return m.resume(p, d, last)
 		}
+		last = i
 		// A node's loads are within its need (windows), and a slot is
 		// the model's.
 		switch n.kind {
@@ -394,9 +409,24 @@ func (m *Model) planned(p *pkt) (int, error) {
 			if i == notTaken {
 				return planNew, nil
 			}
-			return m.apply(p, d, &m.plans.plans[planAt(i)])
+			pl := &m.plans.plans[planAt(i)]
+			if len(data) < int(pl.need) {
+				return m.resume(p, d, last)
+			}
+			return planDone, m.apply(p, d, pl)
 		}
 	}
+}
+
+// resume parses p by the plan of the path up to node i's state, then
+// the general parser from its select (planGeneral: no such plan).
+func (m *Model) resume(p *pkt, d unsafe.Pointer, i int32) (int, error) {
+	if i < 0 || m.plans.cold[i].pre < 0 {
+		return planGeneral, nil
+	}
+	c := &m.plans.cold[i]
+	_ = m.apply(p, d, &m.plans.plans[c.pre])
+	return planResumed, m.general(p, c.st, int(c.bit), int(c.steps)-1, true, false)
 }
 
 // rawCase is what follows node i for a packet whose bytes at its w0
@@ -433,13 +463,9 @@ func (pl *planner) keyCase(i int32, p *pkt, d unsafe.Pointer) int32 {
 	return c.next[len(c.cases)]
 }
 
-// apply does plan pl's parsing on p (its bytes at d), when p holds the
-// plan's headers.
-func (m *Model) apply(p *pkt, d unsafe.Pointer, pl *plan) (int, error) {
-	if len(p.data) < int(pl.need) {
-		return planGeneral, nil
-	}
-	// need holds each load (windows).
+// apply does plan pl's parsing on p (its bytes at d, which hold the
+// plan's need: each load, by windows).
+func (m *Model) apply(p *pkt, d unsafe.Pointer, pl *plan) error {
 	v := unsafe.Pointer(unsafe.SliceData(p.v))
 	for _, f := range m.plans.ends[pl.elo:pl.ehi] {
 		*(*uint64)(unsafe.Add(v, uintptr(f.slot)*8)) = load64(d, f.boff) & f.mask
@@ -463,9 +489,9 @@ func (m *Model) apply(p *pkt, d unsafe.Pointer, pl *plan) (int, error) {
 	}
 	p.payload = int(pl.payload)
 	if pl.reject {
-		return planDone, errReject
+		return errReject
 	}
-	return planDone, nil
+	return nil
 }
 
 // load64 is the 8 bytes at d+off, big-endian.
