@@ -238,14 +238,16 @@ func (m *Model) wholeStates() {
 // of its path when the model has one (plan.go), else by the general
 // parser, which records its path for a plan while the plans have room.
 func (m *Model) parse(p *pkt) error {
-	if len(m.plans.nodes) == 0 {
-		return m.general(p, 0, 0, 0, false, false)
-	}
 	r, err := m.planned(p)
-	switch {
-	case r == planDone || r == planResumed:
-		return err
-	case r == planNew && len(m.plans.nodes) < maxPlanNodes:
+	if r >= planGeneral {
+		err = m.unplanned(p, r)
+	}
+	return err
+}
+
+// unplanned runs the general parser on p, which planned left with r.
+func (m *Model) unplanned(p *pkt, r int) error {
+	if r == planNew && len(m.plans.nodes) < maxPlanNodes {
 		m.plans.trace = m.plans.trace[:0]
 		err := m.general(p, 0, 0, 0, false, true)
 		m.learn(err)

@@ -54,7 +54,7 @@ type planner struct {
 	cold   []pcold // per node
 	plans  []plan
 	places [][]hplace // per plan: where each header was extracted, in bits from the packet's start
-	ends   []eload    // the plans' loads, offsets from the packet's start
+	ends   []eload    // the plans' loads, offsets from the packet's start (see plan)
 	loads  []fload
 	trace  []pstep // the general parser's path, while it is recorded
 }
@@ -71,18 +71,21 @@ func planOf(i int) int32   { return int32(-2 - i) }
 func planAt(t int32) int32 { return -2 - t }
 
 // pnode is a state reached by one path. Its size is two cache lines,
-// the second seldom read (TestPlanSizes).
+// the first all a packet of the node's first case reads
+// (TestPlanSizes).
 type pnode struct {
 	need int32 // bytes the packet holds for the path's headers; math.MaxInt32: the general parser runs
 	kind uint8
+	// hot0 follows case0 and hot1 case1, the first cases taken that no
+	// case before them overlaps, which a packet takes with no scan of the
+	// cases (notTaken and never for none; noSelect: hot0 follows).
+	hot0 int32
 	// rawSelect: the select's keys are in the 8 bytes at w0 and w1.
-	w0, w1 int32
-	// hot follows hotCase, each the first cases taken that no case
-	// before them overlaps (notTaken and never for none; noSelect:
-	// hot[0] follows).
-	hot     [2]int32
-	hotCase [2]rawCase
-	_       [40]byte
+	w0, w1 uintptr
+	case0  rawCase
+	hot1   int32
+	case1  rawCase
+	_      [24]byte
 }
 
 // Kinds of node: how a node's select finds its case.
@@ -127,12 +130,14 @@ var never = rawCase{m0: 0, v0: 1}
 // plan is a path's parsing, done by its first packet. Its size is a
 // cache line (TestPlanSizes).
 type plan struct {
-	// Its loads: m.plans.ends[elo:ehi] (the fields that end on a byte,
-	// by the 8 bytes they end), m.plans.loads[lo:hi] (the others).
-	elo, ehi, lo, hi int32
-	need             int32 // bytes the packet holds for the path's headers; math.MaxInt32: not planned
-	visit            int32 // the visit that stands for its extractions (locate)
-	payload          int32
+	// Its loads, in m.plans' arrays (or the arrays they were when the
+	// plan was made): ne at ends (the fields that end on a byte, by the
+	// 8 bytes they end), nl at loads (the others).
+	ends, loads unsafe.Pointer
+	ne, nl      int32
+	need        int32 // bytes the packet holds for the path's headers; math.MaxInt32: not planned
+	visit       int32 // the visit that stands for its extractions (locate)
+	payload     int32
 	// The path's headers are in the deparser's order among themselves
 	// (inOrder), the first's and last's positions; none when !any.
 	firstPos, lastPos    int32
@@ -245,7 +250,7 @@ func (pl *planner) addNode(n pnode, c pcold) int32 {
 func (m *Model) node(st int, pa *path) int32 {
 	s := &m.states[st]
 	n := pnode{need: int32(min((pa.bit+7)/8, math.MaxInt32)), kind: noSelect,
-		hot: [2]int32{notTaken, notTaken}, hotCase: [2]rawCase{never, never}}
+		hot0: notTaken, hot1: notTaken, case0: never, case1: never}
 	c := pcold{st: st, next: make([]int32, len(s.cases)+1), pre: -1, steps: int32(pa.steps), bit: int32(min(pa.bit, math.MaxInt32))}
 	for i := range c.next {
 		c.next[i] = notTaken
@@ -298,7 +303,7 @@ func (m *Model) node(st int, pa *path) int32 {
 	}
 	// Every key from at most two loads: a case is a mask and value of
 	// each, its key's bits where the packet has them.
-	n.kind, n.w0, n.w1 = rawSelect, boffs[0], boffs[len(boffs)-1]
+	n.kind, n.w0, n.w1 = rawSelect, uintptr(boffs[0]), uintptr(boffs[len(boffs)-1])
 	for _, cs := range c.cases {
 		var r [2]pmv
 		nope := cs.v&^cs.m != 0
@@ -346,11 +351,16 @@ func (m *Model) leaf(pa *path, err error) int32 {
 		m.plans.ends = m.plans.ends[:ends]
 		pl = plan{need: math.MaxInt32}
 	} else {
-		pl.elo, pl.ehi, pl.lo = int32(ends), int32(len(m.plans.ends)), int32(len(m.plans.loads))
+		loads := len(m.plans.loads)
 		for i, f := range rest {
 			m.plans.loads = append(m.plans.loads, fload{slot: int32(f.slot), boff: boffs[in[i]], rsh: rsh[i], mask: p4gen.Bit(f.bits).Mask()})
 		}
-		pl.hi = int32(len(m.plans.loads))
+		if pl.ne = int32(len(m.plans.ends) - ends); pl.ne > 0 {
+			pl.ends = unsafe.Pointer(&m.plans.ends[ends])
+		}
+		if pl.nl = int32(len(m.plans.loads) - loads); pl.nl > 0 {
+			pl.loads = unsafe.Pointer(&m.plans.loads[loads])
+		}
 	}
 	pl.visit = int32(len(m.states) + len(m.plans.plans))
 	m.plans.plans = append(m.plans.plans, pl)
@@ -369,23 +379,27 @@ func (m *Model) initPlans() {
 // Results of planned.
 const (
 	planDone    = iota // the packet was parsed by a plan
-	planGeneral        // its path goes where plans do not
-	planNew            // it takes a case of a node that no packet took
 	planResumed        // it was parsed by a plan of its path's start and the general parser
+	planGeneral        // its path goes where plans do not (or the model has no plans)
+	planNew            // it takes a case of a node that no packet took
 )
 
 // planned parses p by the plan of its path, if the tree holds it, or by
-// the plan of the path up to the last node it passed and the general
-// parser from there.
+// the plan of the path up to the last node it passed (whose prefix
+// plan) and the general parser from there (planResumed).
 func (m *Model) planned(p *pkt) (int, error) {
 	data := p.data
 	d := unsafe.Pointer(unsafe.SliceData(data))
 	nodes := m.plans.nodes
+	if len(nodes) == 0 {
+		return planGeneral, nil
+	}
 	i, last := int32(0), int32(-1)
+	var pl *plan
 	for {
 		n := &nodes[i]
 		if len(data) < int(n.need) {
-			return m.resume(p, d, last)
+			break
 		}
 		last = i
 		// A node's loads are within its need (windows), and a slot is
@@ -393,40 +407,75 @@ func (m *Model) planned(p *pkt) (int, error) {
 		switch n.kind {
 		case rawSelect:
 			r0, r1 := load64(d, n.w0), load64(d, n.w1)
-			if h := &n.hotCase[0]; r0&h.m0 == h.v0 && r1&h.m1 == h.v1 {
-				i = n.hot[0]
-			} else if h := &n.hotCase[1]; r0&h.m0 == h.v0 && r1&h.m1 == h.v1 {
-				i = n.hot[1]
+			if h := &n.case0; r0&h.m0 == h.v0 && r1&h.m1 == h.v1 {
+				i = n.hot0
+			} else if h := &n.case1; r0&h.m0 == h.v0 && r1&h.m1 == h.v1 {
+				i = n.hot1
 			} else {
 				i = m.plans.rawCase(i, r0, r1)
 			}
 		case keySelect:
 			i = m.plans.keyCase(i, p, d)
 		default:
-			i = n.hot[0]
+			i = n.hot0
 		}
 		if i < 0 {
 			if i == notTaken {
 				return planNew, nil
 			}
-			pl := &m.plans.plans[planAt(i)]
-			if len(data) < int(pl.need) {
-				return m.resume(p, d, last)
+			if pl = &m.plans.plans[planAt(i)]; len(data) >= int(pl.need) {
+				last = -1
 			}
-			return planDone, m.apply(p, d, pl)
+			break
 		}
 	}
-}
-
-// resume parses p by the plan of the path up to node i's state, then
-// the general parser from its select (planGeneral: no such plan).
-func (m *Model) resume(p *pkt, d unsafe.Pointer, i int32) (int, error) {
-	if i < 0 || m.plans.cold[i].pre < 0 {
+	if last >= 0 {
+		if pl = nil; m.plans.cold[last].pre >= 0 {
+			pl = &m.plans.plans[m.plans.cold[last].pre]
+		}
+	}
+	if pl == nil {
 		return planGeneral, nil
 	}
-	c := &m.plans.cold[i]
-	_ = m.apply(p, d, &m.plans.plans[c.pre])
-	return planResumed, m.general(p, c.st, int(c.bit), int(c.steps)-1, true, false)
+	// The packet holds the plan's need: each load (windows).
+	v := unsafe.Pointer(unsafe.SliceData(p.v))
+	// Two at a time: half the loop's own instructions.
+	for k := int32(0); k+1 < pl.ne; k += 2 {
+		f := (*[2]eload)(unsafe.Add(pl.ends, uintptr(k)*unsafe.Sizeof(eload{})))
+		*(*uint64)(unsafe.Add(v, uintptr(f[0].slot)*8)) = load64(d, uintptr(f[0].boff)) & f[0].mask
+		*(*uint64)(unsafe.Add(v, uintptr(f[1].slot)*8)) = load64(d, uintptr(f[1].boff)) & f[1].mask
+	}
+	if pl.ne&1 != 0 {
+		f := (*eload)(unsafe.Add(pl.ends, uintptr(pl.ne-1)*unsafe.Sizeof(eload{})))
+		*(*uint64)(unsafe.Add(v, uintptr(f.slot)*8)) = load64(d, uintptr(f.boff)) & f.mask
+	}
+	for k := range pl.nl {
+		f := (*fload)(unsafe.Add(pl.loads, uintptr(k)*unsafe.Sizeof(fload{})))
+		w := load64(d, uintptr(f.boff)) >> (f.rsh & 63)
+		*(*uint64)(unsafe.Add(v, uintptr(f.slot)*8)) = w & f.mask
+	}
+	switch vb := p.vbits; len(vb) {
+	case 2:
+		vb[0], vb[1] = vb[0]|pl.v[0], vb[1]|pl.v[1]
+	case 1:
+		vb[0] |= pl.v[0]
+	}
+	p.visits = append(p.visits, visit{st: pl.visit})
+	if pl.any {
+		if !pl.inOrder || int(pl.firstPos) <= p.lastPos {
+			p.ordered = false
+		}
+		p.lastPos = int(pl.lastPos)
+	}
+	if last >= 0 {
+		c := &m.plans.cold[last]
+		return planResumed, m.general(p, c.st, int(c.bit), int(c.steps)-1, true, false)
+	}
+	p.payload = int(pl.payload)
+	if pl.reject {
+		return planDone, errReject
+	}
+	return planDone, nil
 }
 
 // rawCase is what follows node i for a packet whose bytes at its w0
@@ -449,7 +498,7 @@ func (pl *planner) keyCase(i int32, p *pkt, d unsafe.Pointer) int32 {
 	for _, k := range c.keys {
 		var x uint64
 		if k.boff >= 0 {
-			x = load64(d, k.boff) >> (k.rsh & 63)
+			x = load64(d, uintptr(k.boff)) >> (k.rsh & 63)
 		} else {
 			x = p.v[k.slot]
 		}
@@ -463,39 +512,8 @@ func (pl *planner) keyCase(i int32, p *pkt, d unsafe.Pointer) int32 {
 	return c.next[len(c.cases)]
 }
 
-// apply does plan pl's parsing on p (its bytes at d, which hold the
-// plan's need: each load, by windows).
-func (m *Model) apply(p *pkt, d unsafe.Pointer, pl *plan) error {
-	v := unsafe.Pointer(unsafe.SliceData(p.v))
-	for _, f := range m.plans.ends[pl.elo:pl.ehi] {
-		*(*uint64)(unsafe.Add(v, uintptr(f.slot)*8)) = load64(d, f.boff) & f.mask
-	}
-	for _, f := range m.plans.loads[pl.lo:pl.hi] {
-		w := load64(d, f.boff) >> (f.rsh & 63)
-		*(*uint64)(unsafe.Add(v, uintptr(f.slot)*8)) = w & f.mask
-	}
-	switch vb := p.vbits; len(vb) {
-	case 2:
-		vb[0], vb[1] = vb[0]|pl.v[0], vb[1]|pl.v[1]
-	case 1:
-		vb[0] |= pl.v[0]
-	}
-	p.visits = append(p.visits, visit{st: pl.visit})
-	if pl.any {
-		if !pl.inOrder || int(pl.firstPos) <= p.lastPos {
-			p.ordered = false
-		}
-		p.lastPos = int(pl.lastPos)
-	}
-	p.payload = int(pl.payload)
-	if pl.reject {
-		return errReject
-	}
-	return nil
-}
-
 // load64 is the 8 bytes at d+off, big-endian.
-func load64(d unsafe.Pointer, off int32) uint64 {
+func load64(d unsafe.Pointer, off uintptr) uint64 {
 	return binary.BigEndian.Uint64((*[8]byte)(unsafe.Add(d, off))[:])
 }
 
@@ -590,13 +608,11 @@ func (m *Model) follow(i, c, t int32) {
 	cd.next[c] = t
 	switch {
 	case n.kind == noSelect:
-		n.hot[0] = t
-	case n.kind == rawSelect && int(c) < len(cd.alone) && cd.alone[c]:
-		for k := range n.hot {
-			if n.hot[k] == notTaken {
-				n.hot[k], n.hotCase[k] = t, cd.raw[c]
-				break
-			}
-		}
+		n.hot0 = t
+	case n.kind != rawSelect || int(c) >= len(cd.alone) || !cd.alone[c]:
+	case n.hot0 == notTaken:
+		n.hot0, n.case0 = t, cd.raw[c]
+	case n.hot1 == notTaken:
+		n.hot1, n.case1 = t, cd.raw[c]
 	}
 }
