@@ -107,9 +107,9 @@ type pcold struct {
 	next  []int32 // what follows each case, then the default
 	// For a packet that goes no further by plans, the plan of the path
 	// up to the state's headers (-1: none), after which the general
-	// parser selects, the state the path's steps'th, its headers ending
-	// at bit.
-	pre, steps, bit int32
+	// parser selects, the state the path's steps'th, its headers from
+	// bit start to bit.
+	pre, steps, start, bit int32
 }
 
 // pkey is one expression of a select: the 8 bytes at boff shifted right
@@ -159,7 +159,7 @@ type pathAt struct{ off, bits int }
 
 // path is what a path through the parser did so far, as learn walks it.
 type path struct {
-	bit, steps        int
+	start, bit, steps int            // start: where the last state entered starts
 	at                map[int]pathAt // per slot, its last load's
 	loads             []hfield       // offsets from the packet's start
 	places            []hplace
@@ -171,6 +171,7 @@ type path struct {
 // enter adds state st's extraction to the path.
 func (pa *path) enter(m *Model, st int) {
 	s := &m.states[st]
+	pa.start = pa.bit
 	for _, f := range s.loads {
 		f.off += pa.bit
 		for i := range pa.loads {
@@ -251,7 +252,8 @@ func (m *Model) node(st int, pa *path) int32 {
 	s := &m.states[st]
 	n := pnode{need: int32(min((pa.bit+7)/8, math.MaxInt32)), kind: noSelect,
 		hot0: notTaken, hot1: notTaken, case0: never, case1: never}
-	c := pcold{st: st, next: make([]int32, len(s.cases)+1), pre: -1, steps: int32(pa.steps), bit: int32(min(pa.bit, math.MaxInt32))}
+	c := pcold{st: st, next: make([]int32, len(s.cases)+1), pre: -1, steps: int32(pa.steps),
+		start: int32(min(pa.start, math.MaxInt32)), bit: int32(min(pa.bit, math.MaxInt32))}
 	for i := range c.next {
 		c.next[i] = notTaken
 	}
@@ -399,7 +401,7 @@ func (m *Model) planned(p *pkt) (int, error) {
 	for {
 		n := &nodes[i]
 		if len(data) < int(n.need) {
-			break
+			break // at node i, which the general parser takes on
 		}
 		last = i
 		// A node's loads are within its need (windows), and a slot is
@@ -426,6 +428,7 @@ func (m *Model) planned(p *pkt) (int, error) {
 			if pl = &m.plans.plans[planAt(i)]; len(data) >= int(pl.need) {
 				last = -1
 			}
+			i = -1
 			break
 		}
 	}
@@ -468,7 +471,13 @@ func (m *Model) planned(p *pkt) (int, error) {
 		p.lastPos = int(pl.lastPos)
 	}
 	if last >= 0 {
+		// From node i's state when it follows last's (no state with
+		// headers between them), else from last's select.
 		c := &m.plans.cold[last]
+		if i >= 0 && m.plans.cold[i].start == c.bit {
+			c = &m.plans.cold[i]
+			return planResumed, m.general(p, c.st, int(c.start), int(c.steps)-1, false, false)
+		}
 		return planResumed, m.general(p, c.st, int(c.bit), int(c.steps)-1, true, false)
 	}
 	p.payload = int(pl.payload)
