@@ -28,13 +28,15 @@ import (
 // the key's loads and the compares of the general parser's cases (two
 // cases a node's packets took first, when no case before them overlaps
 // them, with no scan); at a plan, a length check and its loads, in one
-// loop. A packet goes to the general parser at a node for a state a
-// plan cannot take (a varbit field, a select too wide for a word or not
-// of fields and metadata, a packet too short for its 8-byte loads), when
-// it is too short for the headers of a node or plan (the general parser
-// rejects it as short, extracting the headers it holds), and at a case
-// no packet took yet: the general parser runs, recording its path,
-// which becomes the tree's (learn).
+// loop. A packet too short for the headers of a node or plan, or at a
+// node for a state a plan cannot take (a varbit field, a select too wide
+// for a word or not of fields and metadata, a packet too short for its
+// 8-byte loads) takes the plan of its path up to the last node it passed
+// (the node's prefix plan), and the general parser goes on from there
+// (rejecting it as short, extracting the headers it holds, or taking
+// the varbit field). A packet at a case no packet took yet goes through
+// the general parser from the start, which records its path for the
+// tree (learn), while the tree has room.
 
 // maxPlanNodes bounds the nodes of the tree, and maxPlans its plans.
 const (
@@ -257,17 +259,25 @@ func (m *Model) node(st int, pa *path) int32 {
 	for i := range c.next {
 		c.next[i] = notTaken
 	}
-	if len(m.plans.plans) < maxPlans {
+	m.selectOf(&n, &c, pa)
+	if n.need < math.MaxInt32 && len(m.plans.plans) < maxPlans {
 		if t := m.leaf(pa, nil); m.plans.plans[planAt(t)].need < math.MaxInt32 {
 			c.pre = planAt(t)
 		}
 	}
+	return m.plans.addNode(n, c)
+}
+
+// selectOf sets how node n (of state c.st, on path pa) finds its case,
+// or makes it a node where the general parser runs.
+func (m *Model) selectOf(n *pnode, c *pcold, pa *path) {
+	s := &m.states[c.st]
 	if !s.whole || len(s.sel) > 0 && !s.packed || slices.Contains(s.selSlots, -1) {
 		n.need = math.MaxInt32
-		return m.plans.addNode(n, c)
+		return
 	}
 	if len(s.sel) == 0 {
-		return m.plans.addNode(n, c)
+		return
 	}
 	// The keys the path loaded before (from the packet), the others
 	// from their slots.
@@ -285,7 +295,7 @@ func (m *Model) node(st int, pa *path) int32 {
 	boffs, in, rsh, ok := windows(fs, int(n.need))
 	if !ok {
 		n.need = math.MaxInt32
-		return m.plans.addNode(n, c)
+		return
 	}
 	for j, i := range fk {
 		c.keys[i].boff, c.keys[i].rsh = boffs[in[j]], rsh[j]
@@ -301,7 +311,7 @@ func (m *Model) node(st int, pa *path) int32 {
 		c.alone = append(c.alone, alone)
 	}
 	if len(fk) < len(c.keys) || len(boffs) > 2 {
-		return m.plans.addNode(n, c)
+		return
 	}
 	// Every key from at most two loads: a case is a mask and value of
 	// each, its key's bits where the packet has them.
@@ -325,7 +335,6 @@ func (m *Model) node(st int, pa *path) int32 {
 		}
 		c.raw = append(c.raw, rc)
 	}
-	return m.plans.addNode(n, c)
 }
 
 // leaf adds the plan of path pa, which the parser ends with err, and
