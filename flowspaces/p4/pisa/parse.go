@@ -238,6 +238,9 @@ func (m *Model) wholeStates() {
 // of its path when the model has one (plan.go), else by the general
 // parser, which records its path for a plan while the plans have room.
 func (m *Model) parse(p *pkt) error {
+	if len(m.plans.nodes) == 0 {
+		return m.general(p, 0, 0, 0, false)
+	}
 	r, err := m.planned(p)
 	if r >= planGeneral {
 		err = m.unplanned(p, r)
@@ -249,25 +252,22 @@ func (m *Model) parse(p *pkt) error {
 func (m *Model) unplanned(p *pkt, r int) error {
 	if r == planNew && len(m.plans.nodes) < maxPlanNodes {
 		m.plans.trace = m.plans.trace[:0]
-		err := m.general(p, 0, 0, 0, false, true)
+		err := m.general(p, 0, 0, 0, true)
 		m.learn(err)
 		return err
 	}
-	return m.general(p, 0, 0, 0, false, false)
+	return m.general(p, 0, 0, 0, false)
 }
 
 // general runs the parser over p.data state by state from state st at
-// bit bit, its step'th (with its headers extracted when selecting: a
-// plan did that and the states before), recording its path in
-// m.plans.trace when rec is set.
-func (m *Model) general(p *pkt, st, bit, step int, selecting, rec bool) error {
+// bit bit, its step'th, recording its path in m.plans.trace when rec is
+// set.
+func (m *Model) general(p *pkt, st, bit, step int, rec bool) error {
 	data := p.data
 	for ; step < maxParserSteps; step++ {
 		s := &m.states[st]
 		at := bit
-		if selecting {
-			selecting = false
-		} else if s.whole && bit+s.bits <= 8*len(data) {
+		if s.whole && bit+s.bits <= 8*len(data) {
 			if bit&7 == 0 && bit>>3+s.span <= len(data) {
 				// The span check above keeps every load in the
 				// packet, and a state's slots are the model's (newPkt
@@ -306,40 +306,7 @@ func (m *Model) general(p *pkt, st, bit, step int, selecting, rec bool) error {
 				return err
 			}
 		}
-		next, taken := s.def, len(s.cases)
-		if s.packed && len(s.sel) > 0 {
-			var key uint64
-			for i, x := range s.sel {
-				var v uint64
-				if sl := s.selSlots[i]; sl >= 0 {
-					v = p.v[sl]
-				} else {
-					v = x(p)
-				}
-				key |= v & s.masks[i] << (s.shifts[i] & 63)
-			}
-			for i := range s.cases {
-				if c := &s.cases[i]; key&c.pm == c.pv {
-					next, taken = c.next, i
-					break
-				}
-			}
-		} else if len(s.sel) > 0 {
-			keys := m.keys[:0]
-			for _, x := range s.sel {
-				keys = append(keys, x(p))
-			}
-		cases:
-			for j, c := range s.cases {
-				for i, v := range c.vals {
-					if keys[i]&c.masks[i] != v&c.masks[i] {
-						continue cases
-					}
-				}
-				next, taken = c.next, j
-				break
-			}
-		}
+		next, taken := m.choose(p, s)
 		if rec {
 			m.plans.trace = append(m.plans.trace, pstep{st: int32(st), at: int32(at), c: int32(taken)})
 		}
@@ -354,6 +321,47 @@ func (m *Model) general(p *pkt, st, bit, step int, selecting, rec bool) error {
 		st = next
 	}
 	return errParserLoop
+}
+
+// choose returns the state after state s for p, its headers extracted
+// (nextAccept, nextReject), and the case it took (its cases' count for
+// the default).
+func (m *Model) choose(p *pkt, s *pstate) (next, taken int) {
+	next, taken = s.def, len(s.cases)
+	if s.packed && len(s.sel) > 0 {
+		var key uint64
+		for i, x := range s.sel {
+			var v uint64
+			if sl := s.selSlots[i]; sl >= 0 {
+				v = p.v[sl]
+			} else {
+				v = x(p)
+			}
+			key |= v & s.masks[i] << (s.shifts[i] & 63)
+		}
+		for i := range s.cases {
+			if c := &s.cases[i]; key&c.pm == c.pv {
+				next, taken = c.next, i
+				break
+			}
+		}
+	} else if len(s.sel) > 0 {
+		keys := m.keys[:0]
+		for _, x := range s.sel {
+			keys = append(keys, x(p))
+		}
+	cases:
+		for j, c := range s.cases {
+			for i, v := range c.vals {
+				if keys[i]&c.masks[i] != v&c.masks[i] {
+					continue cases
+				}
+			}
+			next, taken = c.next, j
+			break
+		}
+	}
+	return next, taken
 }
 
 // extract extracts state s's headers one by one from bit on, as far as

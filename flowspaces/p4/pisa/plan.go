@@ -403,7 +403,7 @@ func (m *Model) planned(p *pkt) (int, error) {
 	d := unsafe.Pointer(unsafe.SliceData(data))
 	nodes := m.plans.nodes
 	if len(nodes) == 0 {
-		return planGeneral, nil
+		return planGeneral, nil // no plans
 	}
 	i, last := int32(0), int32(-1)
 	var pl *plan
@@ -485,9 +485,20 @@ func (m *Model) planned(p *pkt) (int, error) {
 		c := &m.plans.cold[last]
 		if i >= 0 && m.plans.cold[i].start == c.bit {
 			c = &m.plans.cold[i]
-			return planResumed, m.general(p, c.st, int(c.start), int(c.steps)-1, false, false)
+			return planResumed, m.general(p, c.st, int(c.start), int(c.steps)-1, false)
 		}
-		return planResumed, m.general(p, c.st, int(c.bit), int(c.steps)-1, true, false)
+		switch next, _ := m.choose(p, &m.states[c.st]); next {
+		case nextAccept, nextReject:
+			// The state after last's is the end: a plan the packet
+			// is too short for, or one not made.
+			p.payload = int(c.bit) / 8
+			if next == nextReject {
+				return planResumed, errReject
+			}
+			return planResumed, nil
+		default:
+			return planResumed, m.general(p, next, int(c.bit), int(c.steps), false)
+		}
 	}
 	p.payload = int(pl.payload)
 	if pl.reject {

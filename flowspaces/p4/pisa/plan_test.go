@@ -3,6 +3,7 @@ package pisa
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -461,6 +462,56 @@ func TestPlanLoop(t *testing.T) {
 				t.Fatalf("pre %v wide %v: of the long loops, %d past the parser's bound, %d accepted", pre, wide, loops, accepted)
 			}
 		}
+	}
+}
+
+// A packet whose plan was not made (its need past any packet's) takes
+// the plan of its path's start, and the general parser from there:
+// the next state, or the end (a later fragment, an unknown ethertype)
+// with the payload where the last node's headers end.
+func TestPlanNotMade(t *testing.T) {
+	prog := everyField()
+	frames := append(cornerFrames(rand.New(rand.NewPCG(9, 10))), p4gentest.Frames(7, 300, 30)...)
+	m, err := Load(prog, roomy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range frames {
+		if _, err := m.Process(p4gen.Arrival{Data: f, Port: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pre := map[int32]bool{}
+	for _, c := range m.plans.cold {
+		pre[c.pre] = true
+	}
+	unmade := 0
+	for i := range m.plans.plans {
+		if !pre[int32(i)] {
+			m.plans.plans[i].need = math.MaxInt32
+			unmade++
+		}
+	}
+	ref := p4gen.NewSwitch(prog)
+	resumed := 0
+	for i, f := range frames {
+		a := p4gen.Arrival{Data: f, Port: 1, Time: uint64(i)}
+		p := m.newPkt()
+		m.arrive(&p, a, true)
+		if r, _ := m.planned(&p); r == planResumed {
+			resumed++
+		}
+		want, _ := ref.Process(a)
+		got, err := m.Process(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := diffResult(want, got); d != "" {
+			t.Fatalf("frame %d (%x): %s", i, f, d)
+		}
+	}
+	if unmade == 0 || resumed < len(frames)/2 {
+		t.Fatalf("%d plans not made, %d of %d packets resumed", unmade, resumed, len(frames))
 	}
 }
 
