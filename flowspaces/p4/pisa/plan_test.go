@@ -224,7 +224,7 @@ func dropped(h string) *p4gen.Program {
 func TestPlansAsReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	corners := cornerFrames(rng)
-	frames := append(cuts(corners, 5), p4gentest.Frames(5, 1000, 300)...)
+	frames := append(cuts(corners, 8), p4gentest.Frames(5, 600, 300)...)
 	port := func(int) uint16 { return 1 }
 	for _, c := range []struct {
 		name string
