@@ -117,6 +117,21 @@ func cuts(frames [][]byte, k int) [][]byte {
 	return out
 }
 
+// twoModels loads prog twice: with plans, and without (every packet
+// through the general parser).
+func twoModels(t *testing.T, prog *p4gen.Program) (m, g *Model) {
+	t.Helper()
+	m, err := Load(prog, roomy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err = Load(prog, roomy); err != nil {
+		t.Fatal(err)
+	}
+	g.plans = planner{}
+	return m, g
+}
+
 // plansAsReference runs frames (each from the port ports gives it)
 // through a model with plans, a model without and the reference, twice
 // (so that the first time's paths are plans the second time), and
@@ -128,15 +143,7 @@ func plansAsReference(t *testing.T, prog *p4gen.Program, frames [][]byte, port f
 	if err := prog.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Load(prog, roomy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Load(prog, roomy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.plans = planner{}
+	m, g := twoModels(t, prog)
 	ref := p4gen.NewSwitch(prog)
 	for round := range 2 {
 		for i, f := range frames {
@@ -424,15 +431,7 @@ func TestPlanLoop(t *testing.T) {
 			}
 			// The reference spins where the model's steps end: loops
 			// near the bound are compared with the general parser.
-			m, err := Load(prog, roomy)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := Load(prog, roomy)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g.plans = planner{}
+			m, g := twoModels(t, prog)
 			loops, accepted := 0, 0
 			for round := range 2 {
 				for _, f := range append(short, long...) {
@@ -501,17 +500,23 @@ func TestPlanNotMade(t *testing.T) {
 		if r, _ := m.planned(&p); r == planResumed {
 			resumed++
 		}
-		want, _ := ref.Process(a)
-		got, err := m.Process(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := diffResult(want, got); d != "" {
-			t.Fatalf("frame %d (%x): %s", i, f, d)
-		}
+		asReference(t, ref, m, i, a)
 	}
 	if unmade == 0 || resumed < len(frames)/2 {
 		t.Fatalf("%d plans not made, %d of %d packets resumed", unmade, resumed, len(frames))
+	}
+}
+
+// asReference requires that m do with frame i what ref does.
+func asReference(t *testing.T, ref *p4gen.Switch, m *Model, i int, a p4gen.Arrival) {
+	t.Helper()
+	want, _ := ref.Process(a)
+	got, err := m.Process(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diffResult(want, got); d != "" {
+		t.Fatalf("frame %d (%x): %s", i, a.Data, d)
 	}
 }
 
@@ -532,14 +537,7 @@ func TestPlansBounded(t *testing.T) {
 	ref := p4gen.NewSwitch(prog)
 	for i, f := range frames {
 		a := p4gen.Arrival{Data: f, Port: 1, Time: uint64(i)}
-		want, _ := ref.Process(a)
-		got, err := m.Process(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := diffResult(want, got); d != "" {
-			t.Fatalf("frame %d (%x): %s", i, f, d)
-		}
+		asReference(t, ref, m, i, a)
 	}
 	if len(m.plans.nodes) > maxPlanNodes || len(m.plans.plans) > maxPlans {
 		t.Fatalf("%d nodes, %d plans", len(m.plans.nodes), len(m.plans.plans))
