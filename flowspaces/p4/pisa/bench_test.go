@@ -81,10 +81,13 @@ func BenchmarkModel(b *testing.B) { benchModel(b, maxVariants) }
 // specialisation is measured against.
 func BenchmarkModelWhole(b *testing.B) { benchModel(b, 0) }
 
-func benchModel(b *testing.B, room int) {
+func benchModel(b *testing.B, room int, opts ...func(*Model)) {
 	m, err := Load(cmsHLL(b), deep())
 	if err != nil {
 		b.Fatal(err)
+	}
+	for _, o := range opts {
+		o(m)
 	}
 	m.maxVars = room
 	frames := p4gentest.Frames(1, 4096, 10000)

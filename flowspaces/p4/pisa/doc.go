@@ -11,12 +11,22 @@
 // units; counters), the clone sessions, egress and the deparser, with
 // no map lookup and no allocation.
 //
-// How a packet runs fast: the parser extracts a state's headers at once
-// (each field the program uses by one 8-byte load, shifted, when the
-// state starts on a byte), matches a select by one masked compare when
-// its keys fit a word, and records where it extracted each state
-// rather than each header (what the deparser needs, only for a packet
-// whose headers changed). Ingress is specialised per set of valid
+// How a packet runs fast: the parser takes most packets by the plan of
+// their path through its states (plan.go). The first packet on a path
+// leaves it in a tree of states and the cases they took; a later packet
+// walks the tree (at a state, the bytes of its select's keys in at most
+// two 8-byte loads, compared with the two cases its packets took first,
+// else with each case in order) and does the path's work at once: each
+// field the program uses by one 8-byte load (of the bytes it ends, when
+// it ends on a byte), the headers made valid, one record of where all
+// were extracted (what the deparser needs, only for a packet whose
+// headers changed). A packet the tree does not hold (a varbit field, a
+// frame cut short, a case no packet took yet) takes the plan of its
+// path as far as the tree holds it, then the general parser, state by
+// state: a state's headers at once (each field by one 8-byte load,
+// shifted, when the state starts on a byte), a select by one masked
+// compare when its keys fit a word (BenchmarkModelGeneralParser
+// measures it alone). Ingress is specialised per set of valid
 // headers (special.go: constants propagated, branches and tables
 // folded), starting from what the parser's selects fix on every path
 // to those headers (facts.go: an IPv4/TCP packet's IHL, fragment offset

@@ -60,6 +60,7 @@ type Model struct {
 	pk, ck   pkt      // the packet, and a clone being made
 	ek       pkt      // an egress-to-egress clone being made
 	keys     []uint64 // parser select values
+	plans    planner  // the parser's paths (plan.go)
 	scratch  []byte
 	digs     []digestRec
 	dvals    []uint64

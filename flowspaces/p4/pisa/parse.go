@@ -66,7 +66,8 @@ type pstate struct {
 }
 
 // fload is a field's load from a state's bytes: the 8 bytes at boff,
-// shifted right by rsh and masked.
+// shifted right by rsh and masked (in a plan, boff -1 is the 8 bytes
+// the load before it loaded).
 type fload struct {
 	slot, boff int32
 	rsh        uint64
@@ -86,6 +87,12 @@ func (m *Model) locate(p *pkt) {
 	}
 	p.located = true
 	for _, v := range p.visits {
+		if n := int(v.st) - len(m.states); n >= 0 {
+			for _, h := range m.plans.places[n] {
+				p.hdrAt[h.index] = int32(h.off) + 1
+			}
+			continue
+		}
 		if v.st < 0 {
 			p.hdrAt[^v.st] = v.at + 1
 			continue
@@ -224,14 +231,42 @@ func (m *Model) wholeStates() {
 			s.bits += h.fixed
 		}
 	}
+	m.initPlans()
 }
 
-// parse runs the parser over p.data, as p4gen.Switch does.
+// parse runs the parser over p.data, as p4gen.Switch does: by the plan
+// of its path when the model has one (plan.go), else by the general
+// parser, which records its path for a plan while the plans have room.
 func (m *Model) parse(p *pkt) error {
+	if len(m.plans.nodes) == 0 {
+		return m.general(p, 0, 0, 0, false)
+	}
+	r, err := m.planned(p)
+	if r >= planGeneral {
+		err = m.unplanned(p, r)
+	}
+	return err
+}
+
+// unplanned runs the general parser on p, which planned left with r.
+func (m *Model) unplanned(p *pkt, r int) error {
+	if r == planNew && len(m.plans.nodes) < maxPlanNodes {
+		m.plans.trace = m.plans.trace[:0]
+		err := m.general(p, 0, 0, 0, true)
+		m.learn(err)
+		return err
+	}
+	return m.general(p, 0, 0, 0, false)
+}
+
+// general runs the parser over p.data state by state from state st at
+// bit bit, its step'th, recording its path in m.plans.trace when rec is
+// set.
+func (m *Model) general(p *pkt, st, bit, step int, rec bool) error {
 	data := p.data
-	bit, st := 0, 0
-	for step := 0; step < maxParserSteps; step++ {
+	for ; step < maxParserSteps; step++ {
 		s := &m.states[st]
+		at := bit
 		if s.whole && bit+s.bits <= 8*len(data) {
 			if bit&7 == 0 && bit>>3+s.span <= len(data) {
 				// The span check above keeps every load in the
@@ -239,8 +274,9 @@ func (m *Model) parse(p *pkt) error {
 				// sizes v for them): no bounds check per field.
 				d := unsafe.Add(unsafe.Pointer(unsafe.SliceData(data)), bit>>3)
 				v := unsafe.Pointer(unsafe.SliceData(p.v))
-				for i := range s.fast {
-					f := &s.fast[i]
+				fast := s.fast // not reloaded after each store
+				for i := range fast {
+					f := &fast[i]
 					w := binary.BigEndian.Uint64((*[8]byte)(unsafe.Add(d, f.boff))[:])
 					*(*uint64)(unsafe.Add(v, uintptr(f.slot)*8)) = w >> (f.rsh & 63) & f.mask
 				}
@@ -270,39 +306,9 @@ func (m *Model) parse(p *pkt) error {
 				return err
 			}
 		}
-		next := s.def
-		if s.packed && len(s.sel) > 0 {
-			var key uint64
-			for i, x := range s.sel {
-				var v uint64
-				if sl := s.selSlots[i]; sl >= 0 {
-					v = p.v[sl]
-				} else {
-					v = x(p)
-				}
-				key |= v & s.masks[i] << (s.shifts[i] & 63)
-			}
-			for i := range s.cases {
-				if c := &s.cases[i]; key&c.pm == c.pv {
-					next = c.next
-					break
-				}
-			}
-		} else if len(s.sel) > 0 {
-			keys := m.keys[:0]
-			for _, x := range s.sel {
-				keys = append(keys, x(p))
-			}
-		cases:
-			for _, c := range s.cases {
-				for i, v := range c.vals {
-					if keys[i]&c.masks[i] != v&c.masks[i] {
-						continue cases
-					}
-				}
-				next = c.next
-				break
-			}
+		next, taken := m.choose(p, s)
+		if rec {
+			m.plans.trace = append(m.plans.trace, pstep{st: int32(st), at: int32(at), c: int32(taken)})
 		}
 		switch next {
 		case nextAccept:
@@ -315,6 +321,47 @@ func (m *Model) parse(p *pkt) error {
 		st = next
 	}
 	return errParserLoop
+}
+
+// choose returns the state after state s for p, its headers extracted
+// (nextAccept, nextReject), and the case it took (its cases' count for
+// the default).
+func (m *Model) choose(p *pkt, s *pstate) (next, taken int) {
+	next, taken = s.def, len(s.cases)
+	if s.packed && len(s.sel) > 0 {
+		var key uint64
+		for i, x := range s.sel {
+			var v uint64
+			if sl := s.selSlots[i]; sl >= 0 {
+				v = p.v[sl]
+			} else {
+				v = x(p)
+			}
+			key |= v & s.masks[i] << (s.shifts[i] & 63)
+		}
+		for i := range s.cases {
+			if c := &s.cases[i]; key&c.pm == c.pv {
+				next, taken = c.next, i
+				break
+			}
+		}
+	} else if len(s.sel) > 0 {
+		keys := m.keys[:0]
+		for _, x := range s.sel {
+			keys = append(keys, x(p))
+		}
+	cases:
+		for j, c := range s.cases {
+			for i, v := range c.vals {
+				if keys[i]&c.masks[i] != v&c.masks[i] {
+					continue cases
+				}
+			}
+			next, taken = c.next, j
+			break
+		}
+	}
+	return next, taken
 }
 
 // extract extracts state s's headers one by one from bit on, as far as
