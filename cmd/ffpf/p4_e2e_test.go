@@ -417,8 +417,15 @@ func TestP4SwitchBadInput(t *testing.T) {
 	small.stop(t)
 }
 
-// pipelineOf asks the switch at addr for the pipeline it has committed.
+// pipelineOf asks the switch at addr (device 1) for the pipeline it has
+// committed.
 func pipelineOf(t *testing.T, addr string) *p4.ForwardingPipelineConfig {
+	t.Helper()
+	return pipelineOfDevice(t, addr, 1)
+}
+
+// pipelineOfDevice asks device at addr for the pipeline it has committed.
+func pipelineOfDevice(t *testing.T, addr string, device uint64) *p4.ForwardingPipelineConfig {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -427,7 +434,7 @@ func pipelineOf(t *testing.T, addr string) *p4.ForwardingPipelineConfig {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r, err := p4.NewP4RuntimeClient(conn).GetForwardingPipelineConfig(ctx, &p4.GetForwardingPipelineConfigRequest{DeviceId: 1, ResponseType: p4.GetForwardingPipelineConfigRequest_ALL})
+	r, err := p4.NewP4RuntimeClient(conn).GetForwardingPipelineConfig(ctx, &p4.GetForwardingPipelineConfigRequest{DeviceId: device, ResponseType: p4.GetForwardingPipelineConfigRequest_ALL})
 	if err != nil {
 		t.Fatal(err)
 	}
