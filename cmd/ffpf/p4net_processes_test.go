@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -354,5 +356,70 @@ func entriesOf(t *testing.T, addr string, device uint64) int {
 			t.Fatalf("reading the entries of %s: %v", addr, err)
 		}
 		n += len(r.GetEntities())
+	}
+}
+
+// SIGINT ends a run with switches elsewhere at once, however long they
+// would take to go quiet: what they measured so far is printed, exit 0.
+func TestP4NetElsewhereInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	sw := runSwitch(t, "", "--device-id", "4", "--port", "2=out:"+filepath.Join(dir, "o.pcap"))
+	program, err := filepath.Abs("../../examples/mafia/postcards.mafia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "one.yaml")
+	writeFile(t, f, fmt.Sprintf("program: %s\nswitches: [{name: s1, p4runtime: %s, device_id: 4}]\nroutes: {s1: {1: 2}}\n", program, sw.addr))
+	cmd := exec.Command(ffpfBin, "p4", "net", "--quiet", "10ms", f)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	select {
+	case l := <-lines:
+		if !strings.Contains(l, "run their programs") {
+			t.Fatalf("ffpf p4 net: %s", l)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("ffpf p4 net does not say it runs")
+	}
+	select {
+	case l, ok := <-lines:
+		t.Fatalf("the run ended without packets (%v): %s", ok, l)
+	case <-time.After(300 * time.Millisecond): // quiet 30 times over: no packet, no end
+	}
+	cmd.Process.Signal(os.Interrupt)
+	for l := range lines {
+		t.Errorf("after SIGINT: %s", l)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after SIGINT: %v", err)
+	}
+	want := "s1: 0 frames in, 0 out, 0 to the CPU\ns1: 0 copies to the controller\n  tag#1: 0 in, 0 out\n"
+	if !strings.HasPrefix(stdout.String(), want) {
+		t.Errorf("after SIGINT:\n%s\nwant\n%s", stdout.String(), want)
+	}
+	sw.stop(t)
+	if !strings.Contains(sw.logged(), "pipeline ffpf_path committed") {
+		t.Errorf("the switch ran no pipeline:\n%s", sw.logged())
 	}
 }

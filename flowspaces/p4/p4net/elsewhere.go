@@ -184,8 +184,11 @@ func (r *Result) PortStats() string {
 		for _, pc := range s.Ports {
 			ports = append(ports, fmt.Sprintf("%d: %d in, %d out", pc.Port, pc.In, pc.Out))
 		}
-		fmt.Fprintf(&b, "%s: %d frames in, %d out, %d to the CPU (ports %s)\n",
-			s.Name, s.Stats.In, s.Stats.Out, s.Stats.ToCPU, strings.Join(ports, "; "))
+		fmt.Fprintf(&b, "%s: %d frames in, %d out, %d to the CPU", s.Name, s.Stats.In, s.Stats.Out, s.Stats.ToCPU)
+		if len(ports) > 0 {
+			fmt.Fprintf(&b, " (ports %s)", strings.Join(ports, "; "))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
