@@ -22,7 +22,7 @@ func cmdP4Net(args []string, stdout, stderr io.Writer) error {
 	prog := fs.String("mafia", "", "the MAFIA program the switches run (default: the file's program:)")
 	ctrl := fs.String("ctrl", "", "the packets of the program's ctrl stream (a capture `FILE`)")
 	asJSON := fs.Bool("json", false, "print what each switch's functions measured as JSON")
-	quiet := fs.Duration("quiet", time.Second, "with switches that run elsewhere (p4runtime:): the run ends once packets crossed them and their port counters stood still this `long` (or on SIGINT)")
+	quiet := fs.Duration("quiet", time.Second, "with switches that run elsewhere (p4runtime:): the run ends once packets crossed them and their port counters stood still for a `DURATION` (or on SIGINT)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/gopacket/pcapgo"
 	p4 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -94,6 +95,9 @@ func TestP4NetProcesses(t *testing.T) {
 	const packets = 3000
 	if r := ffpf(t, "gen", "-o", trace, "--packets", fmt.Sprint(packets), "--flows", "50", "--pps", "3000", "--seed", "21"); r.code != 0 {
 		t.Fatal(r.stderr)
+	}
+	if d := pcapSpan(t, trace); d < 999*time.Millisecond || d > time.Second {
+		t.Fatalf("the trace of %d packets at 3,000 a second spans %v", packets, d)
 	}
 	// Room for trajectory's first hop as ffpf compiles it (examples/mafia:
 	// resources), on every switch and in the file that describes them.
@@ -301,6 +305,14 @@ routes: {s1: {1: 2}, s2: {1: 2}, s3: {1: 2}}
 	if r := ffpf(t, "p4", "net", mixed); r.code != 2 || !strings.Contains(r.stderr, "switch s2 runs elsewhere (p4runtime: "+s2.addr+") and s1 in this process") {
 		t.Errorf("a mixed network: exit %d, %q", r.code, r.stderr)
 	}
+	inProcess := filepath.Join(dir, "in-process.yaml")
+	writeFile(t, inProcess, fmt.Sprintf("program: %s\nswitches: [{name: s1}]\n", program))
+	if r := ffpf(t, "p4", "net", "--quiet", "2s", inProcess); r.code != 2 || !strings.Contains(r.stderr, "--quiet is for switches that run elsewhere") {
+		t.Errorf("--quiet in the process: exit %d, %q", r.code, r.stderr)
+	}
+	if r := ffpf(t, "p4", "net", "--quiet", "0s", file("zero", s2.addr, 2, "")); r.code != 2 || !strings.Contains(r.stderr, "--quiet 0s") {
+		t.Errorf("--quiet 0s: exit %d, %q", r.code, r.stderr)
+	}
 	// s1 and s2 took the program (saved) before s3 refused it: neither
 	// runs it, nor holds its routes or clone session.
 	for _, s := range []*swProc{s1, s2, s3} {
@@ -421,5 +433,33 @@ func TestP4NetElsewhereInterrupt(t *testing.T) {
 	sw.stop(t)
 	if !strings.Contains(sw.logged(), "pipeline ffpf_path committed") {
 		t.Errorf("the switch ran no pipeline:\n%s", sw.logged())
+	}
+}
+
+// pcapSpan is the time from a capture's first record to its last.
+func pcapSpan(t *testing.T, file string) time.Duration {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcapgo.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first, last time.Time
+	for {
+		_, ci, err := r.ReadPacketData()
+		if err == io.EOF {
+			return last.Sub(first)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.IsZero() {
+			first = ci.Timestamp
+		}
+		last = ci.Timestamp
 	}
 }

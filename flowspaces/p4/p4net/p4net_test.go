@@ -83,6 +83,9 @@ func TestConfigElsewhere(t *testing.T) {
 	if !c.Elsewhere() || c.Switch("s2").P4Runtime != "127.0.0.1:9562" || c.Switch("s2").CPUPort != 64 {
 		t.Errorf("%+v", c.Switches)
 	}
+	if ex, err := p4net.Load("../../../examples/mafia/path-processes.yaml"); err != nil || !ex.Elsewhere() || len(ex.Switches) != 3 {
+		t.Errorf("examples/mafia/path-processes.yaml: %v", err)
+	}
 	if l, err := p4net.Parse([]byte(good), "path.yaml"); err != nil || l.Elsewhere() || l.Switch("s1").Elsewhere() {
 		t.Errorf("a network without addresses runs in the process: %v", err)
 	}
