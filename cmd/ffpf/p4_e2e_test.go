@@ -427,16 +427,24 @@ func pipelineOf(t *testing.T, addr string) *p4.ForwardingPipelineConfig {
 // pipelineOfDevice asks device at addr for the pipeline it has committed.
 func pipelineOfDevice(t *testing.T, addr string, device uint64) *p4.ForwardingPipelineConfig {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	r, err := p4.NewP4RuntimeClient(conn).GetForwardingPipelineConfig(ctx, &p4.GetForwardingPipelineConfigRequest{DeviceId: device, ResponseType: p4.GetForwardingPipelineConfigRequest_ALL})
+	c, ctx := p4rtClient(t, addr)
+	r, err := c.GetForwardingPipelineConfig(ctx, &p4.GetForwardingPipelineConfigRequest{DeviceId: device, ResponseType: p4.GetForwardingPipelineConfigRequest_ALL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r.GetConfig()
+}
+
+// p4rtClient is a P4Runtime client of the switch at addr, and a context
+// that bounds its calls, both ended with the test.
+func p4rtClient(t *testing.T, addr string) (p4.P4RuntimeClient, context.Context) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return p4.NewP4RuntimeClient(conn), ctx
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,9 +18,7 @@ import (
 
 	"github.com/google/gopacket/pcapgo"
 	p4 "github.com/p4lang/p4runtime/go/p4/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/ffpf-go/ffpf/internal/netnstest"
@@ -343,14 +340,8 @@ func deviceOf(s *swProc) uint64 {
 // saved, or committed) holds.
 func entriesOf(t *testing.T, addr string, device uint64) int {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	rc, err := p4.NewP4RuntimeClient(conn).Read(ctx, &p4.ReadRequest{DeviceId: device,
+	c, ctx := p4rtClient(t, addr)
+	rc, err := c.Read(ctx, &p4.ReadRequest{DeviceId: device,
 		Entities: []*p4.Entity{{Entity: &p4.Entity_TableEntry{TableEntry: &p4.TableEntry{}}}}})
 	if err != nil {
 		t.Fatal(err)

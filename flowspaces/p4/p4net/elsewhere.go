@@ -13,6 +13,7 @@ package p4net
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,18 +42,11 @@ func RunElsewhere(cfg *Config, progs []*Program, o RunOptions) (res *Result, err
 			return nil, fmt.Errorf("switch %s: its program counts no ports (Options.PortCounters)", p.Name)
 		}
 	}
-	s, err := open(cfg, progs, o, func(*control) error { return nil })
+	s, err := begin(cfg, progs, o, func(*control) error { return nil })
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := s.close(); cerr != nil && err == nil {
-			res, err = nil, cerr
-		}
-	}()
-	if err := s.push(); err != nil {
-		return nil, err
-	}
+	defer s.end(&res, &err)
 	var names []string
 	for _, c := range s.cs {
 		names = append(names, fmt.Sprintf("%s (%s, device %d)", c.name, c.addr, c.device))
@@ -95,7 +89,7 @@ func (s *session) quiet() error {
 				moved = moved || pc.In > 0
 			}
 		}
-		if !equal(now, last) {
+		if !slices.Equal(now, last) {
 			last, changed = now, time.Now()
 		}
 		if moved && time.Since(changed) >= s.o.Quiet {
@@ -159,18 +153,6 @@ func (c *control) sent() uint64 {
 		}
 	}
 	return 0
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // PortStats describes what the port counters of switches that run

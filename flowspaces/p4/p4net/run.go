@@ -246,6 +246,28 @@ func open(cfg *Config, progs []*Program, o RunOptions, at func(c *control) error
 	return s, nil
 }
 
+// begin opens a session and pushes the programs (closed again on an
+// error).
+func begin(cfg *Config, progs []*Program, o RunOptions, at func(c *control) error) (*session, error) {
+	s, err := open(cfg, progs, o, at)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.push(); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// end closes the session at the end of a run, whose error the close's
+// is when it has none.
+func (s *session) end(res **Result, err *error) {
+	if cerr := s.close(); cerr != nil && *err == nil {
+		*res, *err = nil, cerr
+	}
+}
+
 // close ends the controllers, which removes what they installed, and
 // closes the collectors' files.
 func (s *session) close() error {
@@ -327,7 +349,7 @@ func (s *session) results() (*Result, error) {
 // through it and reads what the functions measured.
 func Run(n *Network, progs []*Program, o RunOptions) (res *Result, err error) {
 	o.defaults()
-	s, err := open(n.cfg, progs, o, func(c *control) error {
+	s, err := begin(n.cfg, progs, o, func(c *control) error {
 		c.sw = n.Switch(c.name)
 		if c.sw == nil {
 			return fmt.Errorf("no switch %s in the network", c.name)
@@ -343,14 +365,7 @@ func Run(n *Network, progs []*Program, o RunOptions) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := s.close(); cerr != nil && err == nil {
-			res, err = nil, cerr
-		}
-	}()
-	if err := s.push(); err != nil {
-		return nil, err
-	}
+	defer s.end(&res, &err)
 	var times []uint64
 	for _, ch := range n.cfg.Changes {
 		times = append(times, uint64(ch.at/time.Microsecond))
