@@ -214,25 +214,32 @@ func distinctDst(t *testing.T, file string) int {
 
 func pcapFrames(t *testing.T, file string) [][]byte {
 	t.Helper()
-	f, err := os.Open(file)
+	var out [][]byte
+	eachPcap(t, file, func(data []byte, _ gopacket.CaptureInfo) { out = append(out, bytes.Clone(data)) })
+	return out
+}
+
+// eachPcap calls f with each record of a capture file.
+func eachPcap(t *testing.T, file string, f func([]byte, gopacket.CaptureInfo)) {
+	t.Helper()
+	fh, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
+	defer fh.Close()
+	r, err := pcapgo.NewReader(fh)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	var out [][]byte
 	for {
-		data, _, err := r.ReadPacketData()
+		data, ci, err := r.ReadPacketData()
 		if err == io.EOF {
-			return out
+			return
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
-		out = append(out, bytes.Clone(data))
+		f(data, ci)
 	}
 }
 

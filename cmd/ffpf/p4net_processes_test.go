@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/gopacket/pcapgo"
+	"github.com/google/gopacket"
 	p4 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -430,27 +430,12 @@ func TestP4NetElsewhereInterrupt(t *testing.T) {
 // pcapSpan is the time from a capture's first record to its last.
 func pcapSpan(t *testing.T, file string) time.Duration {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var first, last time.Time
-	for {
-		_, ci, err := r.ReadPacketData()
-		if err == io.EOF {
-			return last.Sub(first)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachPcap(t, file, func(_ []byte, ci gopacket.CaptureInfo) {
 		if first.IsZero() {
 			first = ci.Timestamp
 		}
 		last = ci.Timestamp
-	}
+	})
+	return last.Sub(first)
 }
