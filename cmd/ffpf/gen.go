@@ -41,7 +41,7 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 	flows := fs.Int("flows", 10000, "number of distinct flows")
 	snaplen := fs.Int("s", 0, "snap length recorded in the file header (0: the longest frame generated)")
 	iface := fs.String("i", "", "transmit the trace on `IFACE` instead of writing it")
-	pps := fs.Float64("pps", 0, "with -i: packets per second (0: top speed)")
+	pps := fs.Float64("pps", 0, "packets per second: with -i, sent (0: top speed); with -o alone, the rate of the trace's timestamps (0: 1,000,000)")
 	tx := fs.String("tx", "packet", "with -i: how to transmit, `packet|xdp`: AF_PACKET or XDP live frames")
 	pool := fs.Int("pool", 0, "with --tx xdp: distinct frames sent, then repeated (0: min(--packets, 8192))")
 	pos, err := parseInterleaved(fs, args)
@@ -72,6 +72,9 @@ func cmdGen(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	cfg := gen.Config{Seed: *seed, Packets: *packets, Malformed: *malformed, VLAN: *vlan, IPv6: *ipv6, Flows: *flows}
+	if *iface == "" {
+		cfg.Rate = *pps // the timestamps'; the frames are the same at any rate
+	}
 	if *iface != "" {
 		if err := dev.Exists(*iface); err != nil {
 			return &exitError{2, err} // as run -i says it

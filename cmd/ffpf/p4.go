@@ -32,7 +32,7 @@ several switches gets a directory per switch, DIR/NAME. --json prints the
 same as one object. The functions that do not fit stay above the switch:
 'ffpf place' says why.`
 
-const p4NetSynopsis = `[--mafia FILE.mafia] [--ctrl FILE] [--json] FILE.yaml
+const p4NetSynopsis = `[--mafia FILE.mafia] [--ctrl FILE] [--json] [--quiet 1s] FILE.yaml
 
 Runs a path of model switches in one process, linked port to port as
 FILE.yaml says (p4net.Config: switches and their roles, links, the hosts'
@@ -41,9 +41,21 @@ address. The MAFIA program (--mafia, or the file's program:) is compiled
 per role, each switch's section pushed to it; the trace of its in: port
 plays through in time order, the copies collects send are written to
 their files, and what every function measured is read from the switches
-at the end and printed (--json: as one object).`
+at the end and printed (--json: as one object).
 
-const p4SwitchSynopsis = "--p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255] [--resources FILE.yaml] [--rate PORT=PPS]... [--queue N]"
+Or the switches run elsewhere, as ffpf p4 switch processes whose ports
+are veth interfaces or capture files: each switch of FILE.yaml names its
+P4Runtime address and device id (p4runtime: 127.0.0.1:9561, device_id: 2),
+and the file has routes but no links, ports or changes (the processes'
+--port flags are the links and the hosts' ports). The programs are saved
+on every switch, then committed last hop first (the file lists the first
+hop first); the run ends once packets crossed the switches and their
+port counters stood still for --quiet, or on SIGINT, and prints the
+same. A switch that cannot be reached, is another device or refuses its
+program: exit 1, no program committed, nothing left installed
+(examples/mafia/path-processes.yaml).`
+
+const p4SwitchSynopsis = "--p4runtime ADDR [--device-id N] --port N=IFACE|file:IN.pcap|out:OUT.pcap ... [--cpu-port 255] [--resources FILE.yaml] [--rate PORT=PPS]... [--queue N] [--pace]"
 
 func p4Usage() string {
 	var b strings.Builder

@@ -214,25 +214,32 @@ func distinctDst(t *testing.T, file string) int {
 
 func pcapFrames(t *testing.T, file string) [][]byte {
 	t.Helper()
-	f, err := os.Open(file)
+	var out [][]byte
+	eachPcap(t, file, func(data []byte, _ gopacket.CaptureInfo) { out = append(out, bytes.Clone(data)) })
+	return out
+}
+
+// eachPcap calls f with each record of a capture file.
+func eachPcap(t *testing.T, file string, f func([]byte, gopacket.CaptureInfo)) {
+	t.Helper()
+	fh, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
+	defer fh.Close()
+	r, err := pcapgo.NewReader(fh)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	var out [][]byte
 	for {
-		data, _, err := r.ReadPacketData()
+		data, ci, err := r.ReadPacketData()
 		if err == io.EOF {
-			return out
+			return
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
-		out = append(out, bytes.Clone(data))
+		f(data, ci)
 	}
 }
 
@@ -417,19 +424,34 @@ func TestP4SwitchBadInput(t *testing.T) {
 	small.stop(t)
 }
 
-// pipelineOf asks the switch at addr for the pipeline it has committed.
+// pipelineOf asks the switch at addr (device 1) for the pipeline it has
+// committed.
 func pipelineOf(t *testing.T, addr string) *p4.ForwardingPipelineConfig {
+	t.Helper()
+	return pipelineOfDevice(t, addr, 1)
+}
+
+// pipelineOfDevice asks device at addr for the pipeline it has committed.
+func pipelineOfDevice(t *testing.T, addr string, device uint64) *p4.ForwardingPipelineConfig {
+	t.Helper()
+	c, ctx := p4rtClient(t, addr)
+	r, err := c.GetForwardingPipelineConfig(ctx, &p4.GetForwardingPipelineConfigRequest{DeviceId: device, ResponseType: p4.GetForwardingPipelineConfigRequest_ALL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.GetConfig()
+}
+
+// p4rtClient is a P4Runtime client of the switch at addr, and a context
+// that bounds its calls, both ended with the test.
+func p4rtClient(t *testing.T, addr string) (p4.P4RuntimeClient, context.Context) {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	r, err := p4.NewP4RuntimeClient(conn).GetForwardingPipelineConfig(ctx, &p4.GetForwardingPipelineConfigRequest{DeviceId: 1, ResponseType: p4.GetForwardingPipelineConfigRequest_ALL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.GetConfig()
+	t.Cleanup(cancel)
+	return p4.NewP4RuntimeClient(conn), ctx
 }

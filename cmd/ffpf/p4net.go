@@ -4,9 +4,11 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	"github.com/ffpf-go/ffpf/flowspaces/p4/p4net"
 	"github.com/ffpf-go/ffpf/functions"
@@ -20,6 +22,7 @@ func cmdP4Net(args []string, stdout, stderr io.Writer) error {
 	prog := fs.String("mafia", "", "the MAFIA program the switches run (default: the file's program:)")
 	ctrl := fs.String("ctrl", "", "the packets of the program's ctrl stream (a capture `FILE`)")
 	asJSON := fs.Bool("json", false, "print what each switch's functions measured as JSON")
+	quiet := fs.Duration("quiet", time.Second, "with switches that run elsewhere (p4runtime:): the run ends once packets crossed them and their port counters stood still for a `DURATION` (or on SIGINT)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -33,6 +36,14 @@ func cmdP4Net(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return &exitError{2, err}
+	}
+	if *quiet <= 0 {
+		return usageErrorf("--quiet %v: the switches are quiet for a time above 0", *quiet)
+	}
+	quietSet := false
+	fs.Visit(func(f *flag.Flag) { quietSet = quietSet || f.Name == "quiet" })
+	if !cfg.Elsewhere() && quietSet {
+		return usageErrorf("--quiet is for switches that run elsewhere (p4runtime: in %s); a network in this process ends with its trace", pos[0])
 	}
 	if *prog == "" {
 		*prog = cfg.ProgramPath()
@@ -55,17 +66,31 @@ func cmdP4Net(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{2, fmt.Errorf("%s: %v", *prog, err)}
 	}
-	n, err := p4net.Start(cfg, nil)
-	if err != nil {
-		return err
-	}
-	defer n.Close()
-	out, err := p4net.Run(n, progs, p4net.RunOptions{})
-	if err != nil {
-		return err
-	}
-	if err := n.Close(); err != nil {
-		return err
+	var out *p4net.Result
+	var stats string
+	if cfg.Elsewhere() {
+		intr := catchInterrupts()
+		defer intr.stop()
+		intr.started()
+		out, err = p4net.RunElsewhere(cfg, progs, p4net.RunOptions{Quiet: *quiet, Stop: intr.ctx.Done(),
+			Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "ffpf p4 net: "+format+"\n", args...) }})
+		if err != nil {
+			return err
+		}
+		stats = out.PortStats()
+	} else {
+		n, err := p4net.Start(cfg, nil)
+		if err != nil {
+			return err
+		}
+		defer n.Close()
+		if out, err = p4net.Run(n, progs, p4net.RunOptions{}); err != nil {
+			return err
+		}
+		if err := n.Close(); err != nil {
+			return err
+		}
+		stats = n.Stats()
 	}
 	if *asJSON {
 		b, err := out.JSON()
@@ -75,7 +100,7 @@ func cmdP4Net(args []string, stdout, stderr io.Writer) error {
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	fmt.Fprint(stdout, n.Stats())
+	fmt.Fprint(stdout, stats)
 	for _, s := range out.Switches {
 		role := ""
 		if s.Role != "" {

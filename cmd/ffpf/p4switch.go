@@ -49,6 +49,7 @@ func cmdP4Switch(args []string, stdout, stderr io.Writer) error {
 	cpu := fs.Int("cpu-port", 255, "the CPU port: packets sent to it go to the controller as PacketIn, PacketOuts enter by it")
 	resources := fs.String("resources", "", "a YAML file of the switch's per-stage resources (default: a Tofino-1-like profile)")
 	queue := fs.Int("queue", 64, "packets an egress queue holds")
+	pace := fs.Bool("pace", false, "replay the capture files (file: ports) at the pace of their timestamps, as they were captured, not as fast as the switch takes them")
 	var portSpecs, rateSpecs multiFlag
 	fs.Var(&portSpecs, "port", "a port: N=IFACE (a network interface), N=file:IN.pcap (a capture replayed into it once a pipeline is pushed, its timestamps the switch's clock) or N=out:OUT.pcap (what leaves it, recorded); repeatable")
 	fs.Var(&rateSpecs, "rate", "PORT=PPS: the port's egress queue drains PPS packets a second (default: at once); repeatable")
@@ -214,8 +215,10 @@ func cmdP4Switch(args []string, stdout, stderr io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := replay(files, dev, done, &clockMu, &clock); err != nil {
-				readErr <- err
+			if err := replay(files, dev, *pace, done, &clockMu, &clock); err != nil {
+				if err != errStopped {
+					readErr <- err
+				}
 			} else {
 				fmt.Fprintf(stderr, "ffpf p4 switch: the capture files are replayed\n")
 			}
@@ -313,14 +316,21 @@ func cmdP4Switch(args []string, stdout, stderr io.Writer) error {
 	return runErr
 }
 
+// errStopped is replay's when the switch stops before the files are
+// replayed.
+var errStopped = errors.New("stopped")
+
 // replay feeds the capture files' frames to the switch in time order,
-// once a pipeline is pushed; their timestamps (µs since the first frame)
-// are the switch's clock. Then it sends what the queues hold.
-func replay(files []*switchPort, dev *pisa.Device, done <-chan struct{}, clockMu *sync.Mutex, clock *func() uint64) error {
+// once a pipeline is pushed; their timestamps are the switch's clock (µs
+// since one before the first frame: a switch's time is never 0 at a
+// packet, MAFIA's unset timestamp, as on ffpf p4 net's path). With pace,
+// a frame enters when as much wall time has passed since the first as
+// its timestamp says. Then it sends what the queues hold.
+func replay(files []*switchPort, dev *pisa.Device, pace bool, done <-chan struct{}, clockMu *sync.Mutex, clock *func() uint64) error {
 	for !dev.Loaded() {
 		select {
 		case <-done:
-			return nil
+			return errStopped
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -346,10 +356,11 @@ func replay(files []*switchPort, dev *pisa.Device, done <-chan struct{}, clockMu
 	clockMu.Lock()
 	*clock = func() uint64 { return now }
 	clockMu.Unlock()
+	began := time.Now()
 	for {
 		select {
 		case <-done:
-			return nil
+			return errStopped
 		default:
 		}
 		best := -1
@@ -363,7 +374,15 @@ func replay(files []*switchPort, dev *pisa.Device, done <-chan struct{}, clockMu
 			return nil
 		}
 		h := &heads[best]
-		t := uint64(max(0, h.t.Sub(base).Microseconds()))
+		since := max(0, h.t.Sub(base))
+		if wait := since - time.Since(began); pace && wait > 0 {
+			select {
+			case <-done:
+				return errStopped
+			case <-time.After(wait):
+			}
+		}
+		t := uint64(since.Microseconds()) + 1
 		clockMu.Lock()
 		now = t
 		clockMu.Unlock()

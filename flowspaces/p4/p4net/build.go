@@ -38,6 +38,10 @@ type Options struct {
 	Profile p4gen.Profile
 	// Registry holds the classes (functions.Default when nil).
 	Registry *functions.Registry
+	// PortCounters counts the packets each port takes in and sends out
+	// (PortIn, PortOut): what a controller knows of a switch that runs
+	// elsewhere, whose model it does not hold.
+	PortCounters bool
 }
 
 // Program is a switch's program and what the controller needs of it.
@@ -50,6 +54,10 @@ type Program struct {
 	// parameter: the port).
 	Routes  *p4gen.Table
 	SetPort *p4gen.Action
+	// PortIn counts the packets (and bytes) that enter by each port, in
+	// ingress; PortOut those that leave by each port, in egress (a copy
+	// to the CPU port among them). Nil without Options.PortCounters.
+	PortIn, PortOut *p4gen.Counter
 
 	Printed *p4gen.Printed
 	Report  p4gen.Report
@@ -419,6 +427,14 @@ func (p *Program) lower() error {
 		normal = append(normal, p4gen.Assign{Dst: n.Out, X: p4gen.C(0, 1)}, p4gen.If{Cond: in, Then: then})
 		lowered[n] = true
 	}
+	var outCount []p4gen.Stmt
+	if p.PortCounters {
+		p.PortIn = &p4gen.Counter{Name: "ffpf_port_in", Size: p4gen.DropPort, Type: p4gen.PacketsAndBytes}
+		p.PortOut = &p4gen.Counter{Name: "ffpf_port_out", Size: p4gen.DropPort, Type: p4gen.PacketsAndBytes}
+		prog.Counters = append(prog.Counters, p.PortIn, p.PortOut)
+		prog.Ingress = append(prog.Ingress, p4gen.Count{Counter: p.PortIn, Index: p4gen.Cast{Bits: 32, X: p4gen.Std("ingress_port")}})
+		outCount = []p4gen.Stmt{p4gen.Count{Counter: p.PortOut, Index: p4gen.Cast{Bits: 32, X: p4gen.Std("egress_port")}}}
+	}
 	prog.Ingress = append(prog.Ingress, p4gen.Apply{Table: p.Routes})
 	if len(p.Collectors) > 32 {
 		return fmt.Errorf("%d collectors; a packet_in header has room for 32", len(p.Collectors))
@@ -453,7 +469,7 @@ func (p *Program) lower() error {
 		return errors.New("functions work on a copy that no collect sends")
 	}
 	inst := p4gen.Std("instance_type")
-	egress := []p4gen.Stmt{p4gen.If{Cond: p4gen.B(p4gen.Eq, inst, p4gen.C(p4gen.InstanceNormal, inst.Bits)), Then: normal}}
+	egress := append(outCount, p4gen.If{Cond: p4gen.B(p4gen.Eq, inst, p4gen.C(p4gen.InstanceNormal, inst.Bits)), Then: normal})
 	if len(copyPass) > 0 {
 		egress = append(egress, p4gen.If{Cond: p4gen.B(p4gen.Eq, inst, p4gen.C(p4gen.InstanceCloneE2E, inst.Bits)), Then: copyPass})
 	}

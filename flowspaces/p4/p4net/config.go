@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -32,6 +33,18 @@ import (
 //	routes: {s1: {1: 2}, s2: {1: 2}, s3: {1: 2}}
 //	changes:
 //	  - {at: 50ms, switch: s1, routes: {1: 3}}
+//
+// Or a network of switches that run elsewhere (ffpf p4 switch processes,
+// bmv2), each named by its P4Runtime address and device id: ffpf p4 net
+// starts no model for them and pushes, collects and reads as for its
+// own. Their links and hosts' ports are their processes' (ffpf p4 switch
+// --port), so the file has no links:, ports: or changes:, nor a
+// switch's rates: or queue: (its --rate, --queue); it has routes:.
+//
+//	switches:
+//	  - {name: s1, role: first_hop, p4runtime: 127.0.0.1:9561, device_id: 1}
+//	  - {name: s2, role: intermediate, p4runtime: 127.0.0.1:9562, device_id: 2}
+//	routes: {s1: {1: 2}, s2: {1: 2}}
 type Config struct {
 	// Program is the MAFIA program the switches run (relative to the
 	// file's directory); ffpf p4 net --mafia gives one instead.
@@ -61,14 +74,17 @@ type SwitchConfig struct {
 	// (first_hop, intermediate, last_hop); a program without sections
 	// runs on every switch.
 	Role string `yaml:"role"`
-	// P4Runtime is the address it serves P4Runtime on (127.0.0.1:0 when
-	// empty: a port the system picks).
+	// P4Runtime is the address of a switch that runs elsewhere (an ffpf
+	// p4 switch process): ffpf p4 net starts no model for it. When
+	// empty, the switch is a model in this process, serving P4Runtime on
+	// a loopback port the system picks.
 	P4Runtime string `yaml:"p4runtime"`
-	// DeviceID (default: its position from 1) and ID, the switch.id its
+	// DeviceID (default: its position from 1; the device id of a switch
+	// that runs elsewhere, its --device-id) and ID, the switch.id its
 	// programs read (default: its position from 1).
 	DeviceID uint64 `yaml:"device_id"`
 	ID       uint32 `yaml:"id"`
-	CPUPort  uint16 `yaml:"cpu_port"` // 255 when 0
+	CPUPort  uint16 `yaml:"cpu_port"` // 255 when 0 (elsewhere: its --cpu-port)
 	// Rates are ports' egress rates in packets a second (a port not
 	// here sends at once); Queue the packets a queue holds (64 when 0).
 	Rates map[uint16]float64 `yaml:"rates"`
@@ -79,6 +95,10 @@ type SwitchConfig struct {
 
 	profile p4gen.Profile
 }
+
+// Elsewhere reports whether the switch runs elsewhere: the file names its
+// P4Runtime address.
+func (s *SwitchConfig) Elsewhere() bool { return s.P4Runtime != "" }
 
 // Change is a change of routes at a time of the trace.
 type Change struct {
@@ -152,9 +172,6 @@ func (c *Config) check() error {
 		if s.Role != "" && !contains(Roles, s.Role) {
 			return fmt.Errorf("switch %s: role %q is none of %s", s.Name, s.Role, strings.Join(Roles, ", "))
 		}
-		if s.P4Runtime == "" {
-			s.P4Runtime = "127.0.0.1:0"
-		}
 		if s.DeviceID == 0 {
 			s.DeviceID = uint64(i + 1)
 		}
@@ -184,6 +201,9 @@ func (c *Config) check() error {
 			return fmt.Errorf("switch %s: resources: %v", s.Name, err)
 		}
 		s.profile = prof
+	}
+	if err := c.checkElsewhere(); err != nil {
+		return err
 	}
 	used := map[PortRef]string{}
 	use := func(p PortRef, what string) error {
@@ -239,6 +259,57 @@ func (c *Config) check() error {
 		}
 	}
 	sort.SliceStable(c.Changes, func(i, j int) bool { return c.Changes[i].at < c.Changes[j].at })
+	return nil
+}
+
+// Elsewhere reports whether the network's switches run elsewhere (the
+// file names their P4Runtime addresses): a network is all in this
+// process or all elsewhere.
+func (c *Config) Elsewhere() bool { return len(c.Switches) > 0 && c.Switches[0].Elsewhere() }
+
+// checkElsewhere checks a network of switches that run elsewhere: what
+// their processes decide (ports, links, rates, queues) is not the file's,
+// nor changes at times of a trace the network does not play.
+func (c *Config) checkElsewhere() error {
+	first := &c.Switches[0]
+	at := map[string]string{}
+	for i := range c.Switches {
+		s := &c.Switches[i]
+		if s.Elsewhere() != first.Elsewhere() {
+			in, out := first, s
+			if s.Elsewhere() {
+				in, out = s, first
+			}
+			return fmt.Errorf("switch %s runs elsewhere (p4runtime: %s) and %s in this process: a network's switches are all in this process or all elsewhere",
+				in.Name, in.P4Runtime, out.Name)
+		}
+		if !s.Elsewhere() {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(s.P4Runtime); err != nil || port == "0" || port == "" {
+			return fmt.Errorf("switch %s: p4runtime %q is not the HOST:PORT a switch serves P4Runtime on", s.Name, s.P4Runtime)
+		}
+		key := fmt.Sprintf("%s device %d", s.P4Runtime, s.DeviceID)
+		if o, ok := at[key]; ok {
+			return fmt.Errorf("switches %s and %s are both the switch at %s", o, s.Name, key)
+		}
+		at[key] = s.Name
+		if len(s.Rates) > 0 || s.Queue != 0 {
+			return fmt.Errorf("switch %s runs elsewhere (p4runtime: %s): its rates and queue are its process's (ffpf p4 switch --rate, --queue), not the file's",
+				s.Name, s.P4Runtime)
+		}
+	}
+	if !first.Elsewhere() {
+		return nil
+	}
+	switch {
+	case len(c.Links) > 0:
+		return errors.New("links: the switches run elsewhere (p4runtime:): they are linked by their processes' ports (ffpf p4 switch --port N=IFACE), not by the file")
+	case len(c.Ports) > 0:
+		return errors.New("ports: the switches run elsewhere (p4runtime:): the hosts' ports are their processes' (ffpf p4 switch --port N=file:IN.pcap, N=out:OUT.pcap), not the file's")
+	case len(c.Changes) > 0:
+		return errors.New("changes: are made at times of the trace, which only a network in this process plays; the switches run elsewhere (p4runtime:)")
+	}
 	return nil
 }
 

@@ -14,5 +14,11 @@
 // at t enters the linked port at t, and frames move in time order across
 // the switches' queues (Network).
 //
+// The switches of a network may instead run elsewhere, each named by its
+// P4Runtime address and device id (ffpf p4 switch processes whose ports
+// are veth interfaces or capture files): RunElsewhere pushes, collects
+// and reads as Run does, with no shared clock; the run ends once the
+// switches' port counters stood still (RunOptions.Quiet) or on Stop.
+//
 // The 13 use cases of MAFIA's Appendix A run on it in examples/mafia.
 package p4net

@@ -92,6 +92,9 @@ func (e *events) Pop() any {
 // Start starts the network's switches, each serving P4Runtime, and
 // opens its hosts' ports; the trace waits for Replay.
 func Start(cfg *Config, logf func(format string, args ...any)) (*Network, error) {
+	if cfg.Elsewhere() {
+		return nil, errors.New("the network's switches run elsewhere (p4runtime:): RunElsewhere controls them")
+	}
 	n := &Network{cfg: cfg, by: map[string]*Switch{}, links: map[PortRef]PortRef{}, outs: map[PortRef]*ports.FileOut{},
 		unrouted: map[PortRef]uint64{}}
 	ok := false
@@ -132,9 +135,9 @@ func Start(cfg *Config, logf func(format string, args ...any)) (*Network, error)
 		if logf != nil {
 			s.Server.Log = func(format string, args ...any) { logf(name+": "+format, args...) }
 		}
-		ln, err := net.Listen("tcp", sc.P4Runtime)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, fmt.Errorf("switch %s cannot serve P4Runtime on %s: %v", name, sc.P4Runtime, err)
+			return nil, fmt.Errorf("switch %s cannot serve P4Runtime: %v", name, err)
 		}
 		s.g = grpc.NewServer()
 		s.Server.Register(s.g)

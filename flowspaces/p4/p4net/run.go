@@ -51,7 +51,7 @@ func Programs(cfg *Config, sections []Section, reg *functions.Registry) ([]*Prog
 			req, copies = sec.Req, sec.Copies
 		}
 		p, err := Build(req, copies, Options{Name: sc.Name, Role: sc.Role, ID: sc.ID, CPUPort: sc.CPUPort,
-			Profile: sc.profile, Registry: reg})
+			Profile: sc.profile, Registry: reg, PortCounters: sc.Elsewhere()})
 		if err != nil {
 			return nil, err
 		}
@@ -72,6 +72,10 @@ type SwitchResult struct {
 	Role      string            `json:"role,omitempty"`
 	Functions []*FunctionResult `json:"functions"`
 	Stats     pisa.DeviceStats  `json:"-"`
+	// Ports are the port counters of a switch that runs elsewhere: the
+	// packets each port took in and sent out (the CPU port's out: the
+	// copies it sent); its Stats are their sums.
+	Ports []PortCount `json:"ports,omitempty"`
 	// Copies are the copies the controller received (PacketIn).
 	Copies uint64 `json:"copies"`
 }
@@ -113,12 +117,20 @@ func (r *Result) JSON() ([]byte, error) { return json.MarshalIndent(r, "", "  ")
 
 // control is the controller of one switch.
 type control struct {
-	sw     *Switch
+	name   string
+	addr   string
+	device uint64
+	sw     *Switch // nil for a switch that runs elsewhere
 	prog   *Program
 	client *controller.Client
 	sinks  []*sink // by collector bit
 	routes map[uint16]bool
 	got    atomic.Uint64
+	// stamp is the time a copy is written with: the network's clock,
+	// or the wall clock's for a switch that runs elsewhere.
+	stamp func() time.Time
+	// ports is what its port counters said last (elsewhere only).
+	ports []PortCount
 }
 
 // sink is a collector's endpoint, shared by the switches that name it.
@@ -154,90 +166,224 @@ type RunOptions struct {
 	// has not received before the trace waits for it (512 when 0: half
 	// of what the server holds for a slow client).
 	Lag uint64
+	// Quiet is when a network of switches that run elsewhere is done:
+	// once packets have entered its switches, their port counters and
+	// the copies received stood still this long (1 s when 0).
+	Quiet time.Duration
+	// Stop, closed, ends the wait for a network elsewhere at once (on
+	// SIGINT): what the switches measured until then is read.
+	Stop <-chan struct{}
+	// Logf says what a run elsewhere waits for (nil: nothing).
+	Logf func(format string, args ...any)
 }
 
-// Run pushes the programs to the network's switches, plays the trace
-// through it and reads what the functions measured.
-func Run(n *Network, progs []*Program, o RunOptions) (res *Result, err error) {
+func (o *RunOptions) defaults() {
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
 	}
 	if o.Lag == 0 {
 		o.Lag = 512
 	}
-	sinks := map[string]*sink{}
-	defer func() {
-		for k, s := range sinks {
-			if s.file != nil {
-				if cerr := s.file.Close(); cerr != nil && err == nil {
-					err = fmt.Errorf("collector %s: %v", k, cerr)
-				}
-			}
-			if s.conn != nil {
-				s.conn.Close()
-			}
-		}
-	}()
-	var cs []*control
-	defer func() {
-		for _, c := range cs {
-			if c.client != nil {
-				c.client.Close()
-			}
-		}
-	}()
+	if o.Quiet <= 0 {
+		o.Quiet = time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// session is the controllers of a network's switches and the endpoints
+// of their collects.
+type session struct {
+	cfg    *Config
+	cs     []*control
+	byName map[string]*control
+	sinks  map[string]*sink
+	o      RunOptions
+}
+
+// open makes a controller per program, for the switch of that name
+// (addr and device id from at), and opens the collectors.
+func open(cfg *Config, progs []*Program, o RunOptions, at func(c *control) error) (*session, error) {
+	s := &session{cfg: cfg, byName: map[string]*control{}, sinks: map[string]*sink{}, o: o}
 	for _, p := range progs {
-		sw := n.Switch(p.Name)
-		if sw == nil {
+		sc := cfg.Switch(p.Name)
+		if sc == nil {
+			s.close()
 			return nil, fmt.Errorf("no switch %s in the network", p.Name)
 		}
-		c := &control{sw: sw, prog: p, routes: map[uint16]bool{}}
+		c := &control{name: p.Name, addr: sc.P4Runtime, device: sc.DeviceID, prog: p, routes: map[uint16]bool{},
+			stamp: time.Now}
+		if err := at(c); err != nil {
+			s.close()
+			return nil, err
+		}
 		for _, col := range p.Collectors {
-			key := "file:" + n.cfg.path(col.File)
+			key := "file:" + cfg.path(col.File)
 			if col.To != "" {
 				key = "to:" + col.To
 			}
-			s := sinks[key]
-			if s == nil {
-				s = &sink{}
+			k := s.sinks[key]
+			if k == nil {
+				k = &sink{}
+				var err error
 				if col.To != "" {
-					if s.conn, err = net.Dial("udp", col.To); err != nil {
+					if k.conn, err = net.Dial("udp", col.To); err != nil {
+						s.close()
 						return nil, fmt.Errorf("collector %s: %v", col.To, err)
 					}
-				} else if s.file, err = ports.CreateFileOut(n.cfg.path(col.File)); err != nil {
+				} else if k.file, err = ports.CreateFileOut(cfg.path(col.File)); err != nil {
+					s.close()
 					return nil, fmt.Errorf("collector %s: %v", col.File, err)
 				}
-				sinks[key] = s
+				s.sinks[key] = k
 			}
-			c.sinks = append(c.sinks, s)
+			c.sinks = append(c.sinks, k)
 		}
-		cs = append(cs, c)
-		if err := c.push(n, o); err != nil {
-			return nil, err
+		s.cs = append(s.cs, c)
+		s.byName[c.name] = c
+	}
+	return s, nil
+}
+
+// begin opens a session and pushes the programs (closed again on an
+// error).
+func begin(cfg *Config, progs []*Program, o RunOptions, at func(c *control) error) (*session, error) {
+	s, err := open(cfg, progs, o, at)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.push(); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// end closes the session at the end of a run, whose error the close's
+// is when it has none.
+func (s *session) end(res **Result, err *error) {
+	if cerr := s.close(); cerr != nil && *err == nil {
+		*res, *err = nil, cerr
+	}
+}
+
+// close ends the controllers, which removes what they installed, and
+// closes the collectors' files.
+func (s *session) close() error {
+	for _, c := range s.cs {
+		if c.client != nil {
+			c.client.Close()
 		}
 	}
+	var first error
+	for k, sk := range s.sinks {
+		if sk.file != nil {
+			if err := sk.file.Close(); err != nil && first == nil {
+				first = fmt.Errorf("collector %s: %v", k, err)
+			}
+		}
+		if sk.conn != nil {
+			sk.conn.Close()
+		}
+	}
+	return first
+}
+
+// push installs every switch's program, then runs them: each is saved
+// (VERIFY_AND_SAVE) with its routes and clone session, in the file's
+// order, and once all took theirs they are committed in the reverse
+// order, the last hop first, so that no switch forwards into one that
+// has no pipeline yet. A switch that refuses its program leaves none
+// committed, and what the others took is removed again (close).
+func (s *session) push() error {
+	for _, c := range s.cs {
+		if err := c.save(s.cfg, s.o); err != nil {
+			return err
+		}
+	}
+	for i := len(s.cs) - 1; i >= 0; i-- {
+		c := s.cs[i]
+		if err := c.client.Commit(); err != nil {
+			return fmt.Errorf("switch %s: %v", c.name, err)
+		}
+	}
+	return nil
+}
+
+// drain waits until every copy a switch sent (sent) reached the
+// controller, and checks the collectors wrote them.
+func (s *session) drain(sent func(c *control) uint64) error {
+	deadline := time.Now().Add(s.o.Timeout)
+	for _, c := range s.cs {
+		for sent(c) > c.got.Load() {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("switch %s sent %d copies; %d reached the controller within %v",
+					c.name, sent(c), c.got.Load(), s.o.Timeout)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for k, sk := range s.sinks {
+		if sk.err != nil {
+			return fmt.Errorf("collector %s: %v", k, sk.err)
+		}
+	}
+	return nil
+}
+
+// results reads every switch's functions.
+func (s *session) results() (*Result, error) {
+	res := &Result{}
+	for _, c := range s.cs {
+		r, err := c.read()
+		if err != nil {
+			return nil, err
+		}
+		res.Switches = append(res.Switches, r)
+	}
+	return res, nil
+}
+
+// Run pushes the programs to the network's switches, plays the trace
+// through it and reads what the functions measured.
+func Run(n *Network, progs []*Program, o RunOptions) (res *Result, err error) {
+	o.defaults()
+	s, err := begin(n.cfg, progs, o, func(c *control) error {
+		c.sw = n.Switch(c.name)
+		if c.sw == nil {
+			return fmt.Errorf("no switch %s in the network", c.name)
+		}
+		c.addr = c.sw.Addr
+		c.stamp = func() time.Time {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			return n.Time(n.Now())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(&res, &err)
 	var times []uint64
 	for _, ch := range n.cfg.Changes {
 		times = append(times, uint64(ch.at/time.Microsecond))
 	}
-	byName := map[string]*control{}
-	for _, c := range cs {
-		byName[c.prog.Name] = c
-	}
 	h := Hooks{Times: times,
 		At: func(i int) error {
 			ch := n.cfg.Changes[i]
-			c := byName[ch.Switch]
+			c := s.byName[ch.Switch]
 			if c == nil {
 				return nil
 			}
 			return c.setRoutes(ch.Routes)
 		},
 		Wait: func() error {
-			for _, c := range cs {
+			for _, c := range s.cs {
 				for c.sw.Dev.Stats().ToCPU > c.got.Load()+o.Lag {
 					if err := c.client.Err(); err != nil {
-						return fmt.Errorf("switch %s: %v", c.prog.Name, err)
+						return fmt.Errorf("switch %s: %v", c.name, err)
 					}
 					time.Sleep(50 * time.Microsecond)
 				}
@@ -248,38 +394,18 @@ func Run(n *Network, progs []*Program, o RunOptions) (res *Result, err error) {
 		return nil, err
 	}
 	// The last copies.
-	deadline := time.Now().Add(o.Timeout)
-	for _, c := range cs {
-		for c.sw.Dev.Stats().ToCPU > c.got.Load() {
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("switch %s sent %d copies; %d reached the controller within %v",
-					c.prog.Name, c.sw.Dev.Stats().ToCPU, c.got.Load(), o.Timeout)
-			}
-			time.Sleep(time.Millisecond)
-		}
+	if err := s.drain(func(c *control) uint64 { return c.sw.Dev.Stats().ToCPU }); err != nil {
+		return nil, err
 	}
-	for k, s := range sinks {
-		if s.err != nil {
-			return nil, fmt.Errorf("collector %s: %v", k, s.err)
-		}
-	}
-	res = &Result{}
-	for _, c := range cs {
-		r, err := c.read()
-		if err != nil {
-			return nil, err
-		}
-		res.Switches = append(res.Switches, r)
-	}
-	return res, nil
+	return s.results()
 }
 
-// push connects to the switch and installs its program, routes and
-// clone session.
-func (c *control) push(n *Network, o RunOptions) error {
+// save connects to the switch and installs its program (saved, not yet
+// run), routes and clone session.
+func (c *control) save(cfg *Config, o RunOptions) error {
 	p := c.prog
-	cl, err := controller.Dial(controller.Options{Address: c.sw.Addr, DeviceID: c.sw.Config.DeviceID, Timeout: o.Timeout,
-		OnPacket: func(pi controller.PacketIn) { c.packetIn(n, pi) }})
+	cl, err := controller.Dial(controller.Options{Address: c.addr, DeviceID: c.device, Timeout: o.Timeout,
+		OnPacket: c.packetIn})
 	if err != nil {
 		return fmt.Errorf("switch %s: %v", p.Name, err)
 	}
@@ -292,16 +418,13 @@ func (c *control) push(n *Network, o RunOptions) error {
 	if err := cl.SavePipeline(info, config); err != nil {
 		return fmt.Errorf("switch %s: %v", p.Name, err)
 	}
-	if err := c.setRoutes(n.cfg.Routes[p.Name]); err != nil {
+	if err := c.setRoutes(cfg.Routes[p.Name]); err != nil {
 		return err
 	}
 	if len(p.Collectors) > 0 {
 		if err := cl.Insert(controller.CloneSession(CloneSession, uint32(p.CPUPort))); err != nil {
 			return fmt.Errorf("switch %s: %v", p.Name, err)
 		}
-	}
-	if err := cl.Commit(); err != nil {
-		return fmt.Errorf("switch %s: %v", p.Name, err)
 	}
 	return nil
 }
@@ -329,11 +452,9 @@ func (c *control) setRoutes(routes map[uint16]uint16) error {
 }
 
 // packetIn writes a copy to the collectors its mask names.
-func (c *control) packetIn(n *Network, pi controller.PacketIn) {
+func (c *control) packetIn(pi controller.PacketIn) {
 	mask := pi.Metadata["mask"]
-	n.mu.Lock()
-	t := n.Time(n.Now())
-	n.mu.Unlock()
+	t := c.stamp()
 	for i, s := range c.sinks {
 		if mask&(1<<i) != 0 {
 			s.write(pi.Payload, t)
@@ -345,7 +466,20 @@ func (c *control) packetIn(n *Network, pi controller.PacketIn) {
 // read reads the functions' counters and registers into their Go halves.
 func (c *control) read() (*SwitchResult, error) {
 	p := c.prog
-	r := &SwitchResult{Name: p.Name, Role: p.Role, Stats: c.sw.Dev.Stats(), Copies: c.got.Load()}
+	r := &SwitchResult{Name: p.Name, Role: p.Role, Copies: c.got.Load()}
+	if c.sw != nil {
+		r.Stats = c.sw.Dev.Stats()
+	} else {
+		r.Ports = c.ports
+		for _, pc := range c.ports {
+			r.Stats.In += pc.In
+			if pc.Port == p.CPUPort {
+				r.Stats.ToCPU += pc.Out
+			} else {
+				r.Stats.Out += pc.Out
+			}
+		}
+	}
 	halves := map[string]functions.Function{}
 	for _, n := range p.Nodes {
 		if n.Collector != nil {
