@@ -495,8 +495,10 @@ func (m *Model) depart(p *pkt, port uint16, instance uint32) []byte {
 		// checksum to update): its own bytes, not a copy.
 		data = p.data
 	} else {
+		// A buffer per departure of the result (those that left as their
+		// own bytes leave theirs unused).
 		n := len(m.res.Out)
-		if n == len(m.outBufs) {
+		for n >= len(m.outBufs) {
 			m.outBufs = append(m.outBufs, make([]byte, 0, 2048))
 		}
 		m.outBufs[n] = m.deparse(p, m.outBufs[n])
