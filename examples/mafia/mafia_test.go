@@ -158,10 +158,16 @@ func run(t *testing.T, dir, trace, name string) []flowgraph.FunctionState {
 	}
 	expr := strings.ReplaceAll(strings.Join(lines, "\n"), "file=", "file="+dir+"/")
 	expr = "(pcap,file=" + strconv.Quote(trace) + ") > " + expr
+	return runExpr(t, name, expr, flowgraph.RequestOptions{})
+}
 
+// runExpr runs expr in userspace to its end and returns the functions'
+// final reports.
+func runExpr(t *testing.T, name, expr string, opts flowgraph.RequestOptions) []flowgraph.FunctionState {
+	t.Helper()
 	rt := flowgraph.New(flowgraph.Config{})
 	defer rt.Close()
-	req, err := rt.Populate(expr, flowgraph.RequestOptions{})
+	req, err := rt.Populate(expr, opts)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

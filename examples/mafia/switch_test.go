@@ -30,7 +30,6 @@ import (
 	"github.com/ffpf-go/ffpf/functions"
 	"github.com/ffpf-go/ffpf/functions/flowkey"
 	"github.com/ffpf-go/ffpf/functions/gen"
-	"github.com/ffpf-go/ffpf/lang/mafia"
 )
 
 // The switches' trace: 20,000 packets at 1 Mpps (20 ms), 200 flows.
@@ -98,18 +97,7 @@ func runNet(t *testing.T, dir, netYAML, file string) *p4net.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := mafia.Parse(string(src))
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	res, err := mafia.Compile(prog, mafia.Options{})
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
+	res := compileFile(t, file)
 	var secs []p4net.Section
 	for _, r := range res.Requests {
 		secs = append(secs, p4net.Section{Role: r.Role, Req: r.Req, Copies: r.Copies})

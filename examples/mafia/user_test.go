@@ -1,14 +1,12 @@
 package mafia_test
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/ffpf-go/ffpf/flowgraph"
 	"github.com/ffpf-go/ffpf/lang"
@@ -20,6 +18,17 @@ import (
 // directory, and returns the functions' final reports.
 func runUser(t *testing.T, dir, file string) []flowgraph.FunctionState {
 	t.Helper()
+	res := compileFile(t, file)
+	if len(res.Requests) != 1 {
+		t.Fatalf("%s: %d requests", file, len(res.Requests))
+	}
+	return runExpr(t, file, lang.Format(res.Requests[0].Req), flowgraph.RequestOptions{
+		DefaultSource: "(pcap,file=" + strconv.Quote(filepath.Join(dir, "trace.pcap")) + ")"})
+}
+
+// compileFile parses and compiles a .mafia file.
+func compileFile(t *testing.T, file string) *mafia.Result {
+	t.Helper()
 	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -29,32 +38,10 @@ func runUser(t *testing.T, dir, file string) []flowgraph.FunctionState {
 		t.Fatalf("%s: %v", file, err)
 	}
 	res, err := mafia.Compile(prog, mafia.Options{})
-	if err != nil || len(res.Requests) != 1 {
-		t.Fatalf("%s: %v (%d requests)", file, err, len(res.Requests))
-	}
-	rt := flowgraph.New(flowgraph.Config{})
-	defer rt.Close()
-	req, err := rt.Populate(lang.Format(res.Requests[0].Req), flowgraph.RequestOptions{
-		DefaultSource: "(pcap,file=" + strconv.Quote(filepath.Join(dir, "trace.pcap")) + ")"})
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	if err := rt.Instantiate(); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := rt.Activate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Wait(); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	fs := req.Functions()
-	if err := rt.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return fs
+	return res
 }
 
 // The programs that a host can run give in userspace what they give on a
