@@ -873,3 +873,27 @@ func TestSwitchCollectUDP(t *testing.T) {
 		}
 	}
 }
+
+// path.yaml, the network README.md runs the path programs on (`ffpf p4
+// net [--mafia FILE] examples/mafia/path.yaml`), has room for each of
+// them: every switch's program is built (trajectory's first hop needs
+// more than Tofino-1's 12 stages).
+func TestPathFileHoldsThePathPrograms(t *testing.T) {
+	src, err := os.ReadFile("path.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := p4net.Parse(src, "path.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"postcards.mafia", "trajectory.mafia", "congested-flows.mafia"} {
+		var secs []p4net.Section
+		for _, r := range compileFile(t, file).Requests {
+			secs = append(secs, p4net.Section{Role: r.Role, Req: r.Req, Copies: r.Copies})
+		}
+		if _, err := p4net.Programs(cfg, secs, nil); err != nil {
+			t.Errorf("%s on path.yaml: %v", file, err)
+		}
+	}
+}

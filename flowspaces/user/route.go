@@ -290,7 +290,9 @@ func (fs *Flowspace) Connect() error {
 			}
 			st.ins = make([]*buffers.Batch, len(st.in))
 			if k, ok := fn.(flowkey.Keyed); ok && !fs.opts.PerFunctionKeys {
-				st.keyed, st.hashes = k, r.memo(k)
+				if sp, _, _ := k.KeyHash(); sp != nil {
+					st.keyed, st.hashes = k, r.memo(k)
+				}
 			}
 			idx[n] = len(inputs) + len(r.steps)
 			r.steps = append(r.steps, st)

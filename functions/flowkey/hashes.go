@@ -39,7 +39,9 @@ func NewHashes(sp *Spec, lt functions.LinkType, seed uint64) *Hashes {
 // once), and calls ProcessHashes in place of Process.
 type Keyed interface {
 	functions.Function
-	// KeyHash returns how the function keys and hashes its packets.
+	// KeyHash returns how the function keys and hashes its packets; a
+	// nil sp says it takes no flowspace's hashes (it positions keys by
+	// hashes of its own, a switch's) and is run by Process.
 	KeyHash() (sp *Spec, lt functions.LinkType, seed uint64)
 	// ProcessHashes is Process with the hashes of b's packets at hand:
 	// hs.Fill(b) has been called.

@@ -55,6 +55,9 @@ type keyed struct {
 	nokey  int // offset
 	key    flowkey.Key
 	hs     *flowkey.Hashes // Process's own, when no flowspace shares one
+	// switchHashed: it positions keys as a switch does (p4.go), by
+	// hashes no flowspace shares.
+	switchHashed bool
 }
 
 func newKeyed(ctx *functions.Context, st *functions.State) (keyed, error) {
@@ -65,15 +68,21 @@ func newKeyed(ctx *functions.Context, st *functions.State) (keyed, error) {
 	sp := measure.Spec(ctx.Params)
 	k := keyed{m: m, sp: sp, lt: ctx.LinkType, window: measure.NewWindow(ctx.Params),
 		report: int(ctx.Params.Int("report")), nokey: functions.FieldOf(m, "nokey").Offset,
-		hs: flowkey.NewHashes(sp, ctx.LinkType, seed)}
+		hs: flowkey.NewHashes(sp, ctx.LinkType, seed), switchHashed: measure.SwitchHashed(ctx)}
 	if measure.Reports(ctx.Params) {
 		k.out = measure.NewOut(ctx)
 	}
 	return k, nil
 }
 
-// KeyHash implements flowkey.Keyed.
-func (k *keyed) KeyHash() (*flowkey.Spec, functions.LinkType, uint64) { return k.sp, k.lt, seed }
+// KeyHash implements flowkey.Keyed: none when the function positions
+// keys as a switch does, so that no flowspace hashes its packets for it.
+func (k *keyed) KeyHash() (*flowkey.Spec, functions.LinkType, uint64) {
+	if k.switchHashed {
+		return nil, k.lt, seed
+	}
+	return k.sp, k.lt, seed
+}
 
 // ownHashes hashes the packets of b for a Process called on its own: the
 // batch's slots may hold other packets than at the last call.

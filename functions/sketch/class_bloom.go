@@ -141,10 +141,6 @@ func (f *BloomFunc) Process(b *buffers.Batch) {
 
 // ProcessHashes implements flowkey.Keyed.
 func (f *BloomFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
-	if f.p4 != nil { // the switch's positions: its own hashes
-		f.processP4(b)
-		return
-	}
 	p := b.PBuf
 	n := 0
 	var ins, nokey uint64

@@ -87,10 +87,6 @@ func (f *HLLFunc) Process(b *buffers.Batch) {
 
 // ProcessHashes implements flowkey.Keyed.
 func (f *HLLFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
-	if f.p4 != nil { // the switch's positions: its own hashes
-		f.processP4(b)
-		return
-	}
 	changed := false
 	var nokey uint64
 	for _, e := range b.E[:b.N] {
@@ -226,10 +222,6 @@ func (f *PCSAFunc) Process(b *buffers.Batch) {
 
 // ProcessHashes implements flowkey.Keyed.
 func (f *PCSAFunc) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
-	if f.p4 != nil { // the switch's positions: its own hashes
-		f.processP4(b)
-		return
-	}
 	changed := false
 	var nokey uint64
 	for _, e := range b.E[:b.N] {

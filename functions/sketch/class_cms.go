@@ -147,10 +147,6 @@ func (c *CMS) Process(b *buffers.Batch) {
 // ProcessHashes implements flowkey.Keyed. A key is extracted again only
 // when its estimate may enter the report's top K.
 func (c *CMS) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
-	if c.p4 != nil { // the switch's positions: its own hashes
-		c.processP4(b)
-		return
-	}
 	c.mode.Lock()
 	defer c.mode.Unlock()
 	p := b.PBuf

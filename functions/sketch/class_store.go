@@ -128,10 +128,6 @@ func (s *Store) Process(b *buffers.Batch) {
 
 // ProcessHashes implements flowkey.Keyed.
 func (s *Store) ProcessHashes(b *buffers.Batch, hs *flowkey.Hashes) {
-	if s.p4 != nil { // the switch's positions: its own hashes
-		s.processP4(b)
-		return
-	}
 	p := b.PBuf
 	n := 0
 	var nokey, miss, changes uint64
