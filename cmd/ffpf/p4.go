@@ -29,8 +29,10 @@ v1model), DIR/p4info.txtpb (its P4Info, prototext) and DIR/resources.txt
 (what it takes: stages used, the widest stage, stateful operations,
 tables, actions and lines of P4, stage by stage). A hierarchy with
 several switches gets a directory per switch, DIR/NAME. --json prints the
-same as one object. The functions that do not fit stay above the switch:
-'ffpf place' says why.`
+same as one object. Chains without a source run on the packets entering
+at -i IFACE, a switch's interface; without -i, at the one interface the
+hierarchy's switches have (several: name one). The functions that do not
+fit stay above the switch: 'ffpf place' says why.`
 
 const p4NetSynopsis = `[--mafia FILE.mafia] [--ctrl FILE] [--json] [--quiet 1s] FILE.yaml
 
